@@ -1,0 +1,136 @@
+//! The memory-component trait: allocation, copies and reductions for one memory type.
+
+use std::sync::Arc;
+
+use crate::buffer::MemRef;
+use crate::error::{Error, Result};
+use crate::types::{DataType, MemType, ReduceOp};
+
+/// One reduction: `count` elements of `dtype` combined with `op`.
+///
+/// For [`ReduceOp::Avg`] the elements are summed, and when `avg_divisor` is
+/// `Some(n)` the sum is divided by `n` before it is written (algorithms set
+/// it on the step that produces final results, so that narrow floats are
+/// rounded once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReduceSpec {
+    /// Element type.
+    pub dtype: DataType,
+    /// Operation.
+    pub op: ReduceOp,
+    /// Elements (pairs for maxloc/minloc).
+    pub count: usize,
+    /// Divide the sum by this (avg, final step only).
+    pub avg_divisor: Option<usize>,
+}
+
+impl ReduceSpec {
+    /// Bytes of each operand.
+    pub fn bytes(&self) -> usize {
+        self.count * self.op.element_size(self.dtype)
+    }
+}
+
+/// Scratch memory from a memory component; returned to its pool on drop.
+pub struct Scratch {
+    mem: MemRef,
+    owner: Option<Arc<dyn ScratchOwner>>,
+}
+
+/// Where a [`Scratch`] goes back to.
+pub trait ScratchOwner: Send + Sync {
+    /// Take the memory back.
+    fn release(&self, mem: MemRef);
+}
+
+impl Scratch {
+    /// Wrap memory that `owner` takes back on drop.
+    pub fn new(mem: MemRef, owner: Arc<dyn ScratchOwner>) -> Scratch {
+        Scratch { mem, owner: Some(owner) }
+    }
+
+    /// The memory (valid until the `Scratch` is dropped).
+    pub fn mem(&self) -> MemRef {
+        self.mem
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(owner) = self.owner.take() {
+            owner.release(self.mem);
+        }
+    }
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch").field("mem", &self.mem).finish()
+    }
+}
+
+/// A memory component (UCC's MC): everything ferrocoll does to memory of one type.
+pub trait Mc: Send + Sync {
+    /// Short name (`host`, `cuda`).
+    fn name(&self) -> &'static str;
+
+    /// The memory type it handles.
+    fn mem_type(&self) -> MemType;
+
+    /// Whether `addr` is memory of this component's type (pointer query). The
+    /// host component answers false: host is what remains when no other
+    /// component claims a pointer.
+    fn owns(&self, _addr: *const u8) -> bool {
+        false
+    }
+
+    /// Scratch memory of `len` bytes (from a pool; contents undefined).
+    fn alloc(&self, len: usize) -> Result<Scratch>;
+
+    /// Copy `src` to `dst` (same length; they may overlap).
+    fn copy(&self, dst: MemRef, src: MemRef) -> Result<()>;
+
+    /// `dst = op(srcs[0], srcs[1], ...)` element-wise. `srcs[0]` may be `dst`
+    /// itself (exactly the same range): then dst is also the first operand.
+    /// Any other overlap between dst and a source is an error.
+    fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()>;
+}
+
+/// The memory components of a library, one per memory type.
+#[derive(Clone, Default)]
+pub struct McSet {
+    mcs: Vec<Arc<dyn Mc>>,
+}
+
+impl McSet {
+    /// A set from a list (the first component of a memory type wins).
+    pub fn new(mcs: Vec<Arc<dyn Mc>>) -> McSet {
+        McSet { mcs }
+    }
+
+    /// The component for `mem_type`.
+    pub fn get(&self, mem_type: MemType) -> Result<&Arc<dyn Mc>> {
+        self.mcs.iter().find(|m| m.mem_type() == mem_type).ok_or_else(|| {
+            Error::not_supported(format!(
+                "no memory component handles {mem_type} memory (available: {})",
+                self.names().join(", ")
+            ))
+        })
+    }
+
+    /// Resolve the memory type of a pointer: the first component that claims
+    /// it, else host.
+    pub fn resolve(&self, addr: *const u8) -> MemType {
+        self.mcs.iter().find(|m| m.owns(addr)).map_or(MemType::Host, |m| m.mem_type())
+    }
+
+    /// Names of the components.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.mcs.iter().map(|m| m.name()).collect()
+    }
+
+    /// Every component.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Mc>> {
+        self.mcs.iter()
+    }
+}

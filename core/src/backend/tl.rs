@@ -1,0 +1,116 @@
+//! The transport-layer traits: a TL component opens a context per
+//! [`Context`](crate::Context), a context creates a team per
+//! [`Team`](crate::Team), and a team turns validated arguments into tasks.
+
+use std::sync::Arc;
+
+use crate::args::CollInit;
+use crate::backend::McSet;
+use crate::config::{Config, ConfigField};
+use crate::engine::{BoxFuture, TaskDiag, TaskFuture};
+use crate::error::Result;
+use crate::score::{AlgId, Score, ScoreEntry};
+use crate::types::{CollType, CollTypeSet, MemType};
+
+/// One algorithm of a TL, as printed by `ferrocoll-info -A` and named in tune strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlgInfo {
+    /// Collective.
+    pub coll: CollType,
+    /// Id within the TL and collective (`@0`).
+    pub id: AlgId,
+    /// Name (`@ring`).
+    pub name: &'static str,
+    /// One line on what it does and when it is good.
+    pub description: &'static str,
+}
+
+/// What a TL context is created with.
+pub struct TlContextParams<'a> {
+    /// The context's configuration (environment plus overrides).
+    pub config: &'a Config,
+    /// The library's memory components.
+    pub mcs: &'a McSet,
+    /// This context's endpoint index in the OOB group.
+    pub ep: usize,
+    /// Number of endpoints in the OOB group.
+    pub n_eps: usize,
+}
+
+/// A transport-layer component (UCC's `tl_lib`): stateless, shared by every context.
+pub trait TlComponent: Send + Sync {
+    /// Short name used in `UCC_TLS` and `UCC_TL_<NAME>_TUNE` (`p2p`, `self`).
+    fn name(&self) -> &'static str;
+    /// One line on what it is for.
+    fn description(&self) -> &'static str;
+    /// Score of its default entries (UCC: self 50, ucp 10).
+    fn default_score(&self) -> Score;
+    /// The configuration variables it reads.
+    fn config_fields(&self) -> Vec<ConfigField>;
+    /// Every algorithm it has.
+    fn algorithms(&self) -> &'static [AlgInfo];
+    /// Open this TL's resources for one context. `Err(NotSupported)` means the
+    /// TL is unusable here (it is then left out, and the reason logged at debug level).
+    fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>>;
+}
+
+/// What a TL team is created with.
+#[derive(Clone, Debug)]
+pub struct TlTeamParams {
+    /// Team id, identical on every member.
+    pub team_id: u64,
+    /// This rank.
+    pub rank: usize,
+    /// Number of ranks.
+    pub size: usize,
+    /// Context endpoint of each team rank.
+    pub eps: Arc<[usize]>,
+    /// Configuration (context's plus team overrides).
+    pub config: Config,
+}
+
+/// The future of a TL team creation.
+pub type TlTeamFuture = BoxFuture<'static, Result<Arc<dyn TlTeam>>>;
+
+/// A TL's per-context state.
+pub trait TlContext: Send + Sync {
+    /// This context's address blob, exchanged through the OOB.
+    fn address(&self) -> Vec<u8>;
+    /// Learn every endpoint's blob (index = endpoint; empty when that
+    /// endpoint has no such TL).
+    fn connect(&self, addresses: &[Vec<u8>]) -> Result<()>;
+    /// Move bytes (transport I/O); called by every `Context::progress`.
+    fn progress(&self) -> Result<()>;
+    /// Start creating a team. `Err(NotSupported)` leaves this TL out of the team.
+    fn team_create(&self, params: &TlTeamParams) -> Result<TlTeamFuture>;
+    /// Release resources so that peers see this endpoint gone (context destruction).
+    fn close(&self);
+}
+
+/// A TL's per-team state.
+pub trait TlTeam: Send + Sync {
+    /// Collectives it implements.
+    fn colls(&self) -> CollTypeSet;
+    /// Memory types it handles.
+    fn mem_types(&self) -> &[MemType];
+    /// Its default score-map entries (before tuning).
+    fn default_scores(&self) -> Vec<ScoreEntry>;
+    /// Prepare algorithm `alg` for these arguments. `Err(NotSupported)` makes
+    /// the engine try the next candidate.
+    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>>;
+}
+
+/// What each post of a request passes to its task.
+#[derive(Clone, Debug)]
+pub struct PostInfo {
+    /// The team's sequence number of this collective (matching key).
+    pub seq: u64,
+    /// Where the task records what it waits for.
+    pub diag: Arc<TaskDiag>,
+}
+
+/// A prepared collective: produces one future per post (persistent requests post many times).
+pub trait CollTask: Send + Sync {
+    /// The future of one execution.
+    fn start(&self, post: &PostInfo) -> Result<TaskFuture>;
+}

@@ -1,0 +1,240 @@
+//! Configuration: UCC's `UCC_*` environment variables, typed and documented.
+//!
+//! A [`Config`] is a snapshot of every `UCC_*` variable taken when a
+//! [`Lib`](crate::Lib) is created, plus programmatic overrides (UCC's
+//! `ucc_lib_config_modify`). Components declare the variables they read as
+//! [`ConfigField`]s so that `ferrocoll-info -c` can print them with their
+//! defaults and meaning. Values are parsed where they are used, and a value
+//! that does not parse is an error naming the variable and the value.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// One documented configuration variable.
+#[derive(Clone, Copy, Debug)]
+pub struct ConfigField {
+    /// Full variable name, e.g. `UCC_COLL_TRACE`.
+    pub name: &'static str,
+    /// Default value as the user would write it.
+    pub default: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// The variables read by the core engine.
+pub const CORE_FIELDS: &[ConfigField] = &[
+    ConfigField {
+        name: "UCC_LOG_LEVEL",
+        default: "warn",
+        doc: "Log level: error, warn, info, debug, trace (messages go to stderr).",
+    },
+    ConfigField {
+        name: "UCC_COLL_TRACE",
+        default: "n",
+        doc: "Log the TL and algorithm chosen for each collective init: info (team rank 0) or debug (every rank); n to disable.",
+    },
+    ConfigField {
+        name: "UCC_TLS",
+        default: "all",
+        doc: "Comma-separated TLs to use (e.g. p2p,self), or ^list to exclude some, or all.",
+    },
+    ConfigField {
+        name: "UCC_COLL_TIMEOUT",
+        default: "inf",
+        doc: "Default timeout of every collective (seconds, or with a unit: 500ms, 2s, 1m); inf for none. CollArgs' timeout overrides it.",
+    },
+    ConfigField {
+        name: "UCC_WATCHDOG_TIMEOUT",
+        default: "30s",
+        doc: "A collective in progress longer than this logs a warning naming its team, sequence number and the rank it waits for; inf to disable.",
+    },
+    ConfigField {
+        name: "UCC_OOB_TIMEOUT",
+        default: "120s",
+        doc: "How long context creation waits for every rank's OOB allgather before failing with the missing ranks.",
+    },
+    ConfigField {
+        name: "UCC_TEAM_CREATE_TIMEOUT",
+        default: "120s",
+        doc: "How long a team creation may stay in progress before create_test fails naming the ranks that did not join.",
+    },
+    ConfigField {
+        name: "UCC_TL_<NAME>_TUNE",
+        default: "",
+        doc: "Score-map overrides for one TL: tokens coll:msg_range:mem_type:[team_size]:score:@alg joined by '#'.",
+    },
+];
+
+/// A snapshot of `UCC_*` variables plus overrides.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    values: BTreeMap<String, String>,
+}
+
+impl Config {
+    /// An empty configuration: every variable at its default.
+    pub fn new() -> Config {
+        Config::default()
+    }
+
+    /// Every `UCC_*` variable of this process's environment.
+    pub fn from_env() -> Config {
+        let values = std::env::vars().filter(|(k, _)| k.starts_with("UCC_")).collect();
+        Config { values }
+    }
+
+    /// Set a variable (the `UCC_` prefix is added when missing).
+    pub fn set(&mut self, name: &str, value: impl Into<String>) -> &mut Config {
+        self.values.insert(full_name(name), value.into());
+        self
+    }
+
+    /// The same configuration with `other`'s values laid over it.
+    pub fn merged(&self, other: &Config) -> Config {
+        let mut values = self.values.clone();
+        values.extend(other.values.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Config { values }
+    }
+
+    /// The raw value of a variable, if set and not empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(&full_name(name)).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+
+    /// Every variable set, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Parse a variable with `FromStr`, or return `default` when unset.
+    pub fn parse_or<T: FromStr>(&self, name: &str, default: T) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse::<T>()
+                .map_err(|e| Error::invalid_param(format!("{}={v:?} does not parse: {e}", full_name(name)))),
+        }
+    }
+
+    /// A duration variable (`500ms`, `2s`, `1.5`, `1m`, `inf`); `None` for
+    /// `inf`; `default` when unset.
+    pub fn duration_or(&self, name: &str, default: Option<Duration>) -> Result<Option<Duration>> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => parse_duration(v).map_err(|e| e.prefixed(full_name(name))),
+        }
+    }
+
+    /// A boolean variable (`y/n`, `yes/no`, `1/0`, `true/false`, `on/off`).
+    pub fn bool_or(&self, name: &str, default: bool) -> Result<bool> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => parse_bool(v).map_err(|e| e.prefixed(full_name(name))),
+        }
+    }
+}
+
+fn full_name(name: &str) -> String {
+    if name.starts_with("UCC_") { name.to_string() } else { format!("UCC_{name}") }
+}
+
+/// Parse `y/n/yes/no/1/0/true/false/on/off`.
+pub fn parse_bool(v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "1" | "true" | "on" => Ok(true),
+        "n" | "no" | "0" | "false" | "off" => Ok(false),
+        _ => Err(Error::invalid_param(format!("{v:?} is not a boolean (y/n)"))),
+    }
+}
+
+/// Parse a duration: a number with an optional unit (`us`, `ms`, `s`, `m`,
+/// `h`; seconds when none), or `inf` for none.
+pub fn parse_duration(v: &str) -> Result<Option<Duration>> {
+    let s = v.trim().to_ascii_lowercase();
+    if s == "inf" || s == "infinity" {
+        return Ok(None);
+    }
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| Error::invalid_param(format!("{v:?} is not a duration (e.g. 500ms, 2s, inf)")))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => return Err(Error::invalid_param(format!("{v:?}: unknown duration unit {u:?} (us, ms, s, m, h)"))),
+    };
+    let secs = n * scale;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(Error::invalid_param(format!("{v:?} is not a non-negative duration")));
+    }
+    Ok(Some(Duration::from_secs_f64(secs)))
+}
+
+/// Parse a size with an optional binary unit: `4k` = 4096, `1M`, `2G`, `inf` = `u64::MAX`.
+pub fn parse_size(v: &str) -> Result<u64> {
+    let s = v.trim();
+    if s.eq_ignore_ascii_case("inf") {
+        return Ok(u64::MAX);
+    }
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 =
+        num.parse().map_err(|_| Error::invalid_param(format!("{v:?} is not a size (e.g. 4096, 4k, 1M, inf)")))?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" => 10,
+        "m" | "mb" => 20,
+        "g" | "gb" => 30,
+        "t" | "tb" => 40,
+        u => return Err(Error::invalid_param(format!("{v:?}: unknown size unit {u:?} (k, M, G, T)"))),
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(|| Error::invalid_param(format!("size {v:?} overflows 64 bits")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2").unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m").unwrap(), Some(Duration::from_secs(60)));
+        assert_eq!(parse_duration("inf").unwrap(), None);
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("inf").unwrap(), u64::MAX);
+        assert!(parse_size("12q").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn overrides_and_errors_name_the_variable() {
+        let mut c = Config::new();
+        c.set("TL_P2P_ALLREDUCE_KN_RADIX", "x4");
+        let e = c.parse_or::<u32>("TL_P2P_ALLREDUCE_KN_RADIX", 4).unwrap_err().to_string();
+        assert!(e.contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX") && e.contains("x4"), "{e}");
+        c.set("UCC_COLL_TRACE", "info");
+        assert_eq!(c.get("COLL_TRACE"), Some("info"));
+        assert_eq!(c.parse_or::<u32>("UNSET", 7).unwrap(), 7);
+    }
+}

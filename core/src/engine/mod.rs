@@ -1,0 +1,12 @@
+//! The engine: tasks are futures, polled by each context's progress queue
+//! with a no-op waker (no runtime, no threads of ours); schedules are async
+//! compositions of tasks (`.await` for dependencies, [`try_join_all`] for
+//! parallel branches).
+
+mod backoff;
+mod join;
+mod task;
+
+pub use backoff::Backoff;
+pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
+pub use task::{ProgressQueue, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

@@ -1,0 +1,320 @@
+//! Tasks: the future of one posted collective, its slot in the progress
+//! queue, and what it is waiting for (for timeout and watchdog messages).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use super::join::BoxFuture;
+use crate::args::CompletionCallback;
+use crate::error::{Error, Result, Status};
+
+/// The future of a posted collective: polled by the progress queue.
+pub type TaskFuture = BoxFuture<'static, Result<()>>;
+
+const NONE: u64 = u64::MAX;
+
+/// What a task is blocked on, written by the transport layer each time a
+/// receive finds no message, read when the task times out or the watchdog
+/// reports it. Relaxed atomics: it is a diagnostic hint, not synchronisation.
+#[derive(Debug)]
+pub struct TaskDiag {
+    peer: AtomicU64,
+    tag: AtomicU64,
+}
+
+impl Default for TaskDiag {
+    fn default() -> Self {
+        TaskDiag { peer: AtomicU64::new(NONE), tag: AtomicU64::new(NONE) }
+    }
+}
+
+impl TaskDiag {
+    /// Record that the task waits for a message from team rank `peer` with step tag `tag`.
+    pub fn waiting_for(&self, peer: usize, tag: u32) {
+        self.peer.store(peer as u64, Ordering::Relaxed);
+        self.tag.store(u64::from(tag), Ordering::Relaxed);
+    }
+
+    /// A phrase for messages: ", waiting for a message from rank 3 (step tag 2)" or "".
+    pub fn describe(&self) -> String {
+        match self.peer.load(Ordering::Relaxed) {
+            NONE => String::new(),
+            p => format!(", waiting for a message from rank {p} (step tag {})", self.tag.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// The rank last waited for, if any.
+    pub fn peer(&self) -> Option<usize> {
+        match self.peer.load(Ordering::Relaxed) {
+            NONE => None,
+            p => usize::try_from(p).ok(),
+        }
+    }
+}
+
+/// Settings the queue applies to every task it polls.
+#[derive(Clone, Copy, Debug)]
+pub struct WatchdogConfig {
+    /// Warn once about a task in progress for longer than this.
+    pub warn_after: Option<Duration>,
+}
+
+enum SlotState {
+    Running { fut: TaskFuture, started: Instant, deadline: Option<Instant>, warned: bool },
+    Done(Option<Error>),
+}
+
+/// One posted collective in the progress queue.
+pub struct TaskSlot {
+    state: Mutex<SlotState>,
+    /// "allreduce seq 17 on team 0x… (rank 2 of 4) via p2p/knomial"
+    desc: String,
+    diag: Arc<TaskDiag>,
+    timeout: Option<Duration>,
+    on_complete: Option<CompletionCallback>,
+}
+
+fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
+    // Poisoned only if a future panicked while polled; the state enum is still whole.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TaskSlot {
+    /// A running task; `on_complete` is called once with its final status.
+    pub fn new(
+        fut: TaskFuture,
+        desc: String,
+        diag: Arc<TaskDiag>,
+        timeout: Option<Duration>,
+        on_complete: Option<CompletionCallback>,
+    ) -> Arc<TaskSlot> {
+        let started = Instant::now();
+        let deadline = timeout.map(|t| started + t);
+        Arc::new(TaskSlot {
+            state: Mutex::new(SlotState::Running { fut, started, deadline, warned: false }),
+            desc,
+            diag,
+            timeout,
+            on_complete,
+        })
+    }
+
+    /// A task that finished before it was queued (its first poll completed it).
+    pub fn finished(result: Result<()>, desc: String) -> Arc<TaskSlot> {
+        Arc::new(TaskSlot {
+            state: Mutex::new(SlotState::Done(result.err())),
+            desc,
+            diag: Arc::new(TaskDiag::default()),
+            timeout: None,
+            on_complete: None,
+        })
+    }
+
+    /// Description used in messages.
+    pub fn desc(&self) -> &str {
+        &self.desc
+    }
+
+    /// Poll once; true when the task is finished (successfully or not).
+    pub fn poll(&self, watchdog: &WatchdogConfig) -> bool {
+        let mut state = lock(&self.state);
+        let SlotState::Running { fut, started, deadline, warned } = &mut *state else {
+            return true;
+        };
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let outcome = match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(r) => Some(r.map_err(|e| e.prefixed(&self.desc))),
+            Poll::Pending => {
+                if deadline.is_some() || watchdog.warn_after.is_some() {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        let secs = self.timeout.map_or(0.0, |t| t.as_secs_f64());
+                        Some(Err(Error::timed_out(format!(
+                            "{} timed out after {secs:.3} s{}",
+                            self.desc,
+                            self.diag.describe()
+                        ))))
+                    } else {
+                        if let Some(w) = watchdog.warn_after {
+                            if !*warned && now.duration_since(*started) > w {
+                                *warned = true;
+                                crate::log_warn!(
+                                    "watchdog: {} in progress for {:.1} s{}",
+                                    self.desc,
+                                    now.duration_since(*started).as_secs_f64(),
+                                    self.diag.describe()
+                                );
+                            }
+                        }
+                        None
+                    }
+                } else {
+                    None
+                }
+            }
+        };
+        match outcome {
+            Some(r) => {
+                let status = r.as_ref().map_or_else(|e| e.status(), |()| Status::Ok);
+                // Replacing the state drops the future here, under the lock.
+                *state = SlotState::Done(r.err());
+                drop(state);
+                self.notify(status);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn notify(&self, status: Status) {
+        if let Some(cb) = &self.on_complete {
+            cb(status);
+        }
+    }
+
+    /// The status: `InProgress`, `Ok`, or the error (a copy; it stays stored).
+    pub fn status(&self) -> Result<Status> {
+        match &*lock(&self.state) {
+            SlotState::Running { .. } => Ok(Status::InProgress),
+            SlotState::Done(None) => Ok(Status::Ok),
+            SlotState::Done(Some(e)) => Err(e.duplicate()),
+        }
+    }
+
+    /// Stop the task if it is running, dropping its future (which retracts
+    /// whatever it had posted to transports) before returning.
+    pub fn cancel(&self, reason: impl FnOnce() -> Error) {
+        let mut state = lock(&self.state);
+        if matches!(&*state, SlotState::Running { .. }) {
+            let e = reason();
+            let status = e.status();
+            *state = SlotState::Done(Some(e));
+            drop(state);
+            self.notify(status);
+        }
+    }
+}
+
+/// The tasks in flight on one context.
+#[derive(Default)]
+pub struct ProgressQueue {
+    tasks: Mutex<Vec<Arc<TaskSlot>>>,
+}
+
+impl ProgressQueue {
+    /// Add a posted task.
+    pub fn push(&self, slot: Arc<TaskSlot>) {
+        self.lock().push(slot);
+    }
+
+    /// Number of tasks in flight.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when no task is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Arc<TaskSlot>>> {
+        // Poisoned only if a push panicked; a Vec of Arcs stays consistent.
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Poll every task once; finished tasks leave the queue. Returns how many finished.
+    ///
+    /// The queue lock is not held while polling, so tasks may be posted (and
+    /// other threads may progress other tasks) meanwhile.
+    pub fn progress(&self, watchdog: &WatchdogConfig) -> usize {
+        let mut taken = std::mem::take(&mut *self.lock());
+        let before = taken.len();
+        taken.retain(|slot| !slot.poll(watchdog));
+        let finished = before - taken.len();
+        let mut tasks = self.lock();
+        // Tasks posted while we polled go after the ones already running.
+        let posted_meanwhile = std::mem::replace(&mut *tasks, taken);
+        tasks.extend(posted_meanwhile);
+        finished
+    }
+
+    /// Cancel every task (context destruction).
+    pub fn cancel_all(&self, reason: &dyn Fn(&str) -> Error) {
+        let tasks = std::mem::take(&mut *self.lock());
+        for t in tasks {
+            t.cancel(|| reason(t.desc()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::join::yield_now;
+
+    fn no_watchdog() -> WatchdogConfig {
+        WatchdogConfig { warn_after: None }
+    }
+
+    #[test]
+    fn queue_runs_tasks_to_completion() {
+        let q = ProgressQueue::default();
+        let slot = TaskSlot::new(
+            Box::pin(async {
+                yield_now().await;
+                Ok(())
+            }),
+            "t".into(),
+            Arc::default(),
+            None,
+            None,
+        );
+        q.push(slot.clone());
+        assert_eq!(slot.status().unwrap(), Status::InProgress);
+        assert_eq!(q.progress(&no_watchdog()), 0);
+        assert_eq!(q.progress(&no_watchdog()), 1);
+        assert_eq!(slot.status().unwrap(), Status::Ok);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn deadline_gives_timed_out_with_diag() {
+        let diag = Arc::new(TaskDiag::default());
+        diag.waiting_for(3, 7);
+        let slot =
+            TaskSlot::new(Box::pin(std::future::pending()), "bcast seq 1".into(), diag, Some(Duration::ZERO), None);
+        assert!(slot.poll(&no_watchdog()));
+        let e = slot.status().unwrap_err();
+        assert_eq!(e.status(), Status::TimedOut);
+        assert!(e.context().contains("rank 3") && e.context().contains("bcast seq 1"), "{e}");
+    }
+
+    #[test]
+    fn cancel_drops_the_future() {
+        struct Flag(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Flag(dropped.clone());
+        let slot = TaskSlot::new(
+            Box::pin(async move {
+                let _f = flag;
+                std::future::pending::<()>().await;
+                Ok(())
+            }),
+            "x".into(),
+            Arc::default(),
+            None,
+            None,
+        );
+        assert!(!slot.poll(&no_watchdog()));
+        slot.cancel(|| Error::invalid_param("cancelled"));
+        assert!(dropped.load(Ordering::SeqCst));
+        assert_eq!(slot.status().unwrap_err().status(), Status::InvalidParam);
+    }
+}

@@ -1,0 +1,87 @@
+//! Minimal levelled logging to stderr, controlled by `UCC_LOG_LEVEL`.
+//!
+//! A library must not drag a logging framework into its users' programs, and
+//! UCC users expect `UCC_LOG_LEVEL`; this is a dozen lines of that.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Log levels, most severe first.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Failures.
+    Error = 1,
+    /// Suspicious situations (a slow collective, a component turned off).
+    Warn = 2,
+    /// High-level events (coll trace on rank 0).
+    Info = 3,
+    /// Details (why a component is off, coll trace on every rank).
+    Debug = 4,
+    /// Everything.
+    Trace = 5,
+}
+
+impl Level {
+    /// Parse `error warn info debug trace` (and `n`/`none` for off, as `None`).
+    pub fn parse(s: &str) -> Option<Option<Level>> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "n" | "no" | "none" | "off" | "0" => Some(None),
+            "error" | "err" => Some(Some(Level::Error)),
+            "warn" | "warning" => Some(Some(Level::Warn)),
+            "info" | "y" | "yes" => Some(Some(Level::Info)),
+            "debug" => Some(Some(Level::Debug)),
+            "trace" => Some(Some(Level::Trace)),
+            _ => None,
+        }
+    }
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(0);
+static INIT: OnceLock<()> = OnceLock::new();
+
+/// The current maximum level (read once from `UCC_LOG_LEVEL`, default warn).
+pub fn max_level() -> Level {
+    INIT.get_or_init(|| {
+        let lvl = std::env::var("UCC_LOG_LEVEL").ok().and_then(|v| Level::parse(&v)).flatten().unwrap_or(Level::Warn);
+        // Relaxed: the level is an independent setting, no other data is published with it.
+        LEVEL.store(lvl as u8, Ordering::Relaxed);
+    });
+    match LEVEL.load(Ordering::Relaxed) {
+        1 => Level::Error,
+        2 => Level::Warn,
+        3 => Level::Info,
+        4 => Level::Debug,
+        _ => Level::Trace,
+    }
+}
+
+/// Whether messages at `level` are printed.
+pub fn enabled(level: Level) -> bool {
+    level <= max_level()
+}
+
+/// Print one line at `level` (used by the `log_*!` macros).
+pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
+    eprintln!("[ferrocoll {}] {:?}: {}", std::process::id(), level, args);
+}
+
+/// Log at a level: `log_at!(Level::Info, "x = {}", x)`.
+#[macro_export]
+macro_rules! log_at {
+    ($lvl:expr, $($arg:tt)*) => {
+        if $crate::log::enabled($lvl) { $crate::log::write($lvl, format_args!($($arg)*)) }
+    };
+}
+
+/// Log a warning.
+#[macro_export]
+macro_rules! log_warn { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Warn, $($arg)*) }; }
+
+/// Log at info level.
+#[macro_export]
+macro_rules! log_info { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Info, $($arg)*) }; }
+
+/// Log at debug level.
+#[macro_export]
+macro_rules! log_debug { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Debug, $($arg)*) }; }

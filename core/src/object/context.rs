@@ -1,0 +1,238 @@
+//! [`Context`]: one communicating endpoint (`ucc_context_create`): the TL
+//! contexts, the address exchange over the OOB, and the progress queue.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::library::{Lib, LibInner};
+use super::settings::Settings;
+use crate::backend::{TlComponent, TlContext, TlContextParams};
+use crate::config::Config;
+use crate::engine::ProgressQueue;
+use crate::error::{Error, Result, Status};
+use crate::oob::{Oob, allgather_blocking};
+
+/// UCC's context types (recorded; both behave the same in ferrocoll).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContextType {
+    /// Used by one user (UCC's default).
+    #[default]
+    Exclusive,
+    /// Shared among users.
+    Shared,
+}
+
+/// Parameters of [`Context`] creation.
+#[derive(Clone, Default)]
+pub struct ContextParams {
+    /// The bootstrap among this job's contexts. Without one, the context is
+    /// endpoint 0 of 1 and can only make teams of itself.
+    pub oob: Option<Arc<dyn Oob>>,
+    /// Overrides laid over the library's configuration (UCC's `ucc_context_config_modify`).
+    pub config: Config,
+    /// Context type.
+    pub ctx_type: ContextType,
+}
+
+impl ContextParams {
+    /// Parameters with an OOB and nothing else.
+    pub fn with_oob(oob: impl Oob + 'static) -> ContextParams {
+        ContextParams { oob: Some(Arc::new(oob)), ..ContextParams::default() }
+    }
+}
+
+pub(crate) struct TlEntry {
+    pub(crate) component: Arc<dyn TlComponent>,
+    pub(crate) context: Arc<dyn TlContext>,
+}
+
+pub(crate) struct ContextInner {
+    pub(crate) lib: Arc<LibInner>,
+    pub(crate) id: u64,
+    pub(crate) ep: usize,
+    pub(crate) n_eps: usize,
+    pub(crate) config: Config,
+    pub(crate) settings: Settings,
+    pub(crate) tls: Vec<TlEntry>,
+    pub(crate) queue: ProgressQueue,
+    alive: AtomicBool,
+    /// Teams created per endpoint list: the n-th team over the same list gets the same id everywhere.
+    team_counters: Mutex<HashMap<u64, u64>>,
+}
+
+impl ContextInner {
+    pub(crate) fn check_alive(&self) -> Result<()> {
+        // Acquire: pairs with the Release in destroy(), so that a caller that
+        // sees "alive" also sees the TL contexts before they were closed.
+        if self.alive.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(Error::invalid_param(format!("context {} (ep {}) was destroyed", self.id, self.ep)))
+        }
+    }
+
+    pub(crate) fn progress(&self) -> Result<()> {
+        self.check_alive()?;
+        for tl in &self.tls {
+            tl.context.progress()?;
+        }
+        self.queue.progress(&self.settings.watchdog);
+        Ok(())
+    }
+
+    pub(crate) fn next_team_index(&self, key: u64) -> u64 {
+        let mut counters = self.team_counters.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counters.entry(key).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    fn destroy(&self) {
+        // Release: see check_alive.
+        if self.alive.swap(false, Ordering::AcqRel) {
+            let id = self.id;
+            self.queue.cancel_all(&|desc| Error::invalid_param(format!("{desc}: context {id} was destroyed")));
+            for tl in &self.tls {
+                tl.context.close();
+            }
+        }
+    }
+}
+
+/// A communication context: create one per rank (thread or process).
+///
+/// Dropping it (or [`Context::destroy`]) cancels its collectives in flight;
+/// teams and requests that outlive it fail with an error naming it.
+pub struct Context {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Context {
+    /// Create a context (collective over the OOB's endpoints: every endpoint
+    /// must call it). Blocks until the address exchange completes or
+    /// `UCC_OOB_TIMEOUT` expires.
+    pub fn new(lib: &Lib, params: ContextParams) -> Result<Context> {
+        let config = lib.inner.config.merged(&params.config);
+        let settings = Settings::from_config(&config)?;
+        let (ep, n_eps) = match &params.oob {
+            Some(oob) => (oob.rank(), oob.size()),
+            None => (0, 1),
+        };
+        if n_eps == 0 || ep >= n_eps {
+            return Err(Error::invalid_param(format!("OOB endpoint {ep} is not below its size {n_eps}")));
+        }
+        let mut tls = Vec::new();
+        for component in &lib.inner.tls {
+            let p = TlContextParams { config: &config, mcs: &lib.inner.mcs, ep, n_eps };
+            match component.context_create(&p) {
+                Ok(context) => tls.push(TlEntry { component: component.clone(), context }),
+                Err(e) if e.status() == Status::NotSupported => {
+                    crate::log_debug!("TL {} is off for this context: {}", component.name(), e.context());
+                }
+                Err(e) => return Err(e.prefixed(format!("TL {} context", component.name()))),
+            }
+        }
+        if let Some(oob) = &params.oob {
+            let blob = encode_addresses(&tls);
+            let all = allgather_blocking(oob.as_ref(), &blob, settings.oob_timeout)
+                .map_err(|e| e.prefixed("context creation (address exchange)"))?;
+            let decoded = all
+                .iter()
+                .enumerate()
+                .map(|(i, b)| decode_addresses(b).map_err(|e| e.prefixed(format!("address of endpoint {i}"))))
+                .collect::<Result<Vec<_>>>()?;
+            for tl in &tls {
+                let per_ep: Vec<Vec<u8>> = decoded
+                    .iter()
+                    .map(|m| {
+                        m.iter().find(|(n, _)| n == tl.component.name()).map(|(_, a)| a.clone()).unwrap_or_default()
+                    })
+                    .collect();
+                tl.context.connect(&per_ep).map_err(|e| e.prefixed(format!("TL {} connect", tl.component.name())))?;
+            }
+        } else {
+            for tl in &tls {
+                tl.context.connect(&[tl.context.address()])?;
+            }
+        }
+        let inner = ContextInner {
+            lib: lib.inner.clone(),
+            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+            ep,
+            n_eps,
+            config,
+            settings,
+            tls,
+            queue: ProgressQueue::default(),
+            alive: AtomicBool::new(true),
+            team_counters: Mutex::new(HashMap::new()),
+        };
+        Ok(Context { inner: Arc::new(inner) })
+    }
+
+    /// Progress every collective in flight and the transports (`ucc_context_progress`). Never blocks.
+    pub fn progress(&self) -> Result<()> {
+        self.inner.progress()
+    }
+
+    /// This context's endpoint index.
+    pub fn ep(&self) -> usize {
+        self.inner.ep
+    }
+
+    /// Number of endpoints.
+    pub fn n_eps(&self) -> usize {
+        self.inner.n_eps
+    }
+
+    /// Names of the TLs usable in this context.
+    pub fn tl_names(&self) -> Vec<&'static str> {
+        self.inner.tls.iter().map(|t| t.component.name()).collect()
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Destroy the context (same as dropping it).
+    pub fn destroy(self) {}
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.inner.destroy();
+    }
+}
+
+/// `[n_tls u16] then per TL: [name_len u8][name][addr_len u32 LE][addr]`.
+fn encode_addresses(tls: &[TlEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(tls.len() as u16).to_le_bytes());
+    for tl in tls {
+        let name = tl.component.name().as_bytes();
+        let addr = tl.context.address();
+        out.push(name.len() as u8);
+        out.extend_from_slice(name);
+        out.extend_from_slice(&(addr.len() as u32).to_le_bytes());
+        out.extend_from_slice(&addr);
+    }
+    out
+}
+
+fn decode_addresses(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut r = crate::wire::Reader::new(b);
+    let n = r.u16()?;
+    let mut out = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let name_len = r.u8()?;
+        let name = String::from_utf8_lossy(r.bytes(usize::from(name_len))?).into_owned();
+        let len = r.u32()? as usize;
+        out.push((name, r.bytes(len)?.to_vec()));
+    }
+    r.finish()?;
+    Ok(out)
+}

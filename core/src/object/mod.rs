@@ -1,0 +1,12 @@
+//! The objects of UCC's model: library, context, team, request.
+
+mod context;
+mod library;
+mod request;
+mod settings;
+mod team;
+
+pub use context::{Context, ContextParams, ContextType};
+pub use library::{Components, Lib, LibParams, ThreadMode};
+pub use request::Request;
+pub use team::{EpMap, Team, TeamParams};

@@ -1,0 +1,242 @@
+//! [`Request`]: one collective (`ucc_collective_init` → `post` → `test` →
+//! `finalize`), including persistent re-posting and blocking `wait`.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::team::{Team, TeamInner};
+use crate::args::{CollArgs, CollInit};
+use crate::backend::{CollTask, PostInfo};
+use crate::engine::{Backoff, TaskDiag, TaskSlot};
+use crate::error::{Error, Result, Status};
+use crate::log::Level;
+
+/// Sequence numbers of active-set collectives: they do not consume the
+/// team's sequence (ranks outside the set do not post them), so they are
+/// matched by the user's tag in a separate number space.
+const ACTIVE_SET_SEQ: u64 = 1 << 63;
+
+/// A collective request. `'a` is the lifetime of the buffers it uses.
+///
+/// Dropping a request that is in progress cancels it on this rank (its
+/// buffers are released before the drop returns); the other ranks' requests
+/// then wait for it until their timeout.
+pub struct Request<'a> {
+    team: Arc<TeamInner>,
+    init: Arc<CollInit>,
+    /// `None` for zero-size collectives, which complete at post.
+    task: Option<Box<dyn CollTask>>,
+    selected: String,
+    slot: Option<Arc<TaskSlot>>,
+    finalized: bool,
+    _buffers: PhantomData<&'a mut [u8]>,
+}
+
+impl Team {
+    /// Initialise a collective from raw arguments (`ucc_collective_init`).
+    ///
+    /// # Safety
+    /// The buffers and count arrays that `args` points to must stay valid, and
+    /// must not be accessed by anything else, for as long as the request
+    /// exists (see [`CollInit::validate`]). The safe [`Coll`](crate::Coll)
+    /// builder guarantees this with borrows.
+    pub unsafe fn collective_init(&self, args: &CollArgs) -> Result<Request<'static>> {
+        // SAFETY: forwarded to our caller.
+        unsafe { self.init_request(args) }
+    }
+
+    /// Initialise and post (`ucc_collective_init_and_post`, which UCC leaves unimplemented).
+    ///
+    /// # Safety
+    /// As [`Team::collective_init`].
+    pub unsafe fn collective_init_and_post(&self, args: &CollArgs) -> Result<Request<'static>> {
+        // SAFETY: forwarded to our caller.
+        let mut req = unsafe { self.init_request(args)? };
+        req.post()?;
+        Ok(req)
+    }
+
+    /// # Safety
+    /// As [`Team::collective_init`], for lifetime `'a`.
+    pub(crate) unsafe fn init_request<'a>(&self, args: &CollArgs) -> Result<Request<'a>> {
+        let team = &self.inner;
+        let active = team.active()?;
+        let mcs = &team.ctx.lib.mcs;
+        let resolve = |addr: *const u8| mcs.resolve(addr);
+        // SAFETY: forwarded to our caller.
+        let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
+        let init = Arc::new(init);
+        if init.is_zero_size() {
+            trace(team, &init, "no-op (zero size)", "");
+            return Ok(Request::new(team.clone(), init, None, "none/zero-size".into()));
+        }
+        let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
+        let mut skipped = Vec::new();
+        for c in &candidates {
+            let Some(t) = active.tls.get(c.tl) else { continue };
+            let name = active.alg_name(c.tl, init.coll, c.alg);
+            match t.team.coll_init(c.alg, &init) {
+                Ok(task) => {
+                    let why = format!("score {} in range {}", c.score, c.range);
+                    let fallbacks =
+                        if skipped.is_empty() { String::new() } else { format!("; skipped {}", skipped.join(", ")) };
+                    trace(team, &init, &name, &format!("{why}{fallbacks}"));
+                    return Ok(Request::new(team.clone(), init, Some(task), name));
+                }
+                Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
+                    skipped.push(format!("{name} ({})", e.context()));
+                }
+                Err(e) => return Err(e.prefixed(format!("{} via {name}", init.coll))),
+            }
+        }
+        let tried = if skipped.is_empty() { "no candidate in the score map".to_string() } else { skipped.join("; ") };
+        Err(Error::not_supported(format!("no algorithm supports {init:?} on {}: {tried}", team.describe())))
+    }
+}
+
+fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: &str) {
+    let Some(level) = team.ctx.settings.coll_trace else { return };
+    // UCC's convention: info traces come from rank 0 only, debug from every rank.
+    if level >= Level::Debug || team.rank == 0 {
+        crate::log::write(
+            Level::Info,
+            format_args!(
+                "coll_init: {init:?} on {}: {selected}{}{why}",
+                team.describe(),
+                if why.is_empty() { "" } else { ", " }
+            ),
+        );
+    }
+}
+
+impl<'a> Request<'a> {
+    fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: String) -> Self {
+        Request { team, init, task, selected, slot: None, finalized: false, _buffers: PhantomData }
+    }
+
+    /// Start the collective (`ucc_collective_post`). A persistent request
+    /// may be posted again once it has completed successfully.
+    pub fn post(&mut self) -> Result<()> {
+        if self.finalized {
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
+        }
+        if let Some(slot) = &self.slot {
+            match slot.status() {
+                Ok(Status::InProgress) => {
+                    return Err(Error::invalid_param(format!(
+                        "{} is still in progress; it cannot be posted again",
+                        slot.desc()
+                    )));
+                }
+                Ok(_) if !self.init.persistent => {
+                    return Err(Error::invalid_param(format!(
+                        "{} already ran and is not persistent (set the persistent flag to post it again)",
+                        slot.desc()
+                    )));
+                }
+                Err(e) => {
+                    return Err(Error::invalid_param(format!("the request failed and cannot be posted again: {e}")));
+                }
+                Ok(_) => {}
+            }
+        }
+        self.team.active()?;
+        let seq = match &self.init.active_set {
+            Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
+            None => self.team.next_seq(),
+        };
+        let desc = format!("{} seq {seq} on {} via {}", self.init.coll, self.team.describe(), self.selected);
+        let slot = match &self.task {
+            None => {
+                if let Some(cb) = &self.init.cb {
+                    cb(Status::Ok);
+                }
+                TaskSlot::finished(Ok(()), desc)
+            }
+            Some(task) => {
+                let diag = Arc::new(TaskDiag::default());
+                let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
+                let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
+                // One poll now sends the first messages without waiting for progress.
+                if !slot.poll(&self.team.ctx.settings.watchdog) {
+                    self.team.ctx.queue.push(slot.clone());
+                }
+                slot
+            }
+        };
+        self.slot = Some(slot);
+        Ok(())
+    }
+
+    /// The status (`ucc_collective_test`): `Ok(OperationInitialized)` before
+    /// the first post, `Ok(InProgress)`, `Ok(Ok)`, or the error. Like UCC's, it
+    /// does not progress anything: call [`Context::progress`](crate::Context::progress)
+    /// (or use [`Request::wait`]).
+    pub fn test(&self) -> Result<Status> {
+        if self.finalized {
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
+        }
+        match &self.slot {
+            None => Ok(Status::OperationInitialized),
+            Some(slot) => slot.status(),
+        }
+    }
+
+    /// Progress the team's context until the request completes; returns its result.
+    pub fn wait(&mut self) -> Result<()> {
+        if self.slot.is_none() {
+            return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
+        }
+        let mut backoff = Backoff::new();
+        loop {
+            if self.test()? != Status::InProgress {
+                return Ok(());
+            }
+            self.team.ctx.progress()?;
+            backoff.snooze();
+        }
+    }
+
+    /// Post and wait.
+    pub fn run(&mut self) -> Result<()> {
+        self.post()?;
+        self.wait()
+    }
+
+    /// Release the request (`ucc_collective_finalize`). A request in progress
+    /// cannot be finalized (`InvalidParam`): wait for it, or drop it to cancel it.
+    pub fn finalize(&mut self) -> Result<()> {
+        if self.finalized {
+            return Err(Error::invalid_param(format!("{}: the request was already finalized", self.init.coll)));
+        }
+        if self.test()? == Status::InProgress {
+            return Err(Error::invalid_param(format!(
+                "{}: cannot finalize a request in progress (wait for it, or drop it to cancel it)",
+                self.init.coll
+            )));
+        }
+        self.finalized = true;
+        self.slot = None;
+        self.task = None;
+        Ok(())
+    }
+
+    /// `"tl/algorithm"` chosen for this request.
+    pub fn selected(&self) -> &str {
+        &self.selected
+    }
+
+    /// The validated arguments.
+    pub fn args(&self) -> &CollInit {
+        &self.init
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = &self.slot {
+            // Drops the task's future now, so nothing touches the buffers after we return.
+            slot.cancel(|| Error::invalid_param(format!("{} was cancelled: its request was dropped", slot.desc())));
+        }
+    }
+}

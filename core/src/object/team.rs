@@ -1,0 +1,404 @@
+//! [`Team`]: a group of context endpoints that run collectives together
+//! (`ucc_team_create_post` / `_test`), and its score map.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
+use std::time::Instant;
+
+use super::context::{Context, ContextInner};
+use crate::backend::{AlgInfo, TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
+use crate::config::Config;
+use crate::engine::Backoff;
+use crate::error::{Error, Result, Status};
+use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
+use crate::types::CollType;
+
+/// Which context endpoints form the team, in team-rank order (`ucc_ep_map_t`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum EpMap {
+    /// Every endpoint of the context's OOB group; team rank = endpoint.
+    #[default]
+    Full,
+    /// Team rank r is endpoint `start + r * stride`.
+    Strided {
+        /// Endpoint of team rank 0.
+        start: u64,
+        /// Step between team ranks (may be negative).
+        stride: i64,
+        /// Team size.
+        size: u64,
+    },
+    /// Team rank r is endpoint `map[r]`.
+    Array(Vec<u64>),
+}
+
+/// Parameters of [`Team`] creation.
+#[derive(Clone, Debug, Default)]
+pub struct TeamParams {
+    /// The members.
+    pub ep_map: EpMap,
+    /// Overrides for this team only, laid over the context's configuration
+    /// (a ferrocoll extension: e.g. `TL_P2P_TUNE` to pin an algorithm on one team).
+    pub config: Config,
+}
+
+impl TeamParams {
+    /// A team over the given endpoints.
+    pub fn with_ep_map(ep_map: EpMap) -> TeamParams {
+        TeamParams { ep_map, config: Config::new() }
+    }
+
+    /// Add a configuration override for this team (`UCC_` prefix optional).
+    pub fn set(mut self, name: &str, value: impl Into<String>) -> TeamParams {
+        self.config.set(name, value);
+        self
+    }
+}
+
+pub(crate) struct TeamTl {
+    pub(crate) component: Arc<dyn TlComponent>,
+    pub(crate) team: Arc<dyn TlTeam>,
+}
+
+pub(crate) struct ActiveTeam {
+    pub(crate) tls: Vec<TeamTl>,
+    pub(crate) score_map: ScoreMap,
+}
+
+impl ActiveTeam {
+    pub(crate) fn alg_info(&self, tl: usize, coll: CollType, alg: AlgId) -> Option<(&'static str, &'static AlgInfo)> {
+        let t = self.tls.get(tl)?;
+        let info = t.component.algorithms().iter().find(|a| a.coll == coll && a.id == alg)?;
+        Some((t.component.name(), info))
+    }
+
+    pub(crate) fn alg_name(&self, tl: usize, coll: CollType, alg: AlgId) -> String {
+        match self.alg_info(tl, coll, alg) {
+            Some((tl, info)) => format!("{tl}/{}", info.name),
+            None => format!("tl{tl}/@{alg}"),
+        }
+    }
+}
+
+enum TeamState {
+    Creating { pending: Vec<(Arc<dyn TlComponent>, TlTeamFuture)>, done: Vec<TeamTl>, started: Instant },
+    Active(Arc<ActiveTeam>),
+    Failed(Error),
+}
+
+pub(crate) struct TeamInner {
+    pub(crate) ctx: Arc<ContextInner>,
+    pub(crate) id: u64,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    pub(crate) config: Config,
+    state: Mutex<TeamState>,
+    seq: AtomicU64,
+    alive: AtomicBool,
+}
+
+impl TeamInner {
+    fn state(&self) -> MutexGuard<'_, TeamState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The active team, or why there is none.
+    pub(crate) fn active(&self) -> Result<Arc<ActiveTeam>> {
+        self.ctx.check_alive()?;
+        // Relaxed: the flag only turns false, and turning it false needs no ordering with other data.
+        if !self.alive.load(Ordering::Relaxed) {
+            return Err(Error::invalid_param(format!("team {:#x} was destroyed", self.id)));
+        }
+        match &*self.state() {
+            TeamState::Active(a) => Ok(a.clone()),
+            TeamState::Creating { .. } => Err(Error::invalid_param(format!(
+                "team {:#x} is still being created: call create_test until it returns Ok",
+                self.id
+            ))),
+            TeamState::Failed(e) => Err(e.duplicate().prefixed(format!("team {:#x} creation failed", self.id))),
+        }
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        // Relaxed: each post needs a distinct number; posts are ordered by the caller.
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!("team {:#x} (rank {} of {})", self.id, self.rank, self.size)
+    }
+}
+
+/// A team: create it on every member with the same endpoint map, then run collectives on it.
+pub struct Team {
+    pub(crate) inner: Arc<TeamInner>,
+}
+
+impl Team {
+    /// Start creating a team (`ucc_team_create_post`); finish with [`Team::create_test`].
+    ///
+    /// Every member must create its teams over the same endpoint list in the same order.
+    pub fn create_post(ctx: &Context, params: TeamParams) -> Result<Team> {
+        let c = &ctx.inner;
+        c.check_alive()?;
+        let eps = resolve_ep_map(&params.ep_map, c.n_eps)?;
+        let rank = eps.iter().position(|&e| e == c.ep).ok_or_else(|| {
+            Error::not_found(format!("this context (endpoint {}) is not in the team's endpoint map {eps:?}", c.ep))
+        })?;
+        let key = fnv1a(eps.iter().map(|&e| e as u64));
+        let id = fnv1a([key, c.next_team_index(key)]);
+        let config = c.config.merged(&params.config);
+        let tl_params = TlTeamParams { team_id: id, rank, size: eps.len(), eps: eps.into(), config: config.clone() };
+        let mut pending = Vec::new();
+        for tl in &c.tls {
+            match tl.context.team_create(&tl_params) {
+                Ok(f) => pending.push((tl.component.clone(), f)),
+                Err(e) if e.status() == Status::NotSupported => {
+                    crate::log_debug!("TL {} is off for team {id:#x}: {}", tl.component.name(), e.context());
+                }
+                Err(e) => return Err(e.prefixed(format!("TL {} team creation", tl.component.name()))),
+            }
+        }
+        let state = TeamState::Creating { pending, done: Vec::new(), started: Instant::now() };
+        Ok(Team {
+            inner: Arc::new(TeamInner {
+                ctx: c.clone(),
+                id,
+                rank,
+                size: tl_params.size,
+                config,
+                state: Mutex::new(state),
+                seq: AtomicU64::new(0),
+                alive: AtomicBool::new(true),
+            }),
+        })
+    }
+
+    /// Progress team creation (`ucc_team_create_test`): `Ok(InProgress)` until
+    /// it is done, then `Ok(Ok)`; an error if it failed or timed out
+    /// (`UCC_TEAM_CREATE_TIMEOUT`).
+    pub fn create_test(&self) -> Result<Status> {
+        let inner = &self.inner;
+        inner.ctx.progress()?;
+        let mut state = inner.state();
+        let TeamState::Creating { pending, done, started } = &mut *state else {
+            return match &*state {
+                TeamState::Active(_) => Ok(Status::Ok),
+                TeamState::Failed(e) => Err(e.duplicate()),
+                TeamState::Creating { .. } => Ok(Status::InProgress),
+            };
+        };
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut failure = None;
+        let mut i = 0;
+        while i < pending.len() {
+            match pending[i].1.as_mut().poll(&mut cx) {
+                Poll::Pending => i += 1,
+                Poll::Ready(result) => {
+                    let (component, _) = pending.swap_remove(i);
+                    match result {
+                        Ok(team) => done.push(TeamTl { component, team }),
+                        Err(e) if e.status() == Status::NotSupported => {
+                            crate::log_debug!(
+                                "TL {} is off for team {:#x}: {}",
+                                component.name(),
+                                inner.id,
+                                e.context()
+                            );
+                        }
+                        Err(e) => failure = Some(e.prefixed(format!("TL {} team creation", component.name()))),
+                    }
+                }
+            }
+        }
+        if failure.is_none() && !pending.is_empty() {
+            if let Some(t) = inner.ctx.settings.team_create_timeout {
+                if started.elapsed() > t {
+                    failure = Some(Error::timed_out(format!(
+                        "{} not created after {:.1} s: some members have not created it",
+                        inner.describe(),
+                        t.as_secs_f64()
+                    )));
+                }
+            }
+        }
+        if failure.is_none() && pending.is_empty() {
+            let tls = std::mem::take(done);
+            match build_active(inner, tls) {
+                Ok(active) => {
+                    *state = TeamState::Active(Arc::new(active));
+                    return Ok(Status::Ok);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+        match failure {
+            Some(e) => {
+                let out = e.duplicate();
+                *state = TeamState::Failed(e);
+                Err(out)
+            }
+            None => Ok(Status::InProgress),
+        }
+    }
+
+    /// Create a team and wait until it is ready (post, then test until done).
+    pub fn create(ctx: &Context, params: TeamParams) -> Result<Team> {
+        let team = Team::create_post(ctx, params)?;
+        let mut backoff = Backoff::new();
+        while team.create_test()? == Status::InProgress {
+            backoff.snooze();
+        }
+        Ok(team)
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// The team id (equal on every member).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Progress the team's context (a convenience for `Context::progress`).
+    pub fn progress(&self) -> Result<()> {
+        self.inner.ctx.progress()
+    }
+
+    /// The score map as text (like `ucc_info -s` for this team).
+    pub fn score_map(&self) -> Result<String> {
+        let active = self.inner.active()?;
+        Ok(active.score_map.describe(&|tl, coll, alg| active.alg_name(tl, coll, alg)))
+    }
+
+    /// Names of the TLs serving this team.
+    pub fn tl_names(&self) -> Result<Vec<&'static str>> {
+        Ok(self.inner.active()?.tls.iter().map(|t| t.component.name()).collect())
+    }
+
+    /// Destroy the team (same as dropping it); requests still alive fail to post.
+    pub fn destroy(self) {}
+}
+
+impl Drop for Team {
+    fn drop(&mut self) {
+        // Relaxed: see TeamInner::active.
+        self.inner.alive.store(false, Ordering::Relaxed);
+    }
+}
+
+fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
+    if tls.is_empty() {
+        return Err(Error::not_supported(format!("no transport layer can serve {}", inner.describe())));
+    }
+    let mut score_map = ScoreMap::default();
+    for (i, t) in tls.iter().enumerate() {
+        let name = t.component.name();
+        let mut entries = t.team.default_scores();
+        if let Some(tune) = tune_string(&inner.config, name) {
+            let tokens =
+                parse_tune(tune).map_err(|e| e.prefixed(format!("UCC_TL_{}_TUNE", name.to_ascii_uppercase())))?;
+            let algs = t.component.algorithms();
+            let resolve = |coll: CollType, spec: &AlgSpec| {
+                algs.iter()
+                    .find(|a| {
+                        a.coll == coll
+                            && match spec {
+                                AlgSpec::Id(id) => a.id == *id,
+                                AlgSpec::Name(n) => a.name.eq_ignore_ascii_case(n),
+                            }
+                    })
+                    .map(|a| a.id)
+            };
+            let target = TuneTarget {
+                tl: name,
+                team_size: inner.size,
+                default_score: t.component.default_score(),
+                colls: t.team.colls(),
+                mems: t.team.mem_types(),
+                resolve: &resolve,
+            };
+            entries = apply_tune(entries, &tokens, &target)
+                .map_err(|e| e.prefixed(format!("UCC_TL_{}_TUNE", name.to_ascii_uppercase())))?;
+        }
+        score_map.add(i, entries);
+    }
+    Ok(ActiveTeam { tls, score_map })
+}
+
+/// `UCC_TL_<NAME>_TUNE`; for p2p, UCC's `UCC_TL_UCP_TUNE` is read when the former is unset.
+fn tune_string<'a>(config: &'a Config, tl: &str) -> Option<&'a str> {
+    let own = config.get(&format!("TL_{}_TUNE", tl.to_ascii_uppercase()));
+    if own.is_none() && tl == "p2p" { config.get("TL_UCP_TUNE") } else { own }
+}
+
+fn resolve_ep_map(map: &EpMap, n_eps: usize) -> Result<Vec<usize>> {
+    let eps: Vec<i128> = match map {
+        EpMap::Full => (0..n_eps as i128).collect(),
+        EpMap::Strided { start, stride, size } => {
+            if *size > n_eps as u64 {
+                return Err(Error::invalid_param(format!("ep map size {size} exceeds the {n_eps} context endpoints")));
+            }
+            (0..*size).map(|r| i128::from(*start) + i128::from(r) * i128::from(*stride)).collect()
+        }
+        EpMap::Array(v) => v.iter().map(|&e| i128::from(e)).collect(),
+    };
+    if eps.is_empty() {
+        return Err(Error::invalid_param("the team's endpoint map is empty"));
+    }
+    let mut seen = vec![false; n_eps];
+    eps.iter()
+        .enumerate()
+        .map(|(r, &e)| {
+            let ok = usize::try_from(e).ok().filter(|&e| e < n_eps);
+            let e = ok.ok_or_else(|| {
+                Error::invalid_param(format!(
+                    "team rank {r} maps to endpoint {e}, outside the {n_eps} context endpoints"
+                ))
+            })?;
+            if std::mem::replace(&mut seen[e], true) {
+                return Err(Error::invalid_param(format!("endpoint {e} appears twice in the team's endpoint map")));
+            }
+            Ok(e)
+        })
+        .collect()
+}
+
+/// FNV-1a over u64 words: a stable hash that every rank computes alike.
+fn fnv1a(words: impl IntoIterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ep_maps() {
+        assert_eq!(resolve_ep_map(&EpMap::Full, 3).unwrap(), vec![0, 1, 2]);
+        assert_eq!(resolve_ep_map(&EpMap::Strided { start: 3, stride: -1, size: 3 }, 4).unwrap(), vec![3, 2, 1]);
+        assert!(
+            resolve_ep_map(&EpMap::Strided { start: 3, stride: 1, size: 3 }, 4)
+                .unwrap_err()
+                .to_string()
+                .contains("endpoint 4")
+        );
+        assert!(resolve_ep_map(&EpMap::Array(vec![1, 1]), 4).unwrap_err().to_string().contains("twice"));
+        assert!(resolve_ep_map(&EpMap::Array(vec![]), 4).is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! Score maps: for each (collective, memory type, message size), the ordered
+//! candidates (TL, algorithm, score). Each TL team offers default entries;
+//! tune tokens rewrite them; the team's map is the union over its TLs.
+
+use std::fmt::Write as _;
+
+use super::tune::{AlgSpec, TuneToken};
+use super::{MsgRange, Score};
+use crate::error::{Error, Result};
+use crate::types::{CollType, CollTypeSet, MemType};
+
+/// An algorithm's index in its TL's table for one collective.
+pub type AlgId = u16;
+
+/// One TL's offer: for `coll` on `mem` in `range`, algorithm `alg` with `score`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScoreEntry {
+    /// Collective.
+    pub coll: CollType,
+    /// Memory type.
+    pub mem: MemType,
+    /// Message sizes.
+    pub range: MsgRange,
+    /// Priority (0 disables).
+    pub score: Score,
+    /// Algorithm id within the TL.
+    pub alg: AlgId,
+}
+
+/// What a TL team tells the tuner about itself.
+pub struct TuneTarget<'a> {
+    /// TL name, for messages.
+    pub tl: &'a str,
+    /// Size of the team.
+    pub team_size: usize,
+    /// Score of entries added by a token that names an algorithm but no score.
+    pub default_score: Score,
+    /// Collectives the TL implements.
+    pub colls: CollTypeSet,
+    /// Memory types the TL handles.
+    pub mems: &'a [MemType],
+    /// Resolve `@name`/`@id` for a collective; `None` if the TL has no such algorithm.
+    pub resolve: &'a dyn Fn(CollType, &AlgSpec) -> Option<AlgId>,
+}
+
+/// Apply tune tokens, in order, to one TL team's entries.
+pub fn apply_tune(
+    mut entries: Vec<ScoreEntry>,
+    tokens: &[TuneToken],
+    target: &TuneTarget<'_>,
+) -> Result<Vec<ScoreEntry>> {
+    for token in tokens.iter().filter(|t| target.team_size_matches(t)) {
+        let mut applied = false;
+        for coll in token.colls_or(target.colls).iter() {
+            if !target.colls.contains(coll) {
+                if token.colls != CollTypeSet::EMPTY {
+                    return Err(Error::invalid_param(format!("TL {} does not implement {coll}", target.tl)));
+                }
+                continue;
+            }
+            let alg = match &token.alg {
+                None => None,
+                Some(spec) => match (target.resolve)(coll, spec) {
+                    Some(id) => Some(id),
+                    None if token.colls == CollTypeSet::EMPTY => continue,
+                    None => {
+                        return Err(Error::invalid_param(format!("TL {} has no {coll} algorithm {spec}", target.tl)));
+                    }
+                },
+            };
+            let mems: &[MemType] = if token.mems.is_empty() { target.mems } else { &token.mems };
+            for &mem in mems {
+                for range in token.ranges_or_all() {
+                    entries = rewrite(entries, coll, mem, range, token.score, alg, target.default_score);
+                }
+            }
+            applied = true;
+        }
+        if !applied {
+            return Err(Error::invalid_param(format!(
+                "tune token {token:?} matches no collective of TL {} (algorithm not found?)",
+                target.tl
+            )));
+        }
+    }
+    Ok(entries)
+}
+
+impl TuneTarget<'_> {
+    fn team_size_matches(&self, t: &TuneToken) -> bool {
+        t.applies_to_team_size(self.team_size)
+    }
+}
+
+/// Set `score`/`alg` on every entry of (coll, mem) inside `range`, splitting
+/// entries at the range's ends; with an algorithm, fill uncovered gaps too.
+fn rewrite(
+    entries: Vec<ScoreEntry>,
+    coll: CollType,
+    mem: MemType,
+    range: MsgRange,
+    score: Option<Score>,
+    alg: Option<AlgId>,
+    default_score: Score,
+) -> Vec<ScoreEntry> {
+    let mut out = Vec::with_capacity(entries.len() + 2);
+    let mut covered: Vec<MsgRange> = Vec::new();
+    for e in entries {
+        let Some(inside) = (e.coll == coll && e.mem == mem).then(|| e.range.intersect(&range)).flatten() else {
+            out.push(e);
+            continue;
+        };
+        if e.range.start < inside.start {
+            out.push(ScoreEntry { range: MsgRange::new(e.range.start, inside.start), ..e });
+        }
+        out.push(ScoreEntry { range: inside, score: score.unwrap_or(e.score), alg: alg.unwrap_or(e.alg), ..e });
+        if inside.end < e.range.end {
+            out.push(ScoreEntry { range: MsgRange::new(inside.end, e.range.end), ..e });
+        }
+        covered.push(inside);
+    }
+    if let Some(alg) = alg {
+        covered.sort();
+        let mut at = range.start;
+        for c in covered.iter().chain(std::iter::once(&MsgRange::new(range.end, range.end))) {
+            if c.start > at {
+                out.push(ScoreEntry {
+                    coll,
+                    mem,
+                    range: MsgRange::new(at, c.start),
+                    score: score.unwrap_or(default_score),
+                    alg,
+                });
+            }
+            at = at.max(c.end);
+        }
+    }
+    out
+}
+
+/// A candidate chosen from a score map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Index of the TL team in the team's list.
+    pub tl: usize,
+    /// Algorithm id within that TL.
+    pub alg: AlgId,
+    /// Its score.
+    pub score: Score,
+    /// The range of the entry it came from.
+    pub range: MsgRange,
+}
+
+/// A team's score map.
+#[derive(Clone, Debug, Default)]
+pub struct ScoreMap {
+    /// `(tl index, entry)` for every enabled entry.
+    entries: Vec<(usize, ScoreEntry)>,
+}
+
+impl ScoreMap {
+    /// Add the (tuned) entries of TL `tl`; disabled entries are dropped.
+    pub fn add(&mut self, tl: usize, entries: impl IntoIterator<Item = ScoreEntry>) {
+        self.entries.extend(entries.into_iter().filter(|e| e.score > Score::DISABLED).map(|e| (tl, e)));
+    }
+
+    /// Candidates for a collective, best first (ties keep TL order).
+    pub fn candidates(&self, coll: CollType, mem: MemType, msgsize: u64) -> Vec<Candidate> {
+        let mut c: Vec<Candidate> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.coll == coll && e.mem == mem && e.range.contains(msgsize))
+            .map(|&(tl, e)| Candidate { tl, alg: e.alg, score: e.score, range: e.range })
+            .collect();
+        c.sort_by(|a, b| b.score.cmp(&a.score).then(a.tl.cmp(&b.tl)));
+        c
+    }
+
+    /// A table like `ucc_info -s`: for each collective and memory type, the
+    /// size ranges and their candidates, best first. `name(tl, coll, alg)`
+    /// gives `"tl/alg"`.
+    pub fn describe(&self, name: &dyn Fn(usize, CollType, AlgId) -> String) -> String {
+        let mut out = String::new();
+        for coll in CollType::ALL {
+            for mem in MemType::CONCRETE {
+                let mut cuts: Vec<u64> = self
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| e.coll == coll && e.mem == mem)
+                    .flat_map(|(_, e)| [e.range.start, e.range.end])
+                    .collect();
+                if cuts.is_empty() {
+                    continue;
+                }
+                cuts.sort_unstable();
+                cuts.dedup();
+                let _ = writeln!(out, "{coll} {mem}:");
+                for w in cuts.windows(2) {
+                    let r = MsgRange::new(w[0], w[1]);
+                    let cands = self.candidates(coll, mem, r.start);
+                    if cands.is_empty() {
+                        continue;
+                    }
+                    let list: Vec<String> =
+                        cands.iter().map(|c| format!("{}:{}", name(c.tl, coll, c.alg), c.score)).collect();
+                    let _ = writeln!(out, "  {r}: {}", list.join(" "));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::score::tune::parse_tune;
+
+    fn e(coll: CollType, start: u64, end: u64, score: u32, alg: AlgId) -> ScoreEntry {
+        ScoreEntry { coll, mem: MemType::Host, range: MsgRange::new(start, end), score: Score(score), alg }
+    }
+
+    fn tune(entries: Vec<ScoreEntry>, s: &str) -> Result<Vec<ScoreEntry>> {
+        let resolve = |_c: CollType, a: &AlgSpec| match a {
+            AlgSpec::Name(n) if n == "knomial" => Some(0),
+            AlgSpec::Name(n) if n == "ring" => Some(1),
+            AlgSpec::Id(i) if *i < 2 => Some(*i),
+            _ => None,
+        };
+        let target = TuneTarget {
+            tl: "p2p",
+            team_size: 4,
+            default_score: Score(10),
+            colls: [CollType::Allreduce, CollType::Bcast].into_iter().collect(),
+            mems: &[MemType::Host],
+            resolve: &resolve,
+        };
+        apply_tune(entries, &parse_tune(s)?, &target)
+    }
+
+    #[test]
+    fn tune_splits_ranges_and_sets_alg() {
+        let out = tune(vec![e(CollType::Allreduce, 0, u64::MAX, 10, 0)], "allreduce:4k-inf:@ring").unwrap();
+        let mut m = ScoreMap::default();
+        m.add(0, out);
+        assert_eq!(m.candidates(CollType::Allreduce, MemType::Host, 100)[0].alg, 0);
+        assert_eq!(m.candidates(CollType::Allreduce, MemType::Host, 4096)[0].alg, 1);
+        assert_eq!(m.candidates(CollType::Allreduce, MemType::Host, 1 << 40)[0].alg, 1);
+    }
+
+    #[test]
+    fn score_zero_disables_and_alg_fills_gaps() {
+        let out = tune(vec![e(CollType::Allreduce, 0, 1024, 10, 0)], "allreduce:0-inf:0").unwrap();
+        let mut m = ScoreMap::default();
+        m.add(0, out);
+        assert!(m.candidates(CollType::Allreduce, MemType::Host, 10).is_empty());
+        let out = tune(vec![e(CollType::Allreduce, 0, 1024, 10, 0)], "allreduce:0-2k:@ring:50").unwrap();
+        let mut m = ScoreMap::default();
+        m.add(0, out);
+        let c = m.candidates(CollType::Allreduce, MemType::Host, 1500);
+        assert_eq!((c[0].alg, c[0].score), (1, Score(50)));
+        assert!(m.candidates(CollType::Allreduce, MemType::Host, 4096).is_empty());
+    }
+
+    #[test]
+    fn team_size_qualifier_and_errors() {
+        let base = vec![e(CollType::Bcast, 0, u64::MAX, 10, 0)];
+        assert_eq!(tune(base.clone(), "bcast:[5-8]:@ring").unwrap(), base);
+        assert!(tune(base.clone(), "bcast:@bruck").unwrap_err().to_string().contains("bruck"));
+        assert!(tune(base, "alltoall:@ring").is_err());
+    }
+
+    #[test]
+    fn higher_score_first_across_tls() {
+        let mut m = ScoreMap::default();
+        m.add(0, [e(CollType::Bcast, 0, u64::MAX, 10, 0)]);
+        m.add(1, [e(CollType::Bcast, 0, 8192, 50, 3)]);
+        let c = m.candidates(CollType::Bcast, MemType::Host, 16);
+        assert_eq!((c[0].tl, c[1].tl), (1, 0));
+        assert_eq!(m.candidates(CollType::Bcast, MemType::Host, 8192).len(), 1);
+        let text = m.describe(&|tl, _, alg| format!("tl{tl}/{alg}"));
+        assert!(text.contains("0-8K: tl1/3:50 tl0/0:10"), "{text}");
+    }
+}
