@@ -1,1 +1,84 @@
-//! placeholder
+//! # ferrocoll
+//!
+//! Collective communication — allreduce, bcast, alltoall, reduce-scatter and
+//! the other group operations — for host (and soon GPU) memory, with UCC's
+//! objects, semantics and tuning knobs.
+//!
+//! ```no_run
+//! use ferrocoll::{Coll, Context, ContextParams, Lib, ReduceOp, Team, TeamParams, ThreadOob};
+//!
+//! # fn main() -> ferrocoll::Result<()> {
+//! // Four ranks as threads of this process.
+//! let handles: Vec<_> = ThreadOob::group(4)
+//!     .into_iter()
+//!     .map(|oob| {
+//!         std::thread::spawn(move || -> ferrocoll::Result<Vec<f32>> {
+//!             let lib = Lib::new()?;
+//!             let ctx = Context::new(&lib, ContextParams::with_oob(oob))?;
+//!             let team = Team::create(&ctx, TeamParams::default())?;
+//!             let src = vec![team.rank() as f32; 8];
+//!             let mut dst = vec![0.0f32; 8];
+//!             Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(&team)?;
+//!             Ok(dst) // [6.0; 8] on every rank
+//!         })
+//!     })
+//!     .collect();
+//! for h in handles {
+//!     assert_eq!(h.join().unwrap()?, vec![6.0; 8]);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The crates behind it: `ferrocoll-core` (objects, engine, selection),
+//! `ferrocoll-mc` (memory and reductions), `ferrocoll-ee` (execution
+//! engines), `ferrocoll-tl` (transports and algorithms).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::ops::Deref;
+
+pub use ferrocoll_core::{
+    ActiveSet, BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollInit, CollType, CollTypeSet, Complex32,
+    Complex64, Components, Context, ContextParams, ContextType, CountInt, DataType, Element, EpMap, Error, Float8E4M3,
+    Float8E5M2, LibParams, LocValue, MemRef, MemType, Oob, OobRequest, ReduceOp, Request, Result, Status, Team,
+    TeamParams, ThreadMode, ThreadOob, ValueIndex,
+};
+pub use ferrocoll_core::{Coll, Config};
+
+/// Lower-level modules of the core crate, for component authors and tools.
+pub mod core {
+    pub use ferrocoll_core::{args, backend, buffer, config, engine, error, log, oob, score, types, wire};
+}
+
+/// A library instance with every component ferrocoll ships (`ucc_init`).
+///
+/// It dereferences to [`ferrocoll_core::Lib`], so it is accepted wherever
+/// that is (e.g. [`Context::new`]).
+#[derive(Clone)]
+pub struct Lib(ferrocoll_core::Lib);
+
+impl Lib {
+    /// A library with default parameters (thread mode single, configuration
+    /// from the `UCC_*` environment).
+    pub fn new() -> Result<Lib> {
+        Lib::with_params(LibParams::default())
+    }
+
+    /// A library with explicit parameters.
+    pub fn with_params(params: LibParams) -> Result<Lib> {
+        ferrocoll_core::Lib::with_components(params, default_components()).map(Lib)
+    }
+}
+
+impl Deref for Lib {
+    type Target = ferrocoll_core::Lib;
+
+    fn deref(&self) -> &ferrocoll_core::Lib {
+        &self.0
+    }
+}
+
+/// Every memory component and transport layer of this build.
+pub fn default_components() -> Components {
+    Components { mcs: ferrocoll_mc::default_mcs(), tls: ferrocoll_tl::default_tls() }
+}

@@ -104,6 +104,10 @@ impl Error {
     pub fn not_supported(context: impl Into<String>) -> Self {
         Self::new(Status::NotSupported, context)
     }
+    /// `NotImplemented` with a message.
+    pub fn not_implemented(context: impl Into<String>) -> Self {
+        Self::new(Status::NotImplemented, context)
+    }
     /// `InvalidParam` with a message.
     pub fn invalid_param(context: impl Into<String>) -> Self {
         Self::new(Status::InvalidParam, context)

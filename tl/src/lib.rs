@@ -1,1 +1,21 @@
-//! placeholder
+//! # ferrocoll-tl
+//!
+//! Transport layers: each is a [`TlComponent`](ferrocoll_core::backend::TlComponent)
+//! that the core engine asks for teams and tasks.
+//!
+//! - [`self_`]: teams of one rank.
+//! - [`p2p`]: the generic point-to-point algorithms over pluggable transports.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod p2p;
+pub mod self_;
+
+use std::sync::Arc;
+
+use ferrocoll_core::backend::TlComponent;
+
+/// Every transport layer, in priority order for equal scores.
+pub fn default_tls() -> Vec<Arc<dyn TlComponent>> {
+    vec![Arc::new(self_::SelfTl), Arc::new(p2p::P2pTl)]
+}

@@ -1,0 +1,188 @@
+//! [`Comm`]: what an algorithm sees of its team while it runs — tagged
+//! send/receive to team ranks, reductions and copies through the memory
+//! components, and scratch memory.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use ferrocoll_core::args::CollInit;
+use ferrocoll_core::backend::{ReduceSpec, Scratch};
+use ferrocoll_core::engine::{TaskDiag, try_join_all};
+use ferrocoll_core::{Error, MemRef, ReduceOp, Result};
+
+use super::team::TeamShared;
+use super::transport::{MsgKey, SendHandle};
+
+/// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
+pub const PHASE_TAGS: u32 = 1 << 16;
+
+/// One execution of a collective on one rank: its team, sequence number and tag space.
+#[derive(Clone)]
+pub struct Comm {
+    team: Arc<TeamShared>,
+    seq: u64,
+    tag_base: u32,
+    diag: Arc<TaskDiag>,
+}
+
+impl Comm {
+    pub(crate) fn new(team: Arc<TeamShared>, seq: u64, diag: Arc<TaskDiag>) -> Comm {
+        Comm { team, seq, tag_base: 0, diag }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.team.rank
+    }
+
+    /// Team size.
+    pub fn size(&self) -> usize {
+        self.team.size
+    }
+
+    /// The TL's configuration for this team.
+    pub fn config(&self) -> &super::P2pConfig {
+        &self.team.config
+    }
+
+    /// The same collective with tags shifted into phase `n` (for schedules
+    /// that run sub-algorithms one after the other or side by side).
+    pub fn phase(&self, n: u32) -> Comm {
+        Comm { tag_base: self.tag_base + n * PHASE_TAGS, ..self.clone() }
+    }
+
+    fn key(&self, tag: u32, src: usize) -> MsgKey {
+        MsgKey { team: self.team.id, seq: self.seq, tag: self.tag_base + tag, src: src as u32 }
+    }
+
+    fn ep(&self, peer: usize) -> Result<usize> {
+        self.team
+            .eps
+            .get(peer)
+            .copied()
+            .ok_or_else(|| Error::internal(format!("peer {peer} is outside the team of {}", self.team.size)))
+    }
+
+    /// Start sending `data` to team rank `peer`; the returned future completes
+    /// when `data` may be reused. Sending starts now, not when the future is polled.
+    pub fn isend(&self, peer: usize, tag: u32, data: MemRef) -> Result<SendFuture> {
+        let ep = self.ep(peer)?;
+        let handle = self.team.transport.send(ep, self.key(tag, self.team.rank), data)?;
+        Ok(SendFuture { handle })
+    }
+
+    /// Send and wait until `data` may be reused.
+    pub async fn send(&self, peer: usize, tag: u32, data: MemRef) -> Result<()> {
+        self.isend(peer, tag, data)?.await
+    }
+
+    /// Receive the message with `tag` from team rank `peer` into `buf` (its size must match).
+    pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
+        RecvFuture { comm: self.clone(), peer, tag, buf }
+    }
+
+    /// Send to one peer and receive from another at the same time.
+    pub async fn sendrecv(&self, to: usize, send: MemRef, from: usize, recv: MemRef, tag: u32) -> Result<()> {
+        let s = self.isend(to, tag, send)?;
+        self.recv(from, tag, recv).await?;
+        s.await
+    }
+
+    /// Send `send` to every peer of `recvs` and receive each peer's message
+    /// into its buffer, all at once; returns when everything is done.
+    pub async fn exchange(&self, tag: u32, send: MemRef, recvs: &[(usize, MemRef)]) -> Result<()> {
+        let sends = recvs.iter().map(|&(peer, _)| self.isend(peer, tag, send)).collect::<Result<Vec<_>>>()?;
+        try_join_all(recvs.iter().map(|&(peer, buf)| self.recv(peer, tag, buf))).await?;
+        try_join_all(sends).await
+    }
+
+    /// Copy `src` to `dst` (same length).
+    pub fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        if dst.len() != src.len() {
+            return Err(Error::internal(format!("copy of {} bytes into {}", src.len(), dst.len())));
+        }
+        if dst.is_empty() || dst == src {
+            return Ok(());
+        }
+        self.team.mcs.get(dst.mem_type())?.copy(dst, src)
+    }
+
+    /// `dst = op(srcs...)` over `count` elements of the collective's datatype,
+    /// combined in the order given (keep it the same on every rank that must
+    /// produce identical bits). `dst` may be one of the sources. With
+    /// `last`, an average is divided by the team size (do it on the step that
+    /// produces final values, so narrow floats are rounded once).
+    pub fn reduce(&self, args: &CollInit, dst: MemRef, srcs: &[MemRef], count: usize, last: bool) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let spec = ReduceSpec {
+            dtype: args.dtype,
+            op: args.op,
+            count,
+            avg_divisor: (last && args.op == ReduceOp::Avg).then_some(args.size),
+        };
+        let mc = self.team.mcs.get(dst.mem_type())?;
+        match srcs.iter().skip(1).position(|s| *s == dst) {
+            // The memory component accepts dst only as the first operand; keep
+            // the caller's order by reading dst from a copy.
+            Some(j) => {
+                let tmp = self.scratch(dst.len())?;
+                mc.copy(tmp.mem(), dst)?;
+                let mut srcs = srcs.to_vec();
+                srcs[j + 1] = tmp.mem();
+                mc.reduce(dst, &srcs, &spec)
+            }
+            None => mc.reduce(dst, srcs, &spec),
+        }
+    }
+
+    /// Scratch memory of `len` bytes, of the memory type of this team's buffers (host for now).
+    pub fn scratch(&self, len: usize) -> Result<Scratch> {
+        self.team.mcs.get(ferrocoll_core::MemType::Host)?.alloc(len)
+    }
+}
+
+/// A send in flight (see [`Comm::isend`]). Dropping it retracts the message
+/// if the receiver has not taken it yet.
+pub struct SendFuture {
+    handle: Box<dyn SendHandle>,
+}
+
+impl Future for SendFuture {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
+        self.handle.test()
+    }
+}
+
+/// A receive (see [`Comm::recv`]): polls the transport for its message.
+pub struct RecvFuture {
+    comm: Comm,
+    peer: usize,
+    tag: u32,
+    buf: MemRef,
+}
+
+impl Future for RecvFuture {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
+        let c = &self.comm;
+        let ep = match c.ep(self.peer) {
+            Ok(ep) => ep,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let key = c.key(self.tag, self.peer);
+        match c.team.transport.try_recv(ep, &key, self.buf) {
+            Poll::Pending => {
+                c.diag.waiting_for(self.peer, key.tag);
+                Poll::Pending
+            }
+            Poll::Ready(r) => Poll::Ready(r.map_err(|e| e.prefixed(format!("receive from rank {}", self.peer)))),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! # TL/P2P: collectives from point-to-point messages
+//!
+//! The generic algorithms (knomial, recursive k-ing, Rabenseifner, ring,
+//! Bruck, pairwise, linear) written once as `async fn`s over [`Comm`]'s
+//! tagged send/receive, and run over pluggable [`transport`]s. This is
+//! UCC's TL/UCP: the TL that works for every team, every collective, every
+//! size, and the fallback of the others. `UCC_TL_UCP_*` users will find the
+//! same algorithm names under `UCC_TL_P2P_*` (and `UCC_TL_UCP_TUNE` is read).
+//!
+//! Design decisions:
+//! - Messages are matched by (team, sequence number, step tag, source), so
+//!   any number of collectives of any teams may be in flight.
+//! - Receivers pull: a receive is a future that asks the transport for its
+//!   message when polled; nothing is registered, so cancelling is dropping.
+//! - Ranks that combine the same partial results do it in rank order, so
+//!   allreduce gives identical bits on every rank.
+//! - Averages are divided on the step that writes final values, so
+//!   half-precision results are rounded once there.
+//!
+//! Limits: host memory only; the in-process transport reaches only ranks of
+//! the same process (other transports come with multi-process support).
+
+pub(crate) mod alg;
+mod comm;
+mod config;
+mod context;
+pub mod pattern;
+mod team;
+pub mod transport;
+
+use std::sync::Arc;
+
+use ferrocoll_core::Result;
+use ferrocoll_core::backend::{AlgInfo, TlComponent, TlContext, TlContextParams};
+use ferrocoll_core::config::ConfigField;
+use ferrocoll_core::score::Score;
+
+pub use comm::{Comm, RecvFuture, SendFuture};
+pub use config::P2pConfig;
+
+/// The p2p TL component.
+#[derive(Debug, Default)]
+pub struct P2pTl;
+
+impl TlComponent for P2pTl {
+    fn name(&self) -> &'static str {
+        "p2p"
+    }
+
+    fn description(&self) -> &'static str {
+        "point-to-point algorithms over in-process (and later shared-memory, TCP, verbs) transports"
+    }
+
+    fn default_score(&self) -> Score {
+        Score(10)
+    }
+
+    fn config_fields(&self) -> Vec<ConfigField> {
+        P2pConfig::fields()
+    }
+
+    fn algorithms(&self) -> &'static [AlgInfo] {
+        alg::infos()
+    }
+
+    fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {
+        P2pConfig::from_config(params.config)?;
+        Ok(Arc::new(context::P2pContext::new(params.mcs.clone(), self.default_score())))
+    }
+}
