@@ -86,8 +86,13 @@ impl MemRef {
         self.mem_type
     }
 
-    /// The sub-range of `len` bytes starting `offset` bytes in.
+    /// The sub-range of `len` bytes starting `offset` bytes in. An empty
+    /// range is valid at any offset (v-variant blocks of count 0 may carry
+    /// any displacement).
     pub fn range(&self, offset: usize, len: usize) -> Result<MemRef> {
+        if len == 0 {
+            return Ok(MemRef::empty(self.mem_type));
+        }
         match offset.checked_add(len) {
             Some(end) if end <= self.len => {
                 if len == 0 {
@@ -151,6 +156,7 @@ mod tests {
         assert!(m.range(10, 7).is_err());
         assert!(m.range(usize::MAX, 2).is_err());
         assert!(m.range(16, 0).unwrap().is_empty());
+        assert!(m.range(99, 0).unwrap().is_empty());
         assert!(r.overlaps(&m));
         assert!(!m.range(0, 4).unwrap().overlaps(&m.range(4, 4).unwrap()));
     }

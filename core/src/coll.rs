@@ -46,6 +46,8 @@ impl CountInt for u64 {
 /// A typed collective description, borrowing its buffers for `'a`.
 pub struct Coll<'a> {
     args: CollArgs,
+    /// Whether the element type is a (value, index) pair, when a typed buffer was given.
+    pairs: Option<bool>,
     /// (side, counts, displacements, buffer length in elements) of v-variant sides, checked against the team size.
     v_checks: Vec<VCheck>,
     _buffers: PhantomData<&'a mut [u8]>,
@@ -74,15 +76,17 @@ fn info<T: Element>(ptr: *const T, len: usize, loc_as_value: bool) -> CollBuffer
 
 impl<'a> Coll<'a> {
     fn new(coll: CollType) -> Self {
-        Coll { args: CollArgs::new(coll), v_checks: Vec::new(), _buffers: PhantomData }
+        Coll { args: CollArgs::new(coll), pairs: None, v_checks: Vec::new(), _buffers: PhantomData }
     }
 
     fn src<T: Element>(mut self, s: &'a [T]) -> Self {
+        self.pairs = Some(T::LOC_PAIR);
         self.args.src = info(s.as_ptr(), s.len(), self.args.coll_type.is_reduction());
         self
     }
 
     fn dst<T: Element>(mut self, d: &'a mut [T]) -> Self {
+        self.pairs = Some(T::LOC_PAIR);
         self.args.dst = info(d.as_mut_ptr(), d.len(), self.args.coll_type.is_reduction());
         self
     }
@@ -110,6 +114,7 @@ impl<'a> Coll<'a> {
         counts: &'a [C],
         displs: Option<&'a [C]>,
     ) -> CollBuffer {
+        self.pairs = Some(T::LOC_PAIR);
         if C::WIDE {
             self.args.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
         }
@@ -219,6 +224,16 @@ impl<'a> Coll<'a> {
         let mut c = Coll::new(CollType::Alltoallv);
         c.args.src = c.v_side("src", src.as_ptr(), src.len(), send_counts, Some(send_displs));
         c.args.dst = c.v_side("dst", dst.as_mut_ptr(), dst.len(), recv_counts, Some(recv_displs));
+        c
+    }
+
+    /// Alltoallv with `buf` as input and output: block j (at `displs[j]`,
+    /// `counts[j]` elements) goes to rank j, whose block for this rank comes
+    /// back in its place. Counts must be symmetric (rank i's `counts[j]` equals
+    /// rank j's `counts[i]`).
+    pub fn alltoallv_in_place<T: Element, C: CountInt>(buf: &'a mut [T], counts: &'a [C], displs: &'a [C]) -> Self {
+        let mut c = Coll::new(CollType::Alltoallv).in_place();
+        c.args.dst = c.v_side("dst", buf.as_mut_ptr(), buf.len(), counts, Some(displs));
         c
     }
 
@@ -359,6 +374,16 @@ impl<'a> Coll<'a> {
 
     fn check(&self, team: &Team) -> Result<()> {
         let coll = self.args.coll_type;
+        // The element size of a reduction depends on the op: pairs for maxloc/minloc.
+        if let Some(pairs) = self.pairs.filter(|_| coll.is_reduction()) {
+            if pairs != self.args.op.is_loc() {
+                return Err(Error::invalid_param(if pairs {
+                    format!("{coll}: ValueIndex elements need the maxloc or minloc operation, not {}", self.args.op)
+                } else {
+                    format!("{coll}: {} works on (value, index) pairs: use ValueIndex<T> elements", self.args.op)
+                }));
+            }
+        }
         for v in &self.v_checks {
             if v.counts.len() != team.size() || v.displs.len() != team.size() {
                 return Err(Error::invalid_param(format!(

@@ -10,7 +10,7 @@
 //!
 //! Both conversions from `f32` round to nearest, ties to even, and produce
 //! subnormals. A NaN becomes `0x7f` (E4M3) or the quiet NaN `0x7e` (E5M2),
-//! keeping its sign. Decoding is a 256-entry table built at compile time.
+//! keeping its sign. Every step is branch-free, so loops over slices vectorise.
 //!
 //! ```
 //! use ferrocoll_mc::fp8;
@@ -44,84 +44,64 @@ pub const E5M2_INF: u8 = 0x7c;
 /// The E5M2 quiet NaN produced by conversions (with the sign bit clear).
 pub const E5M2_NAN: u8 = 0x7e;
 
-/// The `f32` bits of an OFP8 code (exact: every OFP8 value is an `f32`).
-const fn decode_bits(code: u8, f: &Format) -> u32 {
-    let sign = ((code as u32) & 0x80) << 24;
-    let exp = ((code as u32) >> f.mant_bits) & ((1 << f.exp_bits) - 1);
-    let mant = (code as u32) & ((1 << f.mant_bits) - 1);
-    let exp_max = (1 << f.exp_bits) - 1;
-    if exp == exp_max {
-        if f.finite_only {
-            if mant == (1 << f.mant_bits) - 1 {
-                return sign | 0x7fc0_0000;
-            }
-        } else if mant == 0 {
-            return sign | 0x7f80_0000;
-        } else {
-            return sign | 0x7fc0_0000;
-        }
-    }
-    if exp == 0 {
-        if mant == 0 {
-            return sign;
-        }
-        // Subnormal: mant * 2^(1 - bias - mant_bits); normalise around its leading bit p.
-        let p = 31 - mant.leading_zeros();
-        let f32_exp = p + 127 + 1 - f.bias - f.mant_bits;
-        return sign | (f32_exp << 23) | ((mant - (1 << p)) << (23 - p));
-    }
-    sign | ((exp + 127 - f.bias) << 23) | (mant << (23 - f.mant_bits))
+/// The value of a code: branch-free integer and float steps, so that loops
+/// over slices vectorise.
+#[inline(always)]
+fn decode(code: u8, f: &Format) -> f32 {
+    let sign = u32::from(code & 0x80) << 24;
+    let a = u32::from(code & 0x7f);
+    // Normal: move exponent and mantissa into place and re-bias the exponent.
+    let normal = (a << (23 - f.mant_bits)) + ((127 - f.bias) << 23);
+    // Subnormal (exponent field 0): mantissa * 2^(1 - bias - mant_bits), exact and normal in f32.
+    let scale = f32::from_bits((127 + 1 - f.bias - f.mant_bits) << 23);
+    let subnormal = (a as f32 * scale).to_bits();
+    let mag = if a < 1 << f.mant_bits { subnormal } else { normal };
+    let exp_max = ((1 << f.exp_bits) - 1) << f.mant_bits;
+    let mag = if f.finite_only {
+        if a == 0x7f { 0x7fc0_0000 } else { mag }
+    } else if a > exp_max {
+        0x7fc0_0000
+    } else if a == exp_max {
+        0x7f80_0000
+    } else {
+        mag
+    };
+    f32::from_bits(sign | mag)
 }
-
-const fn table(f: &Format) -> [f32; 256] {
-    let mut t = [0.0f32; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = f32::from_bits(decode_bits(i as u8, f));
-        i += 1;
-    }
-    t
-}
-
-/// Every E4M3 code's value.
-static E4M3_TABLE: [f32; 256] = table(&E4M3);
-/// Every E5M2 code's value.
-static E5M2_TABLE: [f32; 256] = table(&E5M2);
 
 /// Round the magnitude bits of a non-NaN `f32` (`abs` = bits without the sign)
 /// to the format, ties to even. The result may exceed the largest finite
-/// code (overflow); the caller saturates or maps it to infinity.
+/// code (overflow); the caller saturates or maps it to infinity. Both the
+/// normal and the subnormal result are computed and one is selected, so
+/// loops vectorise.
 #[inline(always)]
 fn round_magnitude(abs: u32, f: &Format) -> u32 {
     // The f32 biased exponent of the format's smallest normal, 2^(1 - bias).
     let min_normal = 127 + 1 - f.bias;
-    let f32_exp = abs >> 23;
-    if f32_exp >= min_normal {
-        // Re-bias the exponent in place; a mantissa carry rolls into the exponent.
-        let shift = 23 - f.mant_bits;
-        let t = abs - ((127 - f.bias) << 23);
-        (t + (1 << (shift - 1)) - 1 + ((t >> shift) & 1)) >> shift
-    } else {
-        // Subnormal in the format: the whole significand is shifted right.
-        let sig = (abs & 0x007f_ffff) | if f32_exp != 0 { 0x0080_0000 } else { 0 };
-        let shift = (23 - f.mant_bits) + (min_normal - f32_exp.max(1));
-        if shift > 31 {
-            return 0;
-        }
-        (sig + (1 << (shift - 1)) - 1 + ((sig >> shift) & 1)) >> shift
-    }
+    let shift = 23 - f.mant_bits;
+    // Normal in the format: re-bias the exponent in place and round the
+    // dropped mantissa bits to even; a carry rolls into the exponent.
+    let t = abs.wrapping_sub((127 - f.bias) << 23);
+    let normal = t.wrapping_add((1 << (shift - 1)) - 1 + ((t >> shift) & 1)) >> shift;
+    // Subnormal in the format: adding M = 2^23 * q (q the smallest subnormal)
+    // makes the FPU round to a multiple of q, ties to even; the low mantissa
+    // bits of the sum are then the code (q * 2^mant_bits rounds up into the
+    // smallest normal, whose code follows the largest subnormal's).
+    let m = f32::from_bits((127 + 1 - f.bias - f.mant_bits + 23) << 23);
+    let subnormal = (f32::from_bits(abs) + m).to_bits().wrapping_sub(m.to_bits());
+    if abs >> 23 >= min_normal { normal } else { subnormal }
 }
 
 /// The value of an E4M3 code (`0x7f`/`0xff` are NaN).
 #[inline]
 pub fn e4m3_to_f32(code: u8) -> f32 {
-    E4M3_TABLE[usize::from(code)]
+    decode(code, &E4M3)
 }
 
 /// The value of an E5M2 code (`0x7c`/`0xfc` are ±∞, `0x7d..=0x7f` and negatives NaN).
 #[inline]
 pub fn e5m2_to_f32(code: u8) -> f32 {
-    E5M2_TABLE[usize::from(code)]
+    decode(code, &E5M2)
 }
 
 /// `x` rounded to E4M3 (nearest, ties to even); beyond ±448 saturates to ±448; NaN gives NaN.

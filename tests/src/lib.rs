@@ -1,7 +1,13 @@
 //! # ferrocoll-tests
 //!
 //! Helpers for ferrocoll's many-rank tests: worlds of thread ranks, seeded
-//! inputs, and references computed independently of the library.
+//! inputs, references computed independently of the library, and the
+//! conformance matrix ([`cases`]) with its runner.
 
+pub mod cases;
+pub mod dtypes;
+pub mod floats;
 pub mod rng;
+pub mod runner;
+pub mod setup;
 pub mod world;

@@ -47,3 +47,17 @@ impl Rng {
         }
     }
 }
+
+/// A 64-bit hash of several numbers: random access to "random" inputs
+/// (element i of rank r's buffer can be computed without generating the rest).
+pub fn hash(parts: &[u64]) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3;
+    for &p in parts {
+        h ^= p;
+        h = h.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^= h >> 31;
+    }
+    h
+}

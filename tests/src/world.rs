@@ -16,16 +16,21 @@ where
 {
     let lib = Lib::with_params(LibParams { config: config.clone(), ..LibParams::default() }).expect("library");
     let f = Arc::new(f);
+    // Ranks keep their contexts until every rank is done, so an early finisher
+    // does not look like a dead peer to the others.
+    let leave = Arc::new(std::sync::Barrier::new(size));
     let handles: Vec<_> = ThreadOob::group(size)
         .into_iter()
         .map(|oob| {
-            let (lib, f) = (lib.clone(), f.clone());
+            let (lib, f, leave) = (lib.clone(), f.clone(), leave.clone());
             std::thread::Builder::new()
                 .name(format!("rank{}", ferrocoll::Oob::rank(&oob)))
                 .spawn(move || {
                     let ctx = Context::new(&lib, ContextParams::with_oob(oob)).expect("context");
                     let team = Team::create(&ctx, TeamParams::default()).expect("team");
-                    f(&team, &ctx)
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&team, &ctx)));
+                    leave.wait();
+                    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
                 })
                 .expect("spawn")
         })

@@ -67,6 +67,8 @@ pub struct TlTeamParams {
     pub eps: Arc<[usize]>,
     /// Configuration (context's plus team overrides).
     pub config: Config,
+    /// Where creation records what it waits for (named if creation times out).
+    pub diag: Arc<TaskDiag>,
 }
 
 /// The future of a TL team creation.

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::context::{Context, ContextInner};
 use crate::backend::{AlgInfo, TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
-use crate::engine::Backoff;
+use crate::engine::{Backoff, TaskDiag};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
 use crate::types::CollType;
@@ -82,7 +82,7 @@ impl ActiveTeam {
 }
 
 enum TeamState {
-    Creating { pending: Vec<(Arc<dyn TlComponent>, TlTeamFuture)>, done: Vec<TeamTl>, started: Instant },
+    Creating { pending: Vec<(Arc<dyn TlComponent>, TlTeamFuture)>, done: Vec<TeamTl>, started: Instant, diag: Arc<TaskDiag> },
     Active(Arc<ActiveTeam>),
     Failed(Error),
 }
@@ -149,7 +149,9 @@ impl Team {
         let key = fnv1a(eps.iter().map(|&e| e as u64));
         let id = fnv1a([key, c.next_team_index(key)]);
         let config = c.config.merged(&params.config);
-        let tl_params = TlTeamParams { team_id: id, rank, size: eps.len(), eps: eps.into(), config: config.clone() };
+        let diag = Arc::new(TaskDiag::default());
+        let tl_params =
+            TlTeamParams { team_id: id, rank, size: eps.len(), eps: eps.into(), config: config.clone(), diag: diag.clone() };
         let mut pending = Vec::new();
         for tl in &c.tls {
             match tl.context.team_create(&tl_params) {
@@ -160,7 +162,7 @@ impl Team {
                 Err(e) => return Err(e.prefixed(format!("TL {} team creation", tl.component.name()))),
             }
         }
-        let state = TeamState::Creating { pending, done: Vec::new(), started: Instant::now() };
+        let state = TeamState::Creating { pending, done: Vec::new(), started: Instant::now(), diag };
         Ok(Team {
             inner: Arc::new(TeamInner {
                 ctx: c.clone(),
@@ -182,7 +184,7 @@ impl Team {
         let inner = &self.inner;
         inner.ctx.progress()?;
         let mut state = inner.state();
-        let TeamState::Creating { pending, done, started } = &mut *state else {
+        let TeamState::Creating { pending, done, started, diag } = &mut *state else {
             return match &*state {
                 TeamState::Active(_) => Ok(Status::Ok),
                 TeamState::Failed(e) => Err(e.duplicate()),
@@ -216,9 +218,10 @@ impl Team {
             if let Some(t) = inner.ctx.settings.team_create_timeout {
                 if started.elapsed() > t {
                     failure = Some(Error::timed_out(format!(
-                        "{} not created after {:.1} s: some members have not created it",
+                        "{} not created after {:.1} s: some members have not created it{}",
                         inner.describe(),
-                        t.as_secs_f64()
+                        t.as_secs_f64(),
+                        diag.describe()
                     )));
                 }
             }

@@ -16,7 +16,7 @@ use super::team::TeamShared;
 use super::transport::{MsgKey, SendHandle};
 
 /// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
-pub const PHASE_TAGS: u32 = 1 << 16;
+pub const PHASE_TAGS: u32 = 1 << 24;
 
 /// One execution of a collective on one rank: its team, sequence number and tag space.
 #[derive(Clone)]

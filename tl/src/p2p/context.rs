@@ -52,7 +52,7 @@ impl TlContext for P2pContext {
             mcs: self.mcs.clone(),
             config,
         });
-        Ok(Box::pin(P2pTeam::create(shared, self.score)))
+        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone())))
     }
 
     fn close(&self) {

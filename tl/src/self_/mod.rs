@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock};
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{
-    AlgInfo, CollTask, McSet, PostInfo, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture, TlTeamParams,
+    AlgInfo, CollTask, McSet, PostInfo, ReduceSpec, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture, TlTeamParams,
 };
 use ferrocoll_core::config::ConfigField;
 use ferrocoll_core::engine::TaskFuture;
@@ -123,7 +123,11 @@ impl CollTask for SelfTask {
         let copy = |d: ferrocoll_core::MemRef, s: ferrocoll_core::MemRef| {
             if d.is_empty() || d == s { Ok(()) } else { self.mcs.get(d.mem_type())?.copy(d, s) }
         };
-        let result = local::team_of_one(&self.init, &copy);
+        let reduce = |dst: ferrocoll_core::MemRef, srcs: &[ferrocoll_core::MemRef], count: usize| {
+            let spec = ReduceSpec { dtype: self.init.dtype, op: self.init.op, count, avg_divisor: Some(1) };
+            self.mcs.get(dst.mem_type())?.reduce(dst, srcs, &spec)
+        };
+        let result = local::team_of_one(&self.init, &copy, &reduce);
         Ok(Box::pin(std::future::ready(result)))
     }
 }

@@ -1,8 +1,14 @@
 //! Allgather: every rank gets every rank's block, in rank order.
 
-mod bruck;
-mod knomial;
-mod ring;
+pub(crate) mod bruck;
+pub(crate) mod knomial;
+pub(crate) mod ring;
+pub(crate) mod runs;
+
+#[cfg(test)]
+mod blocks_tests;
+#[cfg(test)]
+pub(crate) mod harness;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Allgather;

@@ -1,7 +1,7 @@
 //! Allgatherv: allgather with a count and displacement per rank.
 
-mod linear;
-mod ring;
+pub(crate) mod linear;
+pub(crate) mod ring;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Allgatherv;

@@ -1,4 +1,10 @@
-//! allgatherv ring: not written yet.
+//! Ring allgatherv: ring allgather over the v layout.
+//!
+//! The blocks are `dst.counts[r]` elements at `dst.displs[r]`; the ring
+//! passes one rank's block per step, P−1 steps for any team size (see
+//! [`allgather_blocks`]). Uneven and empty blocks travel as they are (empty
+//! ones as zero-byte messages); displacements may leave gaps or differ
+//! between ranks, since messages are sized by counts only.
 
 use std::sync::Arc;
 
@@ -6,12 +12,26 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::{Error, Result};
 
 use crate::p2p::Comm;
+use crate::p2p::alg::allgather::ring::allgather_blocks;
+use crate::p2p::alg::blocks::Blocks;
 
-/// Arguments this algorithm cannot handle.
+/// Every valid argument set is supported.
 pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Err(Error::not_implemented("allgatherv/ring is not written yet"))
+    Ok(())
 }
 
-pub(crate) async fn run(_comm: Comm, _args: Arc<CollInit>) -> Result<()> {
-    Err(Error::not_implemented("allgatherv/ring is not written yet"))
+pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgatherv without dst"))?;
+    copy_own_block(&comm, &args)?;
+    allgather_blocks(&comm, dst.mem, &Blocks::of_buf(dst, comm.size())).await
+}
+
+/// Copy src to this rank's block of dst (nothing in place). An empty own
+/// block is skipped: its displacement may lie past the end of dst.
+pub(super) fn copy_own_block(comm: &Comm, args: &CollInit) -> Result<()> {
+    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgatherv without dst"))?;
+    if dst.block_len(comm.rank(), comm.size()) == 0 {
+        return Ok(());
+    }
+    crate::p2p::alg::local::copy_own_block(args, &|d, s| comm.copy(d, s))
 }

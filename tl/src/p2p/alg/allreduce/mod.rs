@@ -1,8 +1,8 @@
 //! Allreduce: every rank gets the reduction of every rank's vector.
 
-mod knomial;
-mod ring;
-mod sra_knomial;
+pub(crate) mod knomial;
+pub(crate) mod ring;
+pub(crate) mod sra_knomial;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Allreduce;

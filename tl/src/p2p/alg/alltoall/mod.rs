@@ -1,7 +1,10 @@
 //! Alltoall: block j of rank i goes to block i of rank j.
 
-mod bruck;
-mod pairwise;
+pub(crate) mod bruck;
+pub(crate) mod pairwise;
+
+#[cfg(test)]
+mod exchange_tests;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Alltoall;

@@ -1,7 +1,7 @@
 //! Alltoallv: alltoall with counts and displacements per peer.
 
-mod linear;
-mod pairwise;
+pub(crate) mod linear;
+pub(crate) mod pairwise;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Alltoallv;

@@ -1,6 +1,6 @@
 //! Barrier: no rank leaves before every rank has entered.
 
-mod knomial;
+pub(crate) mod knomial;
 
 use super::{Alg, Defaults, INF, range, supports_all};
 use ferrocoll_core::CollType::Barrier;

@@ -1,7 +1,7 @@
 //! Bcast: the root's buffer is copied to every rank.
 
-mod knomial;
-mod sag_knomial;
+pub(crate) mod knomial;
+pub(crate) mod sag_knomial;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Bcast;

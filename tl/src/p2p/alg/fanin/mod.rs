@@ -1,6 +1,6 @@
 //! Fanin: the root leaves after every rank has entered.
 
-mod knomial;
+pub(crate) mod knomial;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Fanin;

@@ -1,17 +1,33 @@
-//! fanout knomial: not written yet.
+//! Knomial fanout: empty messages flow down a knomial tree (radix
+//! `fanout_kn_radix`) from the root. A rank waits for the empty message from
+//! its parent, then sends one to each of its children (all at once); so no
+//! rank leaves before the root has entered.
+//!
+//! Any team size works: the knomial tree spans every rank, and a rank at the
+//! edge of a non-power-of-radix team just has fewer children.
 
 use std::sync::Arc;
 
 use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::engine::try_join_all;
+use ferrocoll_core::{MemRef, MemType, Result};
 
 use crate::p2p::Comm;
+use crate::p2p::pattern::knomial_tree;
 
-/// Arguments this algorithm cannot handle.
+const TAG: u32 = 0;
+
+/// Every valid argument set is supported.
 pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Err(Error::not_implemented("fanout/knomial is not written yet"))
+    Ok(())
 }
 
-pub(crate) async fn run(_comm: Comm, _args: Arc<CollInit>) -> Result<()> {
-    Err(Error::not_implemented("fanout/knomial is not written yet"))
+pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+    let none = MemRef::empty(MemType::Host);
+    let tree = knomial_tree(comm.rank(), args.root, comm.size(), comm.config().fanout_kn_radix);
+    if let Some(parent) = tree.parent {
+        comm.recv(parent, TAG, none).await?;
+    }
+    let sends = tree.children.iter().map(|&(c, _)| comm.isend(c, TAG, none)).collect::<Result<Vec<_>>>()?;
+    try_join_all(sends).await
 }

@@ -1,6 +1,6 @@
 //! Fanout: ranks leave after the root has entered.
 
-mod knomial;
+pub(crate) mod knomial;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Fanout;

@@ -1,29 +1,82 @@
-//! gather linear: not written yet.
+//! Linear gather: every non-root rank sends its block straight to the root,
+//! which posts all `size - 1` receives at once, each into its sender's block
+//! of dst. One step, `size - 1` messages into the root: fine for small teams
+//! or small blocks, and the building block of srg reduce ([`gather_blocks`]).
+//!
+//! The root's own block is copied locally (nothing to do in place). The
+//! same code serves gatherv: [`Buf::block`](ferrocoll_core::args::Buf::block)
+//! resolves either an even split or per-rank counts and displacements, so
+//! uneven and empty blocks need nothing special: an empty block is an empty
+//! message, which keeps both sides' message sizes equal, wherever its
+//! displacement points (see `gather::linear::block`).
 
 use std::sync::Arc;
 
-use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::args::{Buf, CollInit};
+use ferrocoll_core::engine::try_join_all;
+use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
+use crate::p2p::alg::blocks::Blocks;
+use crate::p2p::alg::local;
 
-/// Arguments this algorithm cannot handle.
+const TAG: u32 = 0;
+
+/// Every valid argument set is supported.
 pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Err(Error::not_implemented("gather/linear is not written yet"))
+    Ok(())
 }
 
-pub(crate) async fn run(_comm: Comm, _args: Arc<CollInit>) -> Result<()> {
-    Err(Error::not_implemented("gather/linear is not written yet"))
+/// Gather or gatherv (the layout of dst at the root says which).
+pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+    copy_own_block(&comm, &args)?;
+    let size = comm.size();
+    if comm.rank() == args.root {
+        let dst = args.dst.as_ref().ok_or_else(|| Error::internal(format!("{}: the root has no dst", args.coll)))?;
+        receive_all(&comm, args.root, |r| block(dst, r, size)).await
+    } else {
+        let src = args.src.as_ref().ok_or_else(|| Error::internal(format!("{}: rank has no src", args.coll)))?;
+        comm.send(args.root, TAG, src.mem).await
+    }
 }
 
 /// Linear gather over an arbitrary block layout: every rank's own block
 /// (`blocks` entry `comm.rank()`) of its `buf` goes to the same block of the
 /// root's `buf`. Building block of srg reduce.
-pub(crate) async fn gather_blocks(
-    _comm: &Comm,
-    _buf: ferrocoll_core::MemRef,
-    _blocks: &crate::p2p::alg::blocks::Blocks,
-    _root: usize,
-) -> Result<()> {
-    Err(Error::not_implemented("gather blocks are not written yet"))
+pub(crate) async fn gather_blocks(comm: &Comm, buf: MemRef, blocks: &Blocks, root: usize) -> Result<()> {
+    if blocks.len() != comm.size() {
+        return Err(Error::internal(format!("gather of {} blocks over a team of {}", blocks.len(), comm.size())));
+    }
+    if comm.rank() == root {
+        receive_all(comm, root, |r| blocks.of(buf, r)).await
+    } else {
+        comm.send(root, TAG, blocks.of(buf, comm.rank())?).await
+    }
+}
+
+/// At the root: receive every other rank's message into `slot(rank)`, all at once.
+async fn receive_all(comm: &Comm, root: usize, slot: impl Fn(usize) -> Result<MemRef>) -> Result<()> {
+    let recvs =
+        (0..comm.size()).filter(|&r| r != root).map(|r| Ok(comm.recv(r, TAG, slot(r)?))).collect::<Result<Vec<_>>>()?;
+    try_join_all(recvs).await
+}
+
+/// Rank `r`'s block of `buf`, an empty range for an empty block wherever its
+/// displacement points: validation accepts any displacement with a zero
+/// count, but `Buf::block` rejects one past the end of the buffer.
+pub(crate) fn block(buf: &Buf, r: usize, size: usize) -> Result<MemRef> {
+    if buf.block_len(r, size) == 0 { Ok(MemRef::empty(buf.mem.mem_type())) } else { buf.block(r, size) }
+}
+
+/// [`local::copy_own_block`] for the linear gather(v) and scatter(v), which
+/// skips an empty own block (see [`block`]): then there is nothing to copy,
+/// and its displacement may point past the end of the buffer.
+pub(crate) fn copy_own_block(comm: &Comm, args: &CollInit) -> Result<()> {
+    // Not in place, an empty root buffer means an empty own block: it is the
+    // own block itself (gather's src, scatter's dst), or the whole vector.
+    let empty = args.src.iter().chain(args.dst.iter()).any(|b| b.mem.is_empty());
+    if empty && comm.rank() == args.root {
+        return Ok(());
+    }
+    local::copy_own_block(args, &|d, s| comm.copy(d, s))
 }

@@ -1,7 +1,8 @@
 //! Gather: the root gets every rank's block, in rank order.
 
-mod knomial;
-mod linear;
+pub(crate) mod knomial;
+pub(crate) mod linear;
+pub(crate) mod tree;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Gather;

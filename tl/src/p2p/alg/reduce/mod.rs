@@ -1,7 +1,7 @@
 //! Reduce: the root gets the reduction of every rank's vector.
 
-mod knomial;
-mod srg_knomial;
+pub(crate) mod knomial;
+pub(crate) mod srg_knomial;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Reduce;

@@ -1,4 +1,16 @@
-//! reduce srg_knomial: not written yet.
+//! Scatter-reduce-gather reduce (srg_knomial): knomial reduce-scatter,
+//! then a gather of the reduced ranges to the root.
+//!
+//! The knomial reduce-scatter ([`knomial_reduce_scatter`], radix
+//! `reduce_kn_radix`) leaves on each core rank c (below `full`, the largest
+//! power of the radix) the final values of its range of the vector, at its
+//! offset in a work buffer: `dst` at the root, scratch elsewhere (non-roots
+//! have no `dst`, and `src` is never written). Ranks beyond `full` fold
+//! their vector into a proxy and own an empty range. The gather
+//! ([`gather_blocks`]) then brings every range to its place in the root's
+//! `dst`; the root's own range is already there. In place, the root's `dst`
+//! is its input. Moves about 2(P-1)/P of the vector, so it suits large
+//! messages better than the tree.
 
 use std::sync::Arc;
 
@@ -6,12 +18,75 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::{Error, Result};
 
 use crate::p2p::Comm;
+use crate::p2p::alg::blocks::Blocks;
+use crate::p2p::alg::gather::linear::gather_blocks;
+use crate::p2p::alg::reduce_scatter::knomial::{knomial_reduce_scatter, span};
+use crate::p2p::pattern::{KnomialExchange, Role};
 
-/// Arguments this algorithm cannot handle.
+/// Every valid argument set is supported.
 pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Err(Error::not_implemented("reduce/srg_knomial is not written yet"))
+    Ok(())
 }
 
-pub(crate) async fn run(_comm: Comm, _args: Arc<CollInit>) -> Result<()> {
-    Err(Error::not_implemented("reduce/srg_knomial is not written yet"))
+pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+    let (rank, size, count, es) = (comm.rank(), comm.size(), args.count, args.elem_size());
+    let is_root = rank == args.root;
+    let dst = args.dst.as_ref().map(|b| b.mem);
+    let input = match (&args.src, dst) {
+        (_, Some(d)) if is_root && args.in_place => d,
+        (Some(s), _) => s.mem,
+        _ => return Err(Error::internal(format!("reduce rank {rank} without src"))),
+    };
+    let pat = KnomialExchange::new(size, comm.config().reduce_kn_radix);
+    let scratch;
+    let work = match dst {
+        Some(d) if is_root => d,
+        _ => {
+            let extra = matches!(pat.role(rank), Role::Extra(_));
+            scratch = comm.scratch(if extra { 0 } else { count * es })?;
+            scratch.mem()
+        }
+    };
+    knomial_reduce_scatter(&comm, &args, &pat, input, work, count).await?;
+    let blocks = ranges(count, &pat, size, es);
+    gather_blocks(&comm.phase(1), work, &blocks, args.root).await
+}
+
+/// One block per rank: a core rank's reduce-scatter range, empty for the others.
+fn ranges(count: usize, pat: &KnomialExchange, size: usize, es: usize) -> Blocks {
+    let (counts, displs): (Vec<usize>, Vec<usize>) = (0..size)
+        .map(|r| if r < pat.full { span(count, pat.full, r, r + 1) } else { (0, 0) })
+        .map(|(off, len)| (len, off))
+        .unzip();
+    Blocks::from_counts(&counts, &displs, es)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ranges tile the whole vector, in rank order, with extras empty.
+    #[test]
+    fn ranges_tile_the_vector() {
+        for size in 1..40 {
+            for radix in 2..5 {
+                let pat = KnomialExchange::new(size, radix);
+                for count in [0, 1, 7, 100] {
+                    let b = ranges(count, &pat, size, 4);
+                    assert_eq!(b.len(), size);
+                    let mut at = 0;
+                    for r in 0..size {
+                        let (off, len) = b.get(r).unwrap();
+                        if r >= pat.full {
+                            assert_eq!(len, 0);
+                            continue;
+                        }
+                        assert_eq!(off, at);
+                        at += len;
+                    }
+                    assert_eq!(at, count * 4);
+                }
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Reduce-scatter: rank r gets block r of the reduction.
 
-mod knomial;
-mod ring;
+pub(crate) mod knomial;
+pub(crate) mod ring;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::ReduceScatter;

@@ -1,6 +1,6 @@
 //! Reduce-scatterv: rank r gets counts[r] elements of the reduction.
 
-mod ring;
+pub(crate) mod ring;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::ReduceScatterv;

@@ -1,7 +1,7 @@
 //! Scatter: rank r gets block r of the root's buffer.
 
-mod knomial;
-mod linear;
+pub(crate) mod knomial;
+pub(crate) mod linear;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Scatter;

@@ -1,6 +1,6 @@
 //! Scatterv: scatter with a count and displacement per rank.
 
-mod linear;
+pub(crate) mod linear;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Scatterv;

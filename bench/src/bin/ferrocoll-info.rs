@@ -1,0 +1,95 @@
+//! `ferrocoll-info`: what this build of ferrocoll has, like `ucc_info`.
+//!
+//! ```text
+//! ferrocoll-info -v          version
+//! ferrocoll-info -c          configuration variables, their values and defaults
+//! ferrocoll-info -A          components and their algorithms
+//! ferrocoll-info -s [N]      default scores, and the score map of a team of N thread ranks (default 4)
+//! ```
+
+use ferrocoll::core::config::CORE_FIELDS;
+use ferrocoll::{Config, Lib, Team, TeamParams};
+
+fn usage() -> ! {
+    eprintln!("usage: ferrocoll-info [-v] [-c] [-A] [-s [N]]");
+    std::process::exit(2);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.is_empty() {
+        usage();
+    }
+    let lib = match Lib::new() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ferrocoll-info: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "-v" => println!("ferrocoll {}", env!("CARGO_PKG_VERSION")),
+            "-c" => print_config(&lib),
+            "-A" => print_algorithms(&lib),
+            "-s" => {
+                let n = args.get(i + 1).and_then(|a| a.parse::<usize>().ok());
+                if n.is_some() {
+                    i += 1;
+                }
+                print_scores(&lib, n.unwrap_or(4));
+            }
+            "-h" | "--help" => usage(),
+            other => {
+                eprintln!("ferrocoll-info: unknown option {other:?}");
+                usage();
+            }
+        }
+        i += 1;
+    }
+}
+
+fn print_config(lib: &Lib) {
+    let cfg: &Config = lib.config();
+    let mut fields: Vec<_> = CORE_FIELDS.to_vec();
+    for tl in lib.tls() {
+        fields.extend(tl.config_fields());
+    }
+    for f in fields {
+        let value = cfg.get(f.name).unwrap_or(f.default);
+        println!("# {}", f.doc);
+        println!("{}={value}{}", f.name, if cfg.get(f.name).is_some() { "" } else { "  (default)" });
+        println!();
+    }
+}
+
+fn print_algorithms(lib: &Lib) {
+    println!("memory components: {}", lib.mcs().names().join(", "));
+    for tl in lib.tls() {
+        println!("tl/{} algorithms ({}; default score {}):", tl.name(), tl.description(), tl.default_score());
+        let mut last = None;
+        for a in tl.algorithms() {
+            if last != Some(a.coll) {
+                println!("  {}", a.coll);
+                last = Some(a.coll);
+            }
+            println!("    {} : {:<16} : {}", a.id, a.name, a.description);
+        }
+    }
+}
+
+fn print_scores(lib: &Lib, ranks: usize) {
+    let scores: Vec<String> = lib.tls().iter().map(|t| format!("{}={}", t.name(), t.default_score())).collect();
+    println!("Default TLs scores: {}", scores.join(" "));
+    let maps = ferrocoll_bench::threads::on_thread_team(lib, ranks, |team: &Team| team.score_map());
+    match maps {
+        Ok(mut maps) if !maps.is_empty() => {
+            println!("Score map of a team of {ranks} thread ranks (range: tl/algorithm:score, best first):");
+            print!("{}", maps.swap_remove(0));
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("ferrocoll-info: {e}"),
+    }
+    let _ = TeamParams::default();
+}

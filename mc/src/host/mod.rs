@@ -1,0 +1,182 @@
+//! The host memory component: CPU memory, scratch from a pool, memmove
+//! copies and the reduction kernels of [`crate::reduce_slices`].
+//!
+//! `HostMc` is where [`MemRef`]s become slices: [`Mc::reduce`] checks memory
+//! types, lengths and overlap, then turns the references into slices in one
+//! place (`reduce`) under the `MemRef` contract; everything below it is safe
+//! code over slices.
+
+mod pool;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use ferrocoll_core::backend::{Mc, ReduceSpec, Scratch};
+use ferrocoll_core::{Error, MemRef, MemType, Result};
+
+pub use pool::{ALIGN, DEFAULT_CACHE_LIMIT, Pool};
+
+use crate::reduce::{operand_bytes, reduce_slices, reduce_slices_in_place};
+
+/// The host (CPU memory) component.
+///
+/// ```
+/// use ferrocoll_core::backend::Mc;
+/// let mc = ferrocoll_mc::HostMc::new();
+/// let scratch = mc.alloc(1000)?;
+/// assert_eq!(scratch.mem().len(), 1000);
+/// assert_eq!(scratch.mem().addr() as usize % 64, 0);
+/// # Ok::<(), ferrocoll_core::Error>(())
+/// ```
+pub struct HostMc {
+    pool: Arc<Pool>,
+}
+
+impl HostMc {
+    /// A host component whose pool caches up to [`DEFAULT_CACHE_LIMIT`] bytes.
+    pub fn new() -> HostMc {
+        HostMc::with_cache_limit(DEFAULT_CACHE_LIMIT)
+    }
+
+    /// A host component whose pool caches up to `bytes` of freed scratch.
+    pub fn with_cache_limit(bytes: usize) -> HostMc {
+        HostMc { pool: Arc::new(Pool::new(bytes)) }
+    }
+
+    /// The scratch pool (for statistics).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}
+
+impl Default for HostMc {
+    fn default() -> Self {
+        HostMc::new()
+    }
+}
+
+impl std::fmt::Debug for HostMc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostMc").field("cached_bytes", &self.pool.cached_bytes()).finish()
+    }
+}
+
+/// Sources whose slices are kept on the stack during a reduce.
+const STACK_SOURCES: usize = 16;
+
+fn check_host(what: &str, mem: &MemRef) -> Result<()> {
+    if mem.mem_type() == MemType::Host {
+        Ok(())
+    } else {
+        Err(Error::invalid_param(format!("host memory component given {} memory for the {what}", mem.mem_type())))
+    }
+}
+
+impl Mc for HostMc {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn mem_type(&self) -> MemType {
+        MemType::Host
+    }
+
+    fn alloc(&self, len: usize) -> Result<Scratch> {
+        let mem = self.pool.take(len)?;
+        Ok(Scratch::new(mem, self.pool.clone()))
+    }
+
+    fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        check_host("copy destination", &dst)?;
+        check_host("copy source", &src)?;
+        if dst.len() != src.len() {
+            return Err(Error::invalid_param(format!(
+                "copy of {} source bytes into a {}-byte destination",
+                src.len(),
+                dst.len()
+            )));
+        }
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: by the MemRef contract both ranges are live host allocations
+        // of len bytes (host checked above), dst writable, and no one else
+        // touches them during the call; `ptr::copy` is memmove, so overlap is fine.
+        unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
+        Ok(())
+    }
+
+    fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
+        let Some((first, rest)) = srcs.split_first() else {
+            return Err(Error::invalid_param(format!(
+                "reduction {} on {} needs at least one source, got none",
+                spec.op, spec.dtype
+            )));
+        };
+        spec.op.check_dtype(spec.dtype)?;
+        let bytes = operand_bytes(spec)?;
+        check_host("reduce destination", &dst)?;
+        for (i, s) in srcs.iter().enumerate() {
+            check_host(&format!("reduce source {i}"), s)?;
+            if s.len() != bytes {
+                return Err(Error::invalid_param(format!(
+                    "reduce source {i} has {} bytes but {} {} elements for {} need {bytes}",
+                    s.len(),
+                    spec.count,
+                    spec.dtype,
+                    spec.op
+                )));
+            }
+        }
+        if dst.len() != bytes {
+            return Err(Error::invalid_param(format!(
+                "reduce destination has {} bytes but {} {} elements for {} need {bytes}",
+                dst.len(),
+                spec.count,
+                spec.dtype,
+                spec.op
+            )));
+        }
+        let in_place = first.addr() == dst.addr() && first.len() == dst.len();
+        let checked = if in_place { rest } else { srcs };
+        let offset = usize::from(in_place);
+        if let Some(i) = checked.iter().position(|s| s.overlaps(&dst)) {
+            return Err(Error::internal(format!(
+                "reduce source {} overlaps the destination ({} bytes at {:p}); only source 0 may be the destination itself",
+                i + offset,
+                dst.len(),
+                dst.addr()
+            )));
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        // Slices of the sources: on the stack for the usual few, else on the heap.
+        let mut stack: [&[u8]; STACK_SOURCES] = [&[]; STACK_SOURCES];
+        let heap: Vec<&[u8]>;
+        // SAFETY: by the MemRef contract every range is a live host allocation
+        // (host checked above) of `bytes` bytes, dst writable, and nothing
+        // outside ferrocoll accesses them during the call. No source in
+        // `checked` overlaps dst (checked above), so the one &mut slice over dst
+        // aliases none of the shared slices; sources may alias each other, as
+        // shared slices may. In place, srcs[0] is dst and gets no slice of its own.
+        let (dst_slice, src_slices): (&mut [u8], &[&[u8]]) = unsafe {
+            if checked.len() <= STACK_SOURCES {
+                for (slot, m) in stack.iter_mut().zip(checked) {
+                    *slot = m.as_slice();
+                }
+                (dst.as_mut_slice(), &stack[..checked.len()])
+            } else {
+                heap = checked.iter().map(|m| m.as_slice()).collect();
+                (dst.as_mut_slice(), &heap)
+            }
+        };
+        if in_place {
+            reduce_slices_in_place(dst_slice, src_slices, spec)
+        } else {
+            reduce_slices(dst_slice, src_slices, spec)
+        }
+    }
+}

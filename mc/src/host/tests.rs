@@ -1,0 +1,156 @@
+//! `HostMc` through the `Mc` trait: copies, scratch, and reduce's checks on `MemRef`s.
+
+use std::sync::Arc;
+
+use ferrocoll_core::backend::{Mc, ReduceSpec};
+use ferrocoll_core::{DataType, MemRef, MemType, ReduceOp, Status};
+
+use super::HostMc;
+
+fn mref(v: &mut [u8]) -> MemRef {
+    // SAFETY: every caller keeps `v` alive and untouched while the MemRef is used.
+    unsafe { MemRef::from_mut_slice(v) }
+}
+
+fn spec(dtype: DataType, op: ReduceOp, count: usize) -> ReduceSpec {
+    ReduceSpec { dtype, op, count, avg_divisor: None }
+}
+
+#[test]
+fn identity() {
+    let mc = HostMc::new();
+    assert_eq!(mc.name(), "host");
+    assert_eq!(mc.mem_type(), MemType::Host);
+    let x = 0u8;
+    assert!(!mc.owns(&x));
+    let all = crate::default_mcs();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].mem_type(), MemType::Host);
+}
+
+#[test]
+fn copy_is_memmove_of_equal_lengths() {
+    let mc = HostMc::new();
+    let mut v: Vec<u8> = (0..32).collect();
+    let m = mref(&mut v);
+    mc.copy(m.range(4, 16).unwrap(), m.range(0, 16).unwrap()).unwrap();
+    assert_eq!(&v[4..20], &(0..16).collect::<Vec<u8>>()[..], "overlapping forward copy");
+    let mut w: Vec<u8> = (0..32).collect();
+    let m = mref(&mut w);
+    mc.copy(m.range(0, 16).unwrap(), m.range(4, 16).unwrap()).unwrap();
+    assert_eq!(&w[..16], &(4..20).collect::<Vec<u8>>()[..], "overlapping backward copy");
+    let err = mc.copy(m.range(0, 8).unwrap(), m.range(8, 9).unwrap()).unwrap_err();
+    assert_eq!(err.status(), Status::InvalidParam);
+    assert!(err.to_string().contains('9') && err.to_string().contains('8'), "{err}");
+    mc.copy(MemRef::empty(MemType::Host), MemRef::empty(MemType::Host)).unwrap();
+    let err = mc.copy(MemRef::empty(MemType::Cuda), MemRef::empty(MemType::Host)).unwrap_err();
+    assert!(err.to_string().contains("cuda"), "{err}");
+}
+
+#[test]
+fn scratch_is_aligned_reused_and_capped() {
+    let mc = HostMc::with_cache_limit(8192);
+    let a = mc.alloc(3000).unwrap();
+    let addr = a.mem().addr();
+    assert_eq!(addr as usize % 64, 0);
+    assert_eq!(a.mem().len(), 3000);
+    // The block is usable over its whole length.
+    // SAFETY: the scratch is live and only this test uses it.
+    unsafe { a.mem().as_mut_slice().fill(7) };
+    drop(a);
+    assert_eq!(mc.pool().cached_bytes(), 4096);
+    let b = mc.alloc(2049).unwrap();
+    assert_eq!(b.mem().addr(), addr, "a freed block of the same class is reused");
+    let c = mc.alloc(8192).unwrap();
+    let d = mc.alloc(8192).unwrap();
+    drop(b);
+    drop(c);
+    assert_eq!(mc.pool().cached_bytes(), 4096, "caching c would exceed the cap, so it was freed");
+    let e = mc.alloc(4000).unwrap();
+    assert_eq!(e.mem().addr(), addr);
+    drop(d);
+    assert_eq!(mc.pool().cached_bytes(), 8192);
+    drop(e);
+    assert_eq!(mc.pool().cached_bytes(), 8192, "never more than the cap");
+    assert!(mc.alloc(0).unwrap().mem().is_empty());
+    let err = mc.alloc(usize::MAX - 10).unwrap_err();
+    assert_eq!(err.status(), Status::NoMemory);
+    assert!(err.to_string().contains(&(usize::MAX - 10).to_string()), "{err}");
+}
+
+#[test]
+fn scratch_from_many_threads() {
+    let mc = Arc::new(HostMc::with_cache_limit(1 << 20));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let mc = mc.clone();
+            std::thread::spawn(move || {
+                for i in 0..2000usize {
+                    let s = mc.alloc(1 + (i * 37 + t) % 5000).unwrap();
+                    // SAFETY: the scratch is live and owned by this thread alone.
+                    let bytes = unsafe { s.mem().as_mut_slice() };
+                    bytes.fill(t as u8);
+                    assert!(bytes.iter().all(|&b| b == t as u8), "no one else writes our block");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(mc.pool().cached_bytes() <= 1 << 20);
+}
+
+#[test]
+fn reduce_through_memrefs_in_place_and_not() {
+    let mc = HostMc::new();
+    let mut a: Vec<u8> = bytemuck::cast_slice(&[1i32, 2, 3]).to_vec();
+    let mut b: Vec<u8> = bytemuck::cast_slice(&[10i32, 20, 30]).to_vec();
+    let mut out = vec![0xa5u8; 12];
+    let (ma, mb, mo) = (mref(&mut a), mref(&mut b), mref(&mut out));
+    let s = spec(DataType::Int32, ReduceOp::Sum, 3);
+    mc.reduce(mo, &[ma, mb], &s).unwrap();
+    mc.reduce(ma, &[ma, mb, mb], &s).unwrap();
+    assert_eq!(bytemuck::cast_slice::<u8, i32>(&out), [11, 22, 33]);
+    assert_eq!(bytemuck::cast_slice::<u8, i32>(&a), [21, 42, 63]);
+    // count 0 is a no-op.
+    mc.reduce(MemRef::empty(MemType::Host), &[MemRef::empty(MemType::Host)], &spec(DataType::Int32, ReduceOp::Sum, 0))
+        .unwrap();
+}
+
+#[test]
+fn reduce_refuses_overlap_other_memory_and_bad_shapes() {
+    let mc = HostMc::new();
+    let mut v = vec![0u8; 64];
+    let m = mref(&mut v);
+    let s = spec(DataType::Float32, ReduceOp::Sum, 4);
+    let (lo, mid, hi) = (m.range(0, 16).unwrap(), m.range(8, 16).unwrap(), m.range(32, 16).unwrap());
+    for srcs in [vec![mid, hi], vec![lo, lo], vec![hi, mid, lo], vec![lo, hi, mid]] {
+        let err = mc.reduce(lo, &srcs, &s).unwrap_err();
+        assert_eq!(err.status(), Status::NoMessage, "{err}");
+        assert!(err.to_string().contains("overlaps"), "{err}");
+    }
+    mc.reduce(lo, &[lo, hi, hi], &s).unwrap();
+    let err = mc.reduce(lo, &[], &s).unwrap_err();
+    assert_eq!(err.status(), Status::InvalidParam);
+    let err = mc.reduce(lo, &[hi.range(0, 12).unwrap()], &s).unwrap_err();
+    assert!(err.to_string().contains("12"), "{err}");
+    let err = mc.reduce(m.range(0, 20).unwrap(), &[hi], &s).unwrap_err();
+    assert!(err.to_string().contains("20"), "{err}");
+    // SAFETY: the reduce refuses CUDA memory before touching it.
+    let cuda = unsafe { MemRef::new(hi.addr(), 16, MemType::Cuda) };
+    let err = mc.reduce(lo, &[cuda], &s).unwrap_err();
+    assert!(err.to_string().contains("cuda"), "{err}");
+    let err = mc.reduce(lo, &[hi], &spec(DataType::Float128, ReduceOp::Sum, 1)).unwrap_err();
+    assert_eq!(err.status(), Status::NotSupported);
+}
+
+#[test]
+fn reduce_with_many_sources_spills_to_the_heap() {
+    let mc = HostMc::new();
+    let mut srcs: Vec<Vec<u8>> = (0..20u64).map(|i| bytemuck::cast_slice(&[i, 2 * i]).to_vec()).collect();
+    let mut out = vec![0u8; 16];
+    let refs: Vec<MemRef> = srcs.iter_mut().map(|s| mref(s)).collect();
+    mc.reduce(mref(&mut out), &refs, &spec(DataType::Uint64, ReduceOp::Sum, 2)).unwrap();
+    assert_eq!(bytemuck::cast_slice::<u8, u64>(&out), [190, 380]);
+}

@@ -1,0 +1,164 @@
+//! The chunked driver shared by every kernel.
+//!
+//! A reduction is cut into chunks of [`CHUNK_BYTES`] of accumulator (1024
+//! `f64`, 2048 `f32`, ...). For each chunk the first operand is loaded into
+//! an accumulator on the stack, every other source is folded into it while it
+//! stays in L1, and the result is stored into dst once. A [`Kernel`] only
+//! sees typed, equal-length, aligned slices, so its loops are plain indexed
+//! loops that LLVM vectorises.
+//!
+//! Sources are folded two at a time where the kernel can (`fold2`), which
+//! halves the passes over the accumulator and keeps two streams in flight.
+//!
+//! Users hand ferrocoll raw pointers, so an operand may be unaligned for its
+//! type. Alignment is a property of the buffer (chunk offsets are multiples
+//! of the alignment), checked by `try_cast_slice` at each chunk: aligned
+//! chunks are used in place, unaligned ones are copied through an aligned
+//! staging buffer, allocated only when a call first needs one.
+
+use std::mem::size_of;
+
+use bytemuck::Pod;
+use ferrocoll_core::{Error, Result};
+
+/// Bytes of accumulator (and of staging) per chunk: small enough for L1.
+pub(crate) const CHUNK_BYTES: usize = 8192;
+
+/// A stack buffer aligned for every element type (the widest is 16 bytes).
+#[repr(C, align(64))]
+struct Stage([u8; CHUNK_BYTES]);
+
+/// One reduction, monomorphised for a datatype and an operation.
+///
+/// The driver calls `load` once per chunk with the first operand, `fold` once
+/// per further source, then `store`; all slices of one chunk have the same length.
+pub(crate) trait Kernel {
+    /// The element as it lies in memory.
+    type Elem: Pod;
+    /// The accumulator element (`f32` for the narrow floats, else `Elem`).
+    type Acc: Pod;
+    /// `acc = first operand`.
+    fn load(&self, acc: &mut [Self::Acc], src: &[Self::Elem]);
+    /// `acc = op(acc, src)`.
+    fn fold(&self, acc: &mut [Self::Acc], src: &[Self::Elem]);
+    /// `acc = op(op(acc, a), b)`; kernels override it to make one pass instead of two.
+    #[inline(always)]
+    fn fold2(&self, acc: &mut [Self::Acc], a: &[Self::Elem], b: &[Self::Elem]) {
+        self.fold(acc, a);
+        self.fold(acc, b);
+    }
+    /// Finish (avg division, rounding) and write; `acc` may be used as scratch.
+    fn store(&self, dst: &mut [Self::Elem], acc: &mut [Self::Acc]);
+}
+
+/// The operands of one reduction, as bytes of equal length.
+pub(crate) struct Operands<'a> {
+    /// The destination.
+    pub dst: &'a mut [u8],
+    /// The first operand; `None` when dst holds it (in place).
+    pub first: Option<&'a [u8]>,
+    /// The other operands.
+    pub rest: &'a [&'a [u8]],
+}
+
+/// Run `kernel` over the operands, on the widest vector unit the CPU has.
+pub(crate) fn run<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { drive_avx2(kernel, ops) };
+    }
+    drive(kernel, ops)
+}
+
+/// [`drive`] compiled for AVX2 (the kernels are inlined into it).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn drive_avx2<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+    drive(kernel, ops)
+}
+
+#[inline(always)]
+fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+    let esz = size_of::<K::Elem>();
+    let asz = size_of::<K::Acc>();
+    if esz == 0 || asz == 0 || ops.dst.len() % esz != 0 {
+        return Err(Error::internal(format!(
+            "reduce kernel with {esz}-byte elements given a {}-byte destination",
+            ops.dst.len()
+        )));
+    }
+    let mut acc_stage = Stage([0; CHUNK_BYTES]);
+    let acc_all: &mut [K::Acc] = bytemuck::try_cast_slice_mut(&mut acc_stage.0)
+        .map_err(|e| Error::internal(format!("accumulator staging for {asz}-byte elements: {e}")))?;
+    // Two staging buffers, so that a pair of unaligned sources can be folded together.
+    let (mut stage_a, mut stage_b) = (Staging::default(), Staging::default());
+    let step = CHUNK_BYTES / esz.max(asz) * esz;
+    let Operands { dst, first, rest } = ops;
+    for (ci, dchunk) in dst.chunks_mut(step).enumerate() {
+        let (off, len) = (ci * step, dchunk.len());
+        let acc = acc_all.get_mut(..len / esz).ok_or_else(|| Error::internal("chunk exceeds the accumulator"))?;
+        match first {
+            Some(src) => kernel.load(acc, stage_a.view(sub(src, off, len)?)?),
+            None => kernel.load(acc, stage_a.view(dchunk)?),
+        }
+        // Sources two at a time: one pass over the accumulator per pair.
+        let mut pairs = rest.chunks_exact(2);
+        for pair in &mut pairs {
+            if let [a, b] = pair {
+                kernel.fold2(acc, stage_a.view(sub(a, off, len)?)?, stage_b.view(sub(b, off, len)?)?);
+            }
+        }
+        for src in pairs.remainder() {
+            kernel.fold(acc, stage_a.view(sub(src, off, len)?)?);
+        }
+        match bytemuck::try_cast_slice_mut::<u8, K::Elem>(dchunk) {
+            Ok(d) => kernel.store(d, acc),
+            Err(_) => {
+                let t = stage_a.buffer::<K::Elem>(len)?;
+                kernel.store(t, acc);
+                dchunk.copy_from_slice(bytemuck::cast_slice(t));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `len` bytes of `src` from `off`, or an error if the operands differ in length.
+#[inline(always)]
+fn sub(src: &[u8], off: usize, len: usize) -> Result<&[u8]> {
+    src.get(off..off + len)
+        .ok_or_else(|| Error::internal(format!("operand of {} bytes is shorter than the destination", src.len())))
+}
+
+/// An aligned chunk buffer for unaligned operands, allocated on first use
+/// (aligned calls never pay for it).
+#[derive(Default)]
+struct Staging(Option<Box<Stage>>);
+
+impl Staging {
+    /// The first `len` bytes of the buffer as elements.
+    #[inline(always)]
+    fn buffer<T: Pod>(&mut self, len: usize) -> Result<&mut [T]> {
+        let stage = self.0.get_or_insert_with(|| Box::new(Stage([0; CHUNK_BYTES])));
+        stage
+            .0
+            .get_mut(..len)
+            .and_then(|b| bytemuck::try_cast_slice_mut(b).ok())
+            .ok_or_else(|| Error::internal(format!("{len}-byte chunk does not fit the staging buffer")))
+    }
+
+    /// `bytes` as elements: in place when aligned, else copied into the buffer.
+    #[inline(always)]
+    fn view<'a, T: Pod>(&'a mut self, bytes: &'a [u8]) -> Result<&'a [T]> {
+        if let Ok(typed) = bytemuck::try_cast_slice(bytes) {
+            return Ok(typed);
+        }
+        let t = self.buffer::<T>(bytes.len())?;
+        bytemuck::cast_slice_mut::<T, u8>(t).copy_from_slice(bytes);
+        Ok(t)
+    }
+}

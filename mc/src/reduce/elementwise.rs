@@ -1,0 +1,159 @@
+//! Kernels for the types reduced in their own arithmetic: integers, `f32`,
+//! `f64`, and complex numbers (sum and avg act on the parts; prod is complex
+//! multiplication).
+
+use std::marker::PhantomData;
+
+use ferrocoll_core::backend::ReduceSpec;
+use ferrocoll_core::{Error, ReduceOp, Result};
+
+use super::driver::{Kernel, Operands, run};
+use super::num::{Add, And, Int, Max, Min, Mul, Num, Op, Or, Xor};
+
+/// `acc = op(acc, src)` over the elements; avg divides when storing.
+struct Fold<T, O> {
+    divisor: Option<usize>,
+    _types: PhantomData<(T, O)>,
+}
+
+impl<T: Num, O: Op<T>> Fold<T, O> {
+    fn new(divisor: Option<usize>) -> Self {
+        Fold { divisor, _types: PhantomData }
+    }
+}
+
+impl<T: Num, O: Op<T>> Kernel for Fold<T, O> {
+    type Elem = T;
+    type Acc = T;
+
+    #[inline(always)]
+    fn load(&self, acc: &mut [T], src: &[T]) {
+        acc.copy_from_slice(src);
+    }
+
+    #[inline(always)]
+    fn fold(&self, acc: &mut [T], src: &[T]) {
+        for (a, &s) in acc.iter_mut().zip(src) {
+            *a = O::apply(*a, s);
+        }
+    }
+
+    #[inline(always)]
+    fn fold2(&self, acc: &mut [T], a: &[T], b: &[T]) {
+        for ((x, &p), &q) in acc.iter_mut().zip(a).zip(b) {
+            *x = O::apply(O::apply(*x, p), q);
+        }
+    }
+
+    #[inline(always)]
+    fn store(&self, dst: &mut [T], acc: &mut [T]) {
+        if let Some(n) = self.divisor {
+            for (d, &a) in dst.iter_mut().zip(acc.iter()) {
+                *d = a.div_count(n);
+            }
+        } else {
+            dst.copy_from_slice(acc);
+        }
+    }
+}
+
+/// Logical and/or/xor: operands become 0/1 truth values, then the bitwise op.
+struct Logical<T, O>(PhantomData<(T, O)>);
+
+impl<T: Int, O: Op<T>> Kernel for Logical<T, O> {
+    type Elem = T;
+    type Acc = T;
+
+    #[inline(always)]
+    fn load(&self, acc: &mut [T], src: &[T]) {
+        for (a, &s) in acc.iter_mut().zip(src) {
+            *a = s.truth();
+        }
+    }
+
+    #[inline(always)]
+    fn fold(&self, acc: &mut [T], src: &[T]) {
+        for (a, &s) in acc.iter_mut().zip(src) {
+            *a = O::apply(*a, s.truth());
+        }
+    }
+
+    #[inline(always)]
+    fn store(&self, dst: &mut [T], acc: &mut [T]) {
+        dst.copy_from_slice(acc);
+    }
+}
+
+/// The divisor of an avg (none for other operations).
+fn divisor(spec: &ReduceSpec) -> Option<usize> {
+    if spec.op == ReduceOp::Avg { spec.avg_divisor } else { None }
+}
+
+fn unsupported(spec: &ReduceSpec) -> Error {
+    Error::internal(format!("no kernel for reduction {} on {} (check_dtype passed)", spec.op, spec.dtype))
+}
+
+/// An integer reduction.
+pub(crate) fn int<T: Int>(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
+    use ReduceOp::*;
+    match spec.op {
+        Sum | Avg => run(&Fold::<T, Add>::new(divisor(spec)), ops),
+        Prod => run(&Fold::<T, Mul>::new(None), ops),
+        Max => run(&Fold::<T, self::Max>::new(None), ops),
+        Min => run(&Fold::<T, self::Min>::new(None), ops),
+        Band => run(&Fold::<T, And>::new(None), ops),
+        Bor => run(&Fold::<T, Or>::new(None), ops),
+        Bxor => run(&Fold::<T, Xor>::new(None), ops),
+        Land => run(&Logical::<T, And>(PhantomData), ops),
+        Lor => run(&Logical::<T, Or>(PhantomData), ops),
+        Lxor => run(&Logical::<T, Xor>(PhantomData), ops),
+        Maxloc | Minloc => Err(unsupported(spec)),
+    }
+}
+
+/// A real `f32`/`f64` reduction.
+pub(crate) fn float<T: Num>(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
+    use ReduceOp::*;
+    match spec.op {
+        Sum | Avg => run(&Fold::<T, Add>::new(divisor(spec)), ops),
+        Prod => run(&Fold::<T, Mul>::new(None), ops),
+        Max => run(&Fold::<T, self::Max>::new(None), ops),
+        Min => run(&Fold::<T, self::Min>::new(None), ops),
+        _ => Err(unsupported(spec)),
+    }
+}
+
+/// Complex multiplication on (re, im) pairs.
+struct ComplexProd<T>(PhantomData<T>);
+
+impl<T: Num> Kernel for ComplexProd<T> {
+    type Elem = [T; 2];
+    type Acc = [T; 2];
+
+    #[inline(always)]
+    fn load(&self, acc: &mut [[T; 2]], src: &[[T; 2]]) {
+        acc.copy_from_slice(src);
+    }
+
+    #[inline(always)]
+    fn fold(&self, acc: &mut [[T; 2]], src: &[[T; 2]]) {
+        for (a, s) in acc.iter_mut().zip(src) {
+            let ([ar, ai], [sr, si]) = (*a, *s);
+            *a = [ar.mul(sr).sub(ai.mul(si)), ar.mul(si).add(ai.mul(sr))];
+        }
+    }
+
+    #[inline(always)]
+    fn store(&self, dst: &mut [[T; 2]], acc: &mut [[T; 2]]) {
+        dst.copy_from_slice(acc);
+    }
+}
+
+/// A complex reduction: sum and avg are real reductions of the parts.
+pub(crate) fn complex<T: Num>(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
+    match spec.op {
+        ReduceOp::Sum | ReduceOp::Avg => run(&Fold::<T, Add>::new(divisor(spec)), ops),
+        ReduceOp::Prod => run(&ComplexProd::<T>(PhantomData), ops),
+        _ => Err(unsupported(spec)),
+    }
+}

@@ -1,0 +1,341 @@
+//! Bad input: every case gives an `Error` whose status is UCC's and whose
+//! message names the offending value — never a panic, never a hang.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ferrocoll::{
+    ActiveSet, BufferInfo, BufferInfoV, Coll, CollArgs, CollBuffer, CollFlags, CollType, Config, Context, ContextParams,
+    DataType, EpMap, Error, Lib, LibParams, MemType, ReduceOp, Status, Team, TeamParams, ThreadOob,
+};
+use ferrocoll_tests::world;
+
+/// Assert an error with `status` whose message contains every one of `words`.
+fn expect_err<T>(r: ferrocoll::Result<T>, status: Status, words: &[&str]) -> Error {
+    let Err(e) = r else { panic!("expected a {status:?} error mentioning {words:?}, got Ok") };
+    assert_eq!(e.status(), status, "{e}");
+    for w in words {
+        assert!(e.to_string().contains(w), "{e:?} does not mention {w:?}");
+    }
+    e
+}
+
+fn info(buf: *mut u8, count: u64, datatype: DataType) -> CollBuffer {
+    CollBuffer::Info(BufferInfo { buffer: buf, count, datatype, mem_type: MemType::Host })
+}
+
+/// Run `f` on a team of `n` thread ranks with default configuration.
+fn on_team<F: Fn(&Team) + Send + Sync + 'static>(n: usize, f: F) {
+    world::run(n, &Config::new(), move |team, _ctx| f(team));
+}
+
+#[test]
+fn null_buffer_with_a_count() {
+    on_team(2, |team| {
+        let mut a = CollArgs::new(CollType::Allreduce);
+        let mut src = vec![0f32; 5];
+        a.src = info(src.as_mut_ptr().cast(), 5, DataType::Float32);
+        a.dst = info(std::ptr::null_mut(), 5, DataType::Float32);
+        // SAFETY: the only non-null buffer is `src`, alive for the call; init fails before any use.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["dst.buffer is null", "5"]);
+    });
+}
+
+#[test]
+fn root_outside_the_team() {
+    on_team(3, |team| {
+        let mut buf = vec![0u8; 4];
+        expect_err(Coll::bcast(&mut buf, 3).init(team), Status::InvalidParam, &["root 3", "team size 3"]);
+        expect_err(Coll::fanin(usize::MAX).init(team), Status::InvalidParam, &["root"]);
+    });
+}
+
+#[test]
+fn reduction_not_defined_for_the_datatype() {
+    on_team(2, |team| {
+        let src = vec![1.0f32; 4];
+        let mut dst = vec![0.0f32; 4];
+        expect_err(Coll::allreduce(&src, &mut dst, ReduceOp::Band).init(team), Status::InvalidParam, &["band", "float32"]);
+        let c = vec![ferrocoll::Complex64::default(); 2];
+        let mut d = c.clone();
+        expect_err(Coll::allreduce(&c, &mut d, ReduceOp::Max).init(team), Status::InvalidParam, &["max", "float64_complex"]);
+        let mut a = CollArgs::new(CollType::Allreduce);
+        let mut s = vec![0u8; 32];
+        let mut t = vec![0u8; 32];
+        a.src = info(s.as_mut_ptr(), 2, DataType::Float128);
+        a.dst = info(t.as_mut_ptr(), 2, DataType::Float128);
+        // SAFETY: s and t hold 2 float128 each and outlive the call, which fails at validation.
+        expect_err(unsafe { team.collective_init(&a) }, Status::NotSupported, &["float128", "128-bit"]);
+        let ints = vec![1i32; 4];
+        let mut out = vec![0i32; 4];
+        expect_err(Coll::allreduce(&ints, &mut out, ReduceOp::Maxloc).init(team), Status::InvalidParam, &["maxloc", "ValueIndex"]);
+        let pairs = vec![ferrocoll::ValueIndex::new(1.0f32, 0); 4];
+        let mut pout = pairs.clone();
+        expect_err(Coll::allreduce(&pairs, &mut pout, ReduceOp::Sum).init(team), Status::InvalidParam, &["ValueIndex", "sum"]);
+    });
+}
+
+#[test]
+fn counts_that_disagree() {
+    on_team(3, |team| {
+        let src = vec![1u32; 4];
+        let mut dst = vec![0u32; 11];
+        expect_err(Coll::allgather(&src, &mut dst).init(team), Status::InvalidParam, &["dst.count 11", "team size 3", "src.count 4"]);
+        let mut short = vec![0u32; 3];
+        expect_err(Coll::allreduce(&src, &mut short, ReduceOp::Sum).init(team), Status::InvalidParam, &["src.count 4", "dst.count 3"]);
+        let mut a2a = vec![0u32; 4];
+        expect_err(Coll::alltoall(&a2a.clone(), &mut a2a).init(team), Status::InvalidParam, &["not divisible by team size 3"]);
+        // allgatherv: this rank's src count must equal its dst count.
+        let counts = [4u64, 4, 4];
+        let displs = [0u64, 4, 8];
+        let mut vdst = vec![0u32; 12];
+        let three = vec![1u32; 3];
+        expect_err(Coll::allgatherv(&three, &mut vdst, &counts, &displs).init(team), Status::InvalidParam, &["src.count 3", "dst.counts"]);
+        // Wrong number of counts for the team.
+        expect_err(Coll::allgatherv(&src, &mut vdst, &counts[..2], &displs[..2]).init(team), Status::InvalidParam, &["2 counts", "team of 3"]);
+        // A block that reaches past the buffer.
+        let far = [0u64, 4, 9];
+        expect_err(Coll::allgatherv(&src, &mut vdst, &counts, &far).init(team), Status::InvalidParam, &["block 2", "12 elements"]);
+        // reduce_scatterv: src must hold the sum of the counts.
+        let mut out = vec![0u32; 4];
+        expect_err(Coll::reduce_scatterv(&src, &mut out, &counts, ReduceOp::Sum).init(team), Status::InvalidParam, &["src.count 4", "12"]);
+    });
+}
+
+#[test]
+fn alltoallv_counts_that_disagree_between_ranks_fail_on_both_sides() {
+    // Rank 0 sends 5 elements to rank 1, which expects 4.
+    let errors = world::run(2, &Config::new(), |team, _| {
+        let r = team.rank();
+        let src = vec![7u64; 10];
+        let mut dst = vec![0u64; 10];
+        let sc: [u64; 2] = if r == 0 { [1, 5] } else { [4, 1] };
+        let rc: [u64; 2] = if r == 0 { [1, 4] } else { [4, 1] };
+        let d = [0u64, 5];
+        Coll::alltoallv(&src, &sc, &d, &mut dst, &rc, &d).timeout(Duration::from_secs(2)).run(team).err().map(|e| e.to_string())
+    });
+    let rank1 = errors[1].as_deref().unwrap_or("no error");
+    assert!(rank1.contains("40 bytes") && rank1.contains("32"), "rank 1: {rank1}");
+}
+
+#[test]
+fn in_place_where_it_is_not_allowed() {
+    on_team(2, |team| {
+        let mut a = CollArgs::new(CollType::Bcast);
+        let mut b = vec![0u8; 4];
+        a.src = info(b.as_mut_ptr(), 4, DataType::Uint8);
+        a.flags = CollFlags::IN_PLACE;
+        // SAFETY: b outlives the call, which fails at validation.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["in-place", "bcast"]);
+        let mut a = CollArgs::new(CollType::Barrier);
+        a.flags = CollFlags::IN_PLACE;
+        // SAFETY: no buffers.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["in-place", "no buffers"]);
+    });
+}
+
+#[test]
+fn overlapping_buffers_without_in_place() {
+    on_team(2, |team| {
+        let mut v = vec![0f64; 8];
+        let p = v.as_mut_ptr().cast::<u8>();
+        let mut a = CollArgs::new(CollType::Allreduce);
+        a.src = info(p, 4, DataType::Float64);
+        // SAFETY: offset 16 bytes stays inside v.
+        a.dst = info(unsafe { p.add(16) }, 4, DataType::Float64);
+        // SAFETY: both ranges lie in v, alive for the call, which fails at validation.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["overlap"]);
+    });
+}
+
+#[test]
+fn other_bad_arguments() {
+    on_team(2, |team| {
+        let src = vec![1i32; 4];
+        let mut dst = vec![0i32; 4];
+        // Wrong buffer kind for the collective.
+        let mut a = CollArgs::new(CollType::Allreduce);
+        a.src = CollBuffer::InfoV(BufferInfoV {
+            buffer: src.as_ptr().cast_mut().cast(),
+            counts: std::ptr::null(),
+            displacements: std::ptr::null(),
+            datatype: DataType::Int32,
+            mem_type: MemType::Host,
+        });
+        a.dst = info(dst.as_mut_ptr().cast(), 4, DataType::Int32);
+        // SAFETY: buffers outlive the call, which fails at validation.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["src must be a plain buffer"]);
+        // Datatypes that differ.
+        let mut a = CollArgs::new(CollType::Allreduce);
+        a.src = info(src.as_ptr().cast_mut().cast(), 4, DataType::Int32);
+        a.dst = info(dst.as_mut_ptr().cast(), 4, DataType::Uint32);
+        // SAFETY: as above.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["int32", "uint32"]);
+        // ROCm memory.
+        let mut a = CollArgs::new(CollType::Allreduce);
+        a.src = CollBuffer::Info(BufferInfo { buffer: src.as_ptr().cast_mut().cast(), count: 4, datatype: DataType::Int32, mem_type: MemType::Rocm });
+        a.dst = info(dst.as_mut_ptr().cast(), 4, DataType::Int32);
+        // SAFETY: as above.
+        expect_err(unsafe { team.collective_init(&a) }, Status::NotSupported, &["rocm"]);
+        // A timeout that is not a duration.
+        let mut a = CollArgs::new(CollType::Barrier);
+        a.flags = CollFlags::TIMEOUT;
+        a.timeout = -1.0;
+        // SAFETY: no buffers.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["timeout -1"]);
+        // Active sets are for bcast only.
+        let set = ActiveSet { start: 0, stride: 1, size: 2 };
+        expect_err(Coll::allreduce(&src, &mut dst, ReduceOp::Sum).active_set(set, 1).init(team), Status::NotSupported, &["active sets"]);
+        let mut b = vec![0u8; 2];
+        let outside = ActiveSet { start: 1, stride: 1, size: 2 };
+        expect_err(Coll::bcast(&mut b, 1).active_set(outside, 1).init(team), Status::InvalidParam, &["outside team of 2"]);
+    });
+}
+
+#[test]
+fn request_lifecycle_misuse() {
+    on_team(2, |team| {
+        let src = vec![1u16; 8];
+        let mut dst = vec![0u16; 8];
+        let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(team).expect("init");
+        assert_eq!(req.test().expect("test"), Status::OperationInitialized);
+        expect_err(req.wait(), Status::InvalidParam, &["never posted"]);
+        req.run().expect("first run");
+        expect_err(req.post(), Status::InvalidParam, &["not persistent"]);
+        req.finalize().expect("finalize");
+        expect_err(req.post(), Status::InvalidParam, &["finalized"]);
+        expect_err(req.test(), Status::InvalidParam, &["finalized"]);
+        expect_err(req.finalize(), Status::InvalidParam, &["already finalized"]);
+    });
+}
+
+#[test]
+fn posting_or_finalizing_a_request_in_progress() {
+    // Rank 1 joins the bcast only after rank 0 has tried to re-post and
+    // finalize it, so rank 0's request is certainly in progress then.
+    let go = Arc::new(AtomicBool::new(false));
+    world::run(2, &Config::new(), move |team, _| {
+        if team.rank() == 0 {
+            let mut b = vec![0u8; 4];
+            let mut req = Coll::bcast(&mut b, 1).timeout(Duration::from_secs(30)).init(team).expect("init");
+            req.post().expect("post");
+            expect_err(req.post(), Status::InvalidParam, &["still in progress"]);
+            expect_err(req.finalize(), Status::InvalidParam, &["in progress"]);
+            go.store(true, Ordering::SeqCst);
+            req.wait().expect("wait");
+            drop(req);
+            assert_eq!(b, vec![9; 4]);
+        } else {
+            while !go.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            let mut b = vec![9u8; 4];
+            Coll::bcast(&mut b, 1).run(team).expect("bcast");
+        }
+    });
+}
+
+#[test]
+fn team_used_after_its_context_is_gone() {
+    let lib = Lib::new().expect("lib");
+    let ctx = Context::new(&lib, ContextParams::default()).expect("ctx");
+    let team = Team::create(&ctx, TeamParams::default()).expect("team");
+    drop(ctx);
+    expect_err(Coll::barrier().init(&team), Status::InvalidParam, &["context", "destroyed"]);
+    expect_err(team.progress(), Status::InvalidParam, &["destroyed"]);
+}
+
+#[test]
+fn request_outliving_its_team() {
+    let lib = Lib::new().expect("lib");
+    let ctx = Context::new(&lib, ContextParams::default()).expect("ctx");
+    let team = Team::create(&ctx, TeamParams::default()).expect("team");
+    let mut req = Coll::barrier().persistent().init(&team).expect("init");
+    req.run().expect("run");
+    drop(team);
+    expect_err(req.post(), Status::InvalidParam, &["team", "destroyed"]);
+}
+
+#[test]
+fn bad_endpoint_maps() {
+    world::run(3, &Config::new(), |_team, ctx| {
+        let me = ctx.ep() as u64;
+        let others: Vec<u64> = (0..3).filter(|&e| e != me).collect();
+        expect_err(Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(others))), Status::NotFound, &["not in the team"]);
+        expect_err(Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(vec![me, me]))), Status::InvalidParam, &["twice"]);
+        expect_err(Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(vec![me, 7]))), Status::InvalidParam, &["endpoint 7"]);
+    });
+}
+
+#[test]
+fn a_member_that_never_creates_the_team_is_named() {
+    let mut c = Config::new();
+    c.set("TEAM_CREATE_TIMEOUT", "300ms");
+    let results = world::run(3, &c, |_team, ctx| {
+        // Endpoint 2 never creates the second team (but stays alive meanwhile).
+        if ctx.ep() == 2 {
+            std::thread::sleep(Duration::from_millis(1500));
+            return Ok(Status::Ok);
+        }
+        let team = Team::create_post(ctx, TeamParams::default()).map_err(|e| e.to_string())?;
+        loop {
+            match team.create_test() {
+                Ok(Status::InProgress) => std::thread::yield_now(),
+                other => return other.map_err(|e| e.to_string()),
+            }
+        }
+    });
+    for r in &results[..2] {
+        let e = r.as_ref().expect_err("creation must time out");
+        assert!(e.contains("not created after 0.3 s") && e.contains("waiting for a message from rank"), "{e}");
+    }
+    // Rank 0 collects the others in the creation handshake: it names the missing one.
+    assert!(results[0].as_ref().is_err_and(|e| e.contains("rank 2")), "{:?}", results[0]);
+}
+
+#[test]
+fn bad_tune_strings_and_configuration() {
+    world::run(2, &Config::new(), |_team, ctx| {
+        let p = TeamParams::default().set("TL_P2P_TUNE", "allreduce:@no_such_alg");
+        let e = Team::create(ctx, p).err().expect("unknown algorithm");
+        assert!(e.to_string().contains("no_such_alg"), "{e}");
+        let p = TeamParams::default().set("TL_P2P_TUNE", "allreduce:0-4k:huh");
+        let e = Team::create(ctx, p).err().expect("bad token");
+        assert!(e.to_string().contains("huh"), "{e}");
+        let p = TeamParams::default().set("TL_P2P_ALLREDUCE_KN_RADIX", "1");
+        let e = Team::create(ctx, p).err().expect("radix 1");
+        assert!(e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX=1"), "{e}");
+    });
+    let mut c = Config::new();
+    c.set("COLL_TIMEOUT", "soon");
+    let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() }).expect("lib");
+    let e = Context::new(&lib, ContextParams::default()).err().expect("bad timeout");
+    assert!(e.to_string().contains("UCC_COLL_TIMEOUT") && e.to_string().contains("soon"), "{e}");
+    let mut c = Config::new();
+    c.set("TLS", "^p2p,self");
+    let e = Lib::with_params(LibParams { config: c, ..LibParams::default() }).err().expect("no TLs");
+    assert!(e.to_string().contains("leaves no transport"), "{e}");
+}
+
+#[test]
+fn collective_on_a_team_still_being_created() {
+    let lib = Lib::new().expect("lib");
+    let mut oobs = ThreadOob::group(2);
+    let o1 = oobs.pop().expect("oob");
+    let o0 = oobs.pop().expect("oob");
+    let l1 = lib.clone();
+    let other = std::thread::spawn(move || {
+        let ctx = Context::new(&l1, ContextParams::with_oob(o1)).expect("ctx");
+        std::thread::sleep(Duration::from_millis(300));
+        Team::create(&ctx, TeamParams::default()).expect("team");
+    });
+    let ctx = Context::new(&lib, ContextParams::with_oob(o0)).expect("ctx");
+    let team = Team::create_post(&ctx, TeamParams::default()).expect("post");
+    assert_eq!(team.create_test().expect("test"), Status::InProgress);
+    expect_err(Coll::barrier().init(&team), Status::InvalidParam, &["still being created"]);
+    while team.create_test().expect("test") == Status::InProgress {
+        std::thread::yield_now();
+    }
+    other.join().expect("join");
+}

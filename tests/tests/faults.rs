@@ -1,0 +1,95 @@
+//! Faults: a rank that never posts, a rank whose context goes away, a
+//! request dropped in flight. Every survivor gets an error that says what
+//! happened, within its timeout; nothing hangs.
+
+use std::time::{Duration, Instant};
+
+use ferrocoll::{Coll, Config, Context, ContextParams, Lib, ReduceOp, Status, Team, TeamParams, ThreadOob};
+use ferrocoll_tests::world;
+
+#[test]
+fn a_rank_that_never_posts_makes_the_others_time_out() {
+    let results = world::run(4, &Config::new(), |team, _| {
+        if team.rank() == 3 {
+            return None;
+        }
+        let src = vec![1.0f64; 1000];
+        let mut dst = vec![0.0f64; 1000];
+        let start = Instant::now();
+        let err = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_millis(300)).run(team).err();
+        Some((err.map(|e| (e.status(), e.to_string())), start.elapsed()))
+    });
+    for (rank, r) in results.iter().enumerate().take(3) {
+        let Some((Some((status, msg)), elapsed)) = r else { panic!("rank {rank}: expected a timeout, got {r:?}") };
+        assert_eq!(*status, Status::TimedOut, "rank {rank}: {msg}");
+        assert!(msg.contains("timed out after 0.300 s") && msg.contains("waiting for a message from rank"), "{msg}");
+        assert!(*elapsed < Duration::from_secs(5), "rank {rank} took {elapsed:?}");
+    }
+}
+
+#[test]
+fn the_default_timeout_comes_from_the_configuration() {
+    let mut c = Config::new();
+    c.set("COLL_TIMEOUT", "200ms");
+    let results = world::run(2, &c, |team, _| {
+        if team.rank() == 1 {
+            return None;
+        }
+        Coll::barrier().run(team).err().map(|e| e.status())
+    });
+    assert_eq!(results[0], Some(Status::TimedOut));
+}
+
+#[test]
+fn a_rank_whose_context_is_destroyed_fails_its_peers() {
+    // Rank 1 leaves (drops its context) instead of joining the bcast: rank 0
+    // must fail with an I/O error naming it, long before its timeout.
+    let lib = Lib::new().expect("lib");
+    let mut oobs = ThreadOob::group(2);
+    let (o1, o0) = (oobs.pop().expect("oob"), oobs.pop().expect("oob"));
+    let l1 = lib.clone();
+    let leaver = std::thread::spawn(move || {
+        let ctx = Context::new(&l1, ContextParams::with_oob(o1)).expect("ctx");
+        let team = Team::create(&ctx, TeamParams::default()).expect("team");
+        drop(team);
+        drop(ctx);
+    });
+    let ctx = Context::new(&lib, ContextParams::with_oob(o0)).expect("ctx");
+    let team = Team::create(&ctx, TeamParams::default()).expect("team");
+    leaver.join().expect("join");
+    let mut buf = vec![0u8; 64];
+    let start = Instant::now();
+    let e = Coll::bcast(&mut buf, 1).timeout(Duration::from_secs(30)).run(&team).expect_err("peer is gone");
+    assert_eq!(e.status(), Status::IoError, "{e}");
+    assert!(e.to_string().contains("endpoint 1 is gone") && e.to_string().contains("rank 1"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+}
+
+#[test]
+fn dropping_a_request_in_flight_releases_its_buffers() {
+    world::run(2, &Config::new(), |team, _| {
+        if team.rank() == 0 {
+            // A large send (rendezvous): dropping the request must retract it,
+            // or wait for a copy in progress, before the buffer is freed.
+            let mut big = vec![1u8; 1 << 20];
+            let mut req = Coll::bcast(&mut big, 0).init(team).expect("init");
+            req.post().expect("post");
+            drop(req);
+            big.fill(0);
+            drop(big);
+        } else {
+            let mut got = vec![0u8; 1 << 20];
+            let r = Coll::bcast(&mut got, 0).timeout(Duration::from_millis(500)).run(team);
+            match r {
+                Ok(()) => assert!(got.iter().all(|&b| b == 1), "a bcast that completed must hold the root's data"),
+                Err(e) => assert_eq!(e.status(), Status::TimedOut, "{e}"),
+            }
+        }
+        // Both ranks still work together afterwards.
+        Coll::barrier().timeout(Duration::from_secs(20)).run(team).expect("barrier");
+        let src = vec![team.rank() as u32; 4];
+        let mut dst = vec![0u32; 4];
+        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(20)).run(team).expect("allreduce");
+        assert_eq!(dst, vec![1; 4]);
+    });
+}

@@ -1,0 +1,132 @@
+//! Test harness: runs one algorithm future per rank, each on its own thread,
+//! over the in-process transport and a plain heap memory component, without
+//! the core engine. It reaches the building blocks (`allgather_blocks`,
+//! `exchange_blocks`) with layouts the public API never produces, such as
+//! blocks out of order or with gaps between them.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use ferrocoll_core::backend::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
+use ferrocoll_core::engine::TaskDiag;
+use ferrocoll_core::{Error, MemRef, MemType, Result};
+
+use crate::p2p::team::TeamShared;
+use crate::p2p::transport::InProcTransport;
+use crate::p2p::{Comm, P2pConfig};
+
+/// Host memory on the heap; copies only.
+struct HeapMc;
+
+/// Frees what [`HeapMc::alloc`] handed out.
+struct HeapOwner;
+
+impl ScratchOwner for HeapOwner {
+    fn release(&self, mem: MemRef) {
+        let slice = std::ptr::slice_from_raw_parts_mut(mem.addr(), mem.len());
+        // SAFETY: `mem` is exactly the boxed slice that `HeapMc::alloc` leaked
+        // (address and length; a dangling address for length 0, which is a
+        // valid empty box), and each Scratch releases once, on drop.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}
+
+impl Mc for HeapMc {
+    fn name(&self) -> &'static str {
+        "heap"
+    }
+
+    fn mem_type(&self) -> MemType {
+        MemType::Host
+    }
+
+    fn alloc(&self, len: usize) -> Result<Scratch> {
+        let raw = Box::into_raw(vec![0xeeu8; len].into_boxed_slice());
+        // SAFETY: a fresh allocation of `len` bytes, owned by the Scratch until
+        // HeapOwner frees it.
+        let mem = unsafe { MemRef::new(raw.cast(), len, MemType::Host) };
+        Ok(Scratch::new(mem, Arc::new(HeapOwner)))
+    }
+
+    fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        if dst.len() != src.len() {
+            return Err(Error::internal(format!("copy of {} bytes into {}", src.len(), dst.len())));
+        }
+        // SAFETY: both ranges are live host memory of this length (MemRef
+        // contract); `copy` allows them to overlap.
+        unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
+        Ok(())
+    }
+
+    fn reduce(&self, _dst: MemRef, _srcs: &[MemRef], _spec: &ReduceSpec) -> Result<()> {
+        Err(Error::not_supported("the test memory component does not reduce"))
+    }
+}
+
+static NEXT_TEAM: AtomicU64 = AtomicU64::new(1);
+
+/// Run `f(comm, buffer)` on one thread per entry of `bufs` (the ranks' buffers,
+/// in rank order) and return each rank's buffer afterwards, or its error.
+pub(crate) fn run_ranks<F, Fut>(bufs: Vec<Vec<u8>>, config: &P2pConfig, f: F) -> Vec<Result<Vec<u8>>>
+where
+    F: Fn(Comm, MemRef) -> Fut + Sync,
+    Fut: Future<Output = Result<()>>,
+{
+    let size = bufs.len();
+    let transports: Vec<Arc<InProcTransport>> = (0..size).map(|_| Arc::new(InProcTransport::new())).collect();
+    let addrs: Vec<Vec<u8>> = transports.iter().map(|t| t.address()).collect();
+    for t in &transports {
+        t.connect(&addrs).expect("connect");
+    }
+    // Relaxed: ids only need to be unique.
+    let id = NEXT_TEAM.fetch_add(1, Ordering::Relaxed);
+    let f = &f;
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = bufs
+            .into_iter()
+            .zip(&transports)
+            .enumerate()
+            .map(|(rank, (mut buf, t))| {
+                let shared = Arc::new(TeamShared {
+                    id,
+                    rank,
+                    size,
+                    eps: (0..size).collect(),
+                    transport: t.clone(),
+                    mcs: McSet::new(vec![Arc::new(HeapMc)]),
+                    config: config.clone(),
+                });
+                s.spawn(move || {
+                    // SAFETY: `buf` lives on this thread until the future that uses it is done.
+                    let mem = unsafe { MemRef::from_mut_slice(&mut buf) };
+                    let comm = Comm::new(shared, 0, Arc::new(TaskDiag::default()));
+                    poll_to_end(f(comm, mem), rank).map(|()| buf)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    for t in &transports {
+        t.close();
+    }
+    results
+}
+
+/// Poll `fut` with a no-op waker until it is done, as the engine does.
+fn poll_to_end(fut: impl Future<Output = Result<()>>, rank: usize) -> Result<()> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+            return r;
+        }
+        if Instant::now() > deadline {
+            return Err(Error::internal(format!("rank {rank} is still waiting after 30 s")));
+        }
+        std::thread::yield_now();
+    }
+}
