@@ -110,7 +110,8 @@ fn main() {
         }
     }
     let bytes = o.count * 4;
-    let busbw = if o.ranks > 1 { 2.0 * (o.ranks - 1) as f64 / o.ranks as f64 * bytes as f64 / worst / 1e9 } else { 0.0 };
+    let busbw =
+        if o.ranks > 1 { 2.0 * (o.ranks - 1) as f64 / o.ranks as f64 * bytes as f64 / worst / 1e9 } else { 0.0 };
     println!(
         "allreduce float32 sum: {} ranks (threads), {} elements ({} bytes), {} via {selected}",
         o.ranks,
@@ -118,7 +119,11 @@ fn main() {
         bytes,
         if all_ok { "result check PASSED" } else { "result check FAILED" }
     );
-    println!("time per call: {:.1} us (slowest rank, mean of {} calls); bus bandwidth {busbw:.2} GB/s", worst * 1e6, o.iters);
+    println!(
+        "time per call: {:.1} us (slowest rank, mean of {} calls); bus bandwidth {busbw:.2} GB/s",
+        worst * 1e6,
+        o.iters
+    );
     if !all_ok {
         std::process::exit(1);
     }

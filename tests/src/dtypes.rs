@@ -183,7 +183,8 @@ pub fn decode(dt: DataType, op: ReduceOp, b: &[u8]) -> Val {
     if op.is_loc() {
         let at = dt.loc_index_offset();
         let idx = i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        let v = if dt.is_integer() { LocValue::Int(read_int(&b[..es])) } else { LocValue::Float(read_float(dt, &b[..es])) };
+        let v =
+            if dt.is_integer() { LocValue::Int(read_int(&b[..es])) } else { LocValue::Float(read_float(dt, &b[..es])) };
         return Val::Loc(v, idx);
     }
     if dt.is_integer() {
@@ -202,7 +203,13 @@ fn loc_better(a: &LocValue, ai: i32, b: &LocValue, bi: i32, max: bool, dt: DataT
         _ => (false, false),
     };
     let greater = !less && !equal;
-    if equal { ai < bi } else if max { greater } else { less }
+    if equal {
+        ai < bi
+    } else if max {
+        greater
+    } else {
+        less
+    }
 }
 
 /// The reduction of `vals` (one per rank, in any order) computed independently.
@@ -257,7 +264,8 @@ pub fn reduce_ref(dt: DataType, op: ReduceOp, vals: &[Val]) -> Val {
             })
         }
         Val::Complex(..) => {
-            let cs: Vec<(f64, f64)> = vals.iter().map(|v| if let Val::Complex(a, b) = v { (*a, *b) } else { (0.0, 0.0) }).collect();
+            let cs: Vec<(f64, f64)> =
+                vals.iter().map(|v| if let Val::Complex(a, b) = v { (*a, *b) } else { (0.0, 0.0) }).collect();
             let sum = cs.iter().fold((0.0, 0.0), |a, c| (a.0 + c.0, a.1 + c.1));
             match op {
                 Sum => Val::Complex(sum.0, sum.1),

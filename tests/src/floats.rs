@@ -34,11 +34,7 @@ fn decode(bits: u8, ebits: u32, mbits: u32, bias: i32, ieee: bool) -> f64 {
     if !ieee && e == emax && m == mscale - 1.0 {
         return f64::NAN;
     }
-    if e == 0 {
-        sign * (m / mscale) * 2f64.powi(1 - bias)
-    } else {
-        sign * (1.0 + m / mscale) * 2f64.powi(e - bias)
-    }
+    if e == 0 { sign * (m / mscale) * 2f64.powi(1 - bias) } else { sign * (1.0 + m / mscale) * 2f64.powi(e - bias) }
 }
 
 /// Machine epsilon (spacing above 1) of a float datatype, as f64.

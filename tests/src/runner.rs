@@ -1,9 +1,7 @@
 //! Running one conformance case on one rank through the raw (C-style) API,
 //! and checking what it wrote.
 
-use ferrocoll::{
-    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, MemType, ReduceOp, Status, Team,
-};
+use ferrocoll::{BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, MemType, ReduceOp, Status, Team};
 
 use crate::cases::Case;
 use std::collections::HashMap;
@@ -40,7 +38,9 @@ fn side(
     // Alternate between telling the memory type and letting ferrocoll find it.
     let mem_type = if case.seed % 2 == 0 { MemType::Host } else { MemType::Unknown };
     match v {
-        None => CollBuffer::Info(BufferInfo { buffer: b.as_mut_ptr(), count: count as u64, datatype: case.dtype, mem_type }),
+        None => {
+            CollBuffer::Info(BufferInfo { buffer: b.as_mut_ptr(), count: count as u64, datatype: case.dtype, mem_type })
+        }
         Some((counts, displs)) => {
             arrays.push(packed(counts, case.wide_counts));
             let counts_ptr = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
@@ -135,10 +135,11 @@ pub struct Outcome {
 }
 
 type RefKey = (u64, usize, usize, usize);
+type RefCell = Arc<OnceLock<Arc<Vec<Expected>>>>;
 
 /// Reference results shared by the ranks of a world: every rank of an
 /// allreduce checks the same vector, so it is computed once.
-static REFERENCES: LazyLock<Mutex<HashMap<RefKey, Arc<OnceLock<Arc<Vec<Expected>>>>>>> = LazyLock::new(Default::default);
+static REFERENCES: LazyLock<Mutex<HashMap<RefKey, RefCell>>> = LazyLock::new(Default::default);
 
 /// The expected reduction of inputs `base..base + count` over `size` ranks.
 fn reference(case: &Case, size: usize, base: usize, count: usize) -> Arc<Vec<Expected>> {

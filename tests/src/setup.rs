@@ -170,7 +170,11 @@ pub fn setup(case: &Case, r: usize, p: usize) -> Setup {
                 let (displs, extent) = gapped_displs(&counts);
                 let full: Vec<(usize, Vec<u8>)> = (0..p).map(|b| (displs[b], g.data(b, 0, counts[b]))).collect();
                 s.expect.push(Expect::Bytes { offset: 0, bytes: image(&g, extent, &full) });
-                s.dst = Some(if case.in_place { image(&g, extent, &[(displs[r], mine.clone())]) } else { g.poison(extent) });
+                s.dst = Some(if case.in_place {
+                    image(&g, extent, &[(displs[r], mine.clone())])
+                } else {
+                    g.poison(extent)
+                });
                 s.dst_v = Some((counts, displs));
             }
             if !(case.in_place && gets) {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ferrocoll::{
-    ActiveSet, BufferInfo, BufferInfoV, Coll, CollArgs, CollBuffer, CollFlags, CollType, Config, Context, ContextParams,
-    DataType, EpMap, Error, Lib, LibParams, MemType, ReduceOp, Status, Team, TeamParams, ThreadOob,
+    ActiveSet, BufferInfo, BufferInfoV, Coll, CollArgs, CollBuffer, CollFlags, CollType, Config, Context,
+    ContextParams, DataType, EpMap, Error, Lib, LibParams, MemType, ReduceOp, Status, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_tests::world;
 
@@ -56,10 +56,18 @@ fn reduction_not_defined_for_the_datatype() {
     on_team(2, |team| {
         let src = vec![1.0f32; 4];
         let mut dst = vec![0.0f32; 4];
-        expect_err(Coll::allreduce(&src, &mut dst, ReduceOp::Band).init(team), Status::InvalidParam, &["band", "float32"]);
+        expect_err(
+            Coll::allreduce(&src, &mut dst, ReduceOp::Band).init(team),
+            Status::InvalidParam,
+            &["band", "float32"],
+        );
         let c = vec![ferrocoll::Complex64::default(); 2];
         let mut d = c.clone();
-        expect_err(Coll::allreduce(&c, &mut d, ReduceOp::Max).init(team), Status::InvalidParam, &["max", "float64_complex"]);
+        expect_err(
+            Coll::allreduce(&c, &mut d, ReduceOp::Max).init(team),
+            Status::InvalidParam,
+            &["max", "float64_complex"],
+        );
         let mut a = CollArgs::new(CollType::Allreduce);
         let mut s = vec![0u8; 32];
         let mut t = vec![0u8; 32];
@@ -69,10 +77,18 @@ fn reduction_not_defined_for_the_datatype() {
         expect_err(unsafe { team.collective_init(&a) }, Status::NotSupported, &["float128", "128-bit"]);
         let ints = vec![1i32; 4];
         let mut out = vec![0i32; 4];
-        expect_err(Coll::allreduce(&ints, &mut out, ReduceOp::Maxloc).init(team), Status::InvalidParam, &["maxloc", "ValueIndex"]);
+        expect_err(
+            Coll::allreduce(&ints, &mut out, ReduceOp::Maxloc).init(team),
+            Status::InvalidParam,
+            &["maxloc", "ValueIndex"],
+        );
         let pairs = vec![ferrocoll::ValueIndex::new(1.0f32, 0); 4];
         let mut pout = pairs.clone();
-        expect_err(Coll::allreduce(&pairs, &mut pout, ReduceOp::Sum).init(team), Status::InvalidParam, &["ValueIndex", "sum"]);
+        expect_err(
+            Coll::allreduce(&pairs, &mut pout, ReduceOp::Sum).init(team),
+            Status::InvalidParam,
+            &["ValueIndex", "sum"],
+        );
     });
 }
 
@@ -81,25 +97,53 @@ fn counts_that_disagree() {
     on_team(3, |team| {
         let src = vec![1u32; 4];
         let mut dst = vec![0u32; 11];
-        expect_err(Coll::allgather(&src, &mut dst).init(team), Status::InvalidParam, &["dst.count 11", "team size 3", "src.count 4"]);
+        expect_err(
+            Coll::allgather(&src, &mut dst).init(team),
+            Status::InvalidParam,
+            &["dst.count 11", "team size 3", "src.count 4"],
+        );
         let mut short = vec![0u32; 3];
-        expect_err(Coll::allreduce(&src, &mut short, ReduceOp::Sum).init(team), Status::InvalidParam, &["src.count 4", "dst.count 3"]);
+        expect_err(
+            Coll::allreduce(&src, &mut short, ReduceOp::Sum).init(team),
+            Status::InvalidParam,
+            &["src.count 4", "dst.count 3"],
+        );
         let mut a2a = vec![0u32; 4];
-        expect_err(Coll::alltoall(&a2a.clone(), &mut a2a).init(team), Status::InvalidParam, &["not divisible by team size 3"]);
+        expect_err(
+            Coll::alltoall(&a2a.clone(), &mut a2a).init(team),
+            Status::InvalidParam,
+            &["not divisible by team size 3"],
+        );
         // allgatherv: this rank's src count must equal its dst count.
         let counts = [4u64, 4, 4];
         let displs = [0u64, 4, 8];
         let mut vdst = vec![0u32; 12];
         let three = vec![1u32; 3];
-        expect_err(Coll::allgatherv(&three, &mut vdst, &counts, &displs).init(team), Status::InvalidParam, &["src.count 3", "dst.counts"]);
+        expect_err(
+            Coll::allgatherv(&three, &mut vdst, &counts, &displs).init(team),
+            Status::InvalidParam,
+            &["src.count 3", "dst.counts"],
+        );
         // Wrong number of counts for the team.
-        expect_err(Coll::allgatherv(&src, &mut vdst, &counts[..2], &displs[..2]).init(team), Status::InvalidParam, &["2 counts", "team of 3"]);
+        expect_err(
+            Coll::allgatherv(&src, &mut vdst, &counts[..2], &displs[..2]).init(team),
+            Status::InvalidParam,
+            &["2 counts", "team of 3"],
+        );
         // A block that reaches past the buffer.
         let far = [0u64, 4, 9];
-        expect_err(Coll::allgatherv(&src, &mut vdst, &counts, &far).init(team), Status::InvalidParam, &["block 2", "12 elements"]);
+        expect_err(
+            Coll::allgatherv(&src, &mut vdst, &counts, &far).init(team),
+            Status::InvalidParam,
+            &["block 2", "12 elements"],
+        );
         // reduce_scatterv: src must hold the sum of the counts.
         let mut out = vec![0u32; 4];
-        expect_err(Coll::reduce_scatterv(&src, &mut out, &counts, ReduceOp::Sum).init(team), Status::InvalidParam, &["src.count 4", "12"]);
+        expect_err(
+            Coll::reduce_scatterv(&src, &mut out, &counts, ReduceOp::Sum).init(team),
+            Status::InvalidParam,
+            &["src.count 4", "12"],
+        );
     });
 }
 
@@ -113,7 +157,11 @@ fn alltoallv_counts_that_disagree_between_ranks_fail_on_both_sides() {
         let sc: [u64; 2] = if r == 0 { [1, 5] } else { [4, 1] };
         let rc: [u64; 2] = if r == 0 { [1, 4] } else { [4, 1] };
         let d = [0u64, 5];
-        Coll::alltoallv(&src, &sc, &d, &mut dst, &rc, &d).timeout(Duration::from_secs(2)).run(team).err().map(|e| e.to_string())
+        Coll::alltoallv(&src, &sc, &d, &mut dst, &rc, &d)
+            .timeout(Duration::from_secs(2))
+            .run(team)
+            .err()
+            .map(|e| e.to_string())
     });
     let rank1 = errors[1].as_deref().unwrap_or("no error");
     assert!(rank1.contains("40 bytes") && rank1.contains("32"), "rank 1: {rank1}");
@@ -174,7 +222,12 @@ fn other_bad_arguments() {
         expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["int32", "uint32"]);
         // ROCm memory.
         let mut a = CollArgs::new(CollType::Allreduce);
-        a.src = CollBuffer::Info(BufferInfo { buffer: src.as_ptr().cast_mut().cast(), count: 4, datatype: DataType::Int32, mem_type: MemType::Rocm });
+        a.src = CollBuffer::Info(BufferInfo {
+            buffer: src.as_ptr().cast_mut().cast(),
+            count: 4,
+            datatype: DataType::Int32,
+            mem_type: MemType::Rocm,
+        });
         a.dst = info(dst.as_mut_ptr().cast(), 4, DataType::Int32);
         // SAFETY: as above.
         expect_err(unsafe { team.collective_init(&a) }, Status::NotSupported, &["rocm"]);
@@ -186,10 +239,18 @@ fn other_bad_arguments() {
         expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["timeout -1"]);
         // Active sets are for bcast only.
         let set = ActiveSet { start: 0, stride: 1, size: 2 };
-        expect_err(Coll::allreduce(&src, &mut dst, ReduceOp::Sum).active_set(set, 1).init(team), Status::NotSupported, &["active sets"]);
+        expect_err(
+            Coll::allreduce(&src, &mut dst, ReduceOp::Sum).active_set(set, 1).init(team),
+            Status::NotSupported,
+            &["active sets"],
+        );
         let mut b = vec![0u8; 2];
         let outside = ActiveSet { start: 1, stride: 1, size: 2 };
-        expect_err(Coll::bcast(&mut b, 1).active_set(outside, 1).init(team), Status::InvalidParam, &["outside team of 2"]);
+        expect_err(
+            Coll::bcast(&mut b, 1).active_set(outside, 1).init(team),
+            Status::InvalidParam,
+            &["outside team of 2"],
+        );
     });
 }
 
@@ -262,9 +323,21 @@ fn bad_endpoint_maps() {
     world::run(3, &Config::new(), |_team, ctx| {
         let me = ctx.ep() as u64;
         let others: Vec<u64> = (0..3).filter(|&e| e != me).collect();
-        expect_err(Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(others))), Status::NotFound, &["not in the team"]);
-        expect_err(Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(vec![me, me]))), Status::InvalidParam, &["twice"]);
-        expect_err(Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(vec![me, 7]))), Status::InvalidParam, &["endpoint 7"]);
+        expect_err(
+            Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(others))),
+            Status::NotFound,
+            &["not in the team"],
+        );
+        expect_err(
+            Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(vec![me, me]))),
+            Status::InvalidParam,
+            &["twice"],
+        );
+        expect_err(
+            Team::create_post(ctx, TeamParams::with_ep_map(EpMap::Array(vec![me, 7]))),
+            Status::InvalidParam,
+            &["endpoint 7"],
+        );
     });
 }
 

@@ -50,11 +50,11 @@ fn conformance(coll: CollType) {
             move |_team: &Team, ctx| -> Result<Vec<(String, u64)>, String> {
                 let mut digests = Vec::new();
                 for &(tl, alg) in &algs {
-                    let team = Team::create(ctx, pinned(tl, coll, alg)).map_err(|e| format!("{tl}/{alg}: team: {e}"))?;
+                    let team =
+                        Team::create(ctx, pinned(tl, coll, alg)).map_err(|e| format!("{tl}/{alg}: team: {e}"))?;
                     for case in &cases {
-                        let out = run_case(&team, case).map_err(|e| {
-                            format!("size {size} {tl}/{alg}: {case}: rank {}: {e}", team.rank())
-                        })?;
+                        let out = run_case(&team, case)
+                            .map_err(|e| format!("size {size} {tl}/{alg}: {case}: rank {}: {e}", team.rank()))?;
                         // Zero-size collectives complete without an algorithm (UCC's short-cut).
                         if out.selected != format!("{tl}/{alg}") && out.selected != "none/zero-size" {
                             return Err(format!("{case}: pinned {tl}/{alg} but {} ran", out.selected));
@@ -83,13 +83,23 @@ fn conformance(coll: CollType) {
                 }
             }
         }
-        eprintln!("{coll} size {size}: {} algorithms x {} cases in {:.1} s", algs.len(), cases.len(), started.elapsed().as_secs_f64());
+        eprintln!(
+            "{coll} size {size}: {} algorithms x {} cases in {:.1} s",
+            algs.len(),
+            cases.len(),
+            started.elapsed().as_secs_f64()
+        );
         if !failures.is_empty() {
             break;
         }
     }
     eprintln!("{coll}: {total} cases");
-    assert!(failures.is_empty(), "{} failures, first ones:\n{}", failures.len(), failures[..failures.len().min(8)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures, first ones:\n{}",
+        failures.len(),
+        failures[..failures.len().min(8)].join("\n")
+    );
 }
 
 macro_rules! conformance_tests {

@@ -33,7 +33,8 @@ fn subset_teams_from_endpoint_maps() {
         Coll::allgather(&[ep as u64], &mut all).timeout(T).run(&team).expect("allgather");
         assert_eq!(all, members.iter().map(|&m| m as u64).collect::<Vec<_>>());
         if ep < 3 {
-            let small = Team::create(ctx, TeamParams::with_ep_map(EpMap::Strided { start: 0, stride: 1, size: 3 })).expect("t");
+            let small =
+                Team::create(ctx, TeamParams::with_ep_map(EpMap::Strided { start: 0, stride: 1, size: 3 })).expect("t");
             let mut b = vec![if ep == 2 { 42u8 } else { 0 }; 3];
             Coll::bcast(&mut b, 2).timeout(T).run(&small).expect("bcast");
             assert_eq!(b, vec![42; 3]);
@@ -45,8 +46,9 @@ fn subset_teams_from_endpoint_maps() {
 fn several_teams_and_collectives_in_flight() {
     world::run(4, &Config::new(), |world_team, ctx| {
         let ep = ctx.ep();
-        let pair = Team::create(ctx, TeamParams::with_ep_map(EpMap::Array(if ep < 2 { vec![0, 1] } else { vec![2, 3] })))
-            .expect("pair");
+        let pair =
+            Team::create(ctx, TeamParams::with_ep_map(EpMap::Array(if ep < 2 { vec![0, 1] } else { vec![2, 3] })))
+                .expect("pair");
         let src: Vec<i32> = (0..1000).map(|i| i * (ep as i32 + 1)).collect();
         let mut sum = vec![0i32; 1000];
         let mut bc = vec![if ep == 3 { 7u16 } else { 0 }; 5000];

@@ -82,7 +82,12 @@ impl ActiveTeam {
 }
 
 enum TeamState {
-    Creating { pending: Vec<(Arc<dyn TlComponent>, TlTeamFuture)>, done: Vec<TeamTl>, started: Instant, diag: Arc<TaskDiag> },
+    Creating {
+        pending: Vec<(Arc<dyn TlComponent>, TlTeamFuture)>,
+        done: Vec<TeamTl>,
+        started: Instant,
+        diag: Arc<TaskDiag>,
+    },
     Active(Arc<ActiveTeam>),
     Failed(Error),
 }
@@ -150,8 +155,14 @@ impl Team {
         let id = fnv1a([key, c.next_team_index(key)]);
         let config = c.config.merged(&params.config);
         let diag = Arc::new(TaskDiag::default());
-        let tl_params =
-            TlTeamParams { team_id: id, rank, size: eps.len(), eps: eps.into(), config: config.clone(), diag: diag.clone() };
+        let tl_params = TlTeamParams {
+            team_id: id,
+            rank,
+            size: eps.len(),
+            eps: eps.into(),
+            config: config.clone(),
+            diag: diag.clone(),
+        };
         let mut pending = Vec::new();
         for tl in &c.tls {
             match tl.context.team_create(&tl_params) {

@@ -18,7 +18,7 @@ use ferrocoll_core::{Error, MemRef, MemType, Result};
 
 pub use pool::{ALIGN, DEFAULT_CACHE_LIMIT, Pool};
 
-use crate::reduce::{operand_bytes, reduce_slices, reduce_slices_in_place};
+use crate::reduce::{reduce_slices, reduce_slices_in_place};
 
 /// The host (CPU memory) component.
 ///
@@ -115,29 +115,9 @@ impl Mc for HostMc {
                 spec.op, spec.dtype
             )));
         };
-        spec.op.check_dtype(spec.dtype)?;
-        let bytes = operand_bytes(spec)?;
         check_host("reduce destination", &dst)?;
         for (i, s) in srcs.iter().enumerate() {
             check_host(&format!("reduce source {i}"), s)?;
-            if s.len() != bytes {
-                return Err(Error::invalid_param(format!(
-                    "reduce source {i} has {} bytes but {} {} elements for {} need {bytes}",
-                    s.len(),
-                    spec.count,
-                    spec.dtype,
-                    spec.op
-                )));
-            }
-        }
-        if dst.len() != bytes {
-            return Err(Error::invalid_param(format!(
-                "reduce destination has {} bytes but {} {} elements for {} need {bytes}",
-                dst.len(),
-                spec.count,
-                spec.dtype,
-                spec.op
-            )));
         }
         let in_place = first.addr() == dst.addr() && first.len() == dst.len();
         let checked = if in_place { rest } else { srcs };
@@ -150,14 +130,11 @@ impl Mc for HostMc {
                 dst.addr()
             )));
         }
-        if bytes == 0 {
-            return Ok(());
-        }
         // Slices of the sources: on the stack for the usual few, else on the heap.
         let mut stack: [&[u8]; STACK_SOURCES] = [&[]; STACK_SOURCES];
         let heap: Vec<&[u8]>;
         // SAFETY: by the MemRef contract every range is a live host allocation
-        // (host checked above) of `bytes` bytes, dst writable, and nothing
+        // (host checked above) of its length, dst writable, and nothing
         // outside ferrocoll accesses them during the call. No source in
         // `checked` overlaps dst (checked above), so the one &mut slice over dst
         // aliases none of the shared slices; sources may alias each other, as
@@ -173,6 +150,7 @@ impl Mc for HostMc {
                 (dst.as_mut_slice(), &heap)
             }
         };
+        // The slice functions check dtype, op, divisor and lengths.
         if in_place {
             reduce_slices_in_place(dst_slice, src_slices, spec)
         } else {

@@ -147,6 +147,12 @@ fn free(ptr: NonNull<u8>, size: usize) {
     }
 }
 
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("cached_bytes", &self.cached_bytes()).field("cap", &self.cap).finish()
+    }
+}
+
 impl ScratchOwner for Pool {
     fn release(&self, mem: MemRef) {
         self.give_back(mem);

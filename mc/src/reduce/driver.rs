@@ -24,14 +24,15 @@ use ferrocoll_core::{Error, Result};
 /// Bytes of accumulator (and of staging) per chunk: small enough for L1.
 pub(crate) const CHUNK_BYTES: usize = 8192;
 
-/// A stack buffer aligned for every element type (the widest is 16 bytes).
+/// A chunk buffer aligned for every element type (the widest needs 16 bytes).
 #[repr(C, align(64))]
 struct Stage([u8; CHUNK_BYTES]);
 
 /// One reduction, monomorphised for a datatype and an operation.
 ///
-/// The driver calls `load` once per chunk with the first operand, `fold` once
-/// per further source, then `store`; all slices of one chunk have the same length.
+/// Per chunk, the driver calls `load` with the first operand, `fold2` per
+/// pair of further sources and `fold` for an odd one out, then `store`; all
+/// slices of one chunk have the same length.
 pub(crate) trait Kernel {
     /// The element as it lies in memory.
     type Elem: Pod;

@@ -66,7 +66,7 @@ pub fn reduce_slices_in_place(dst: &mut [u8], srcs: &[&[u8]], spec: &ReduceSpec)
 }
 
 /// Operand bytes of `spec`, or an error naming what overflowed.
-pub(crate) fn operand_bytes(spec: &ReduceSpec) -> Result<usize> {
+fn operand_bytes(spec: &ReduceSpec) -> Result<usize> {
     let size = spec.op.element_size(spec.dtype);
     spec.count.checked_mul(size).ok_or_else(|| {
         Error::invalid_param(format!(

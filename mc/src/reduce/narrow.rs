@@ -3,8 +3,9 @@
 //! avg divides in `f32`, and the result is rounded once when it is written.
 //!
 //! Conversions: f16 uses F16C when the CPU has it (`f16c.rs`), else
-//! `half`'s slice conversion; bf16 is a shift to widen and a branch-free round-to-nearest-even on
-//! the `f32` bits to narrow, which vectorises; float8 uses [`crate::fp8`].
+//! `half`'s slice conversion; bf16 is a shift to widen and a branch-free
+//! round-to-nearest-even on the `f32` bits to narrow, which vectorises;
+//! float8 uses the branch-free conversions of [`crate::fp8`].
 
 use std::marker::PhantomData;
 
@@ -35,7 +36,7 @@ pub(crate) trait Narrow: Pod {
     fn narrow(src: &[f32], dst: &mut [Self]);
 }
 
-/// Elements widened per step when a conversion needs a buffer (stays in registers/L1).
+/// Elements widened per step by the portable f16 fold (the buffer stays in L1).
 const BLOCK: usize = 64;
 
 impl Narrow for f16 {

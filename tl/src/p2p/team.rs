@@ -100,9 +100,8 @@ impl CollTask for AlgTask {
         if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
             let init = self.init.clone();
-            let result = alg::local::team_of_one(&init, &|d, s| comm.copy(d, s), &|d, s, n| {
-                comm.reduce(&init, d, s, n, true)
-            });
+            let result =
+                alg::local::team_of_one(&init, &|d, s| comm.copy(d, s), &|d, s, n| comm.reduce(&init, d, s, n, true));
             return Ok(Box::pin(std::future::ready(result)));
         }
         Ok((self.run)(comm, self.init.clone()))

@@ -9,7 +9,8 @@ use std::sync::{Arc, LazyLock};
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{
-    AlgInfo, CollTask, McSet, PostInfo, ReduceSpec, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture, TlTeamParams,
+    AlgInfo, CollTask, McSet, PostInfo, ReduceSpec, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture,
+    TlTeamParams,
 };
 use ferrocoll_core::config::ConfigField;
 use ferrocoll_core::engine::TaskFuture;

@@ -77,5 +77,3 @@ pub(crate) fn team_of_one(args: &CollInit, copy: Copier<'_>, reduce: Reducer<'_>
     };
     reduce(dst, &[src], count)
 }
-
-

@@ -185,15 +185,16 @@ impl Transport for InProcTransport {
         if let Err(e) = host_only(&buf) {
             return Poll::Ready(Err(e));
         }
+        // Read the sender's state before our queue: a sender enqueues before it
+        // closes, so if it was closed then, every message it sent is queued now.
+        let sender_closed = match self.peer(src_ep) {
+            Ok(p) => p.is_closed(),
+            Err(e) => return Poll::Ready(Err(e)),
+        };
         let env = {
             let mut q = self.inbox.lock();
             let Some(queue) = q.get_mut(key) else {
-                drop(q);
-                return match self.peer(src_ep) {
-                    Ok(p) if p.is_closed() => Poll::Ready(Err(gone(src_ep))),
-                    Ok(_) => Poll::Pending,
-                    Err(e) => Poll::Ready(Err(e)),
-                };
+                return if sender_closed { Poll::Ready(Err(gone(src_ep))) } else { Poll::Pending };
             };
             let env = queue.pop_front();
             if queue.is_empty() {
