@@ -36,7 +36,7 @@ fn side(
 ) -> CollBuffer {
     let Some(b) = buf.as_mut() else { return CollBuffer::None };
     // Alternate between telling the memory type and letting ferrocoll find it.
-    let mem_type = if case.seed % 2 == 0 { MemType::Host } else { MemType::Unknown };
+    let mem_type = if case.seed.is_multiple_of(2) { MemType::Host } else { MemType::Unknown };
     match v {
         None => {
             CollBuffer::Info(BufferInfo { buffer: b.as_mut_ptr(), count: count as u64, datatype: case.dtype, mem_type })

@@ -84,7 +84,7 @@ pub fn v_counts(case: &Case, size: usize) -> Vec<usize> {
     (0..size)
         .map(|b| {
             let h = hash(&[case.seed, b as u64, 11]);
-            if h % 4 == 0 { 0 } else { case.count + (h % 3) as usize }
+            if h.is_multiple_of(4) { 0 } else { case.count + (h % 3) as usize }
         })
         .collect()
 }
@@ -107,7 +107,7 @@ pub fn gapped_displs(counts: &[usize]) -> (Vec<usize>, usize) {
 pub fn a2av_count(case: &Case, i: usize, j: usize) -> usize {
     let (a, b) = if case.in_place { (i.min(j), i.max(j)) } else { (i, j) };
     let h = hash(&[case.seed, a as u64, b as u64, 13]);
-    if h % 5 == 0 { 0 } else { case.count / 2 + (h % 4) as usize }
+    if h.is_multiple_of(5) { 0 } else { case.count / 2 + (h % 4) as usize }
 }
 
 /// Place `blocks` (element offset, bytes) into a poisoned image of `len` elements.

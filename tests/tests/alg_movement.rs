@@ -379,8 +379,6 @@ fn empty_blocks_displaced_past_the_end() {
 }
 
 #[test]
-#[ignore = "the p2p team-of-one shortcut copies the own block with Buf::block, which refuses an empty block \
-            displaced past the end of the buffer"]
 fn empty_blocks_displaced_past_the_end_on_one_rank() {
     empty_blocks_far(&[1]);
 }

@@ -541,7 +541,7 @@ fn total_is_p_times(ck: &Checker<'_>, total_side: &str, total: usize, block_side
 }
 
 fn divisible(ck: &Checker<'_>, side: &str, total: usize) -> Result<usize> {
-    if total % ck.size.max(1) != 0 {
+    if !total.is_multiple_of(ck.size.max(1)) {
         return Err(ck.err(format!("{side}.count {total} is not divisible by team size {}", ck.size)));
     }
     Ok(total)

@@ -53,11 +53,11 @@ impl MsgRange {
 fn fmt_size(f: &mut fmt::Formatter<'_>, v: u64) -> fmt::Result {
     if v == u64::MAX {
         f.write_str("inf")
-    } else if v >= 1 << 30 && v % (1 << 30) == 0 {
+    } else if v >= 1 << 30 && v.is_multiple_of(1 << 30) {
         write!(f, "{}G", v >> 30)
-    } else if v >= 1 << 20 && v % (1 << 20) == 0 {
+    } else if v >= 1 << 20 && v.is_multiple_of(1 << 20) {
         write!(f, "{}M", v >> 20)
-    } else if v >= 1 << 10 && v % (1 << 10) == 0 {
+    } else if v >= 1 << 10 && v.is_multiple_of(1 << 10) {
         write!(f, "{}K", v >> 10)
     } else {
         write!(f, "{v}")

@@ -86,7 +86,7 @@ unsafe fn drive_avx2<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
 fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
     let esz = size_of::<K::Elem>();
     let asz = size_of::<K::Acc>();
-    if esz == 0 || asz == 0 || ops.dst.len() % esz != 0 {
+    if esz == 0 || asz == 0 || !ops.dst.len().is_multiple_of(esz) {
         return Err(Error::internal(format!(
             "reduce kernel with {esz}-byte elements given a {}-byte destination",
             ops.dst.len()

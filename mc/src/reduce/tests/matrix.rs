@@ -22,7 +22,7 @@ fn case(dt: DataType, op: ReduceOp, n_srcs: usize, count: usize, in_place: bool,
         .collect();
     let src_bytes: Vec<&[u8]> = srcs.iter().map(Buf::bytes).collect();
     // avg: divide by the number of operands on one half of the cases, not at all on the other.
-    let divisor = (op == ReduceOp::Avg && seed % 2 == 0).then_some(n_srcs);
+    let divisor = (op == ReduceOp::Avg && seed.is_multiple_of(2)).then_some(n_srcs);
     let s = spec(dt, op, count, divisor);
     let what = format!(
         "{dt} {op} srcs={n_srcs} count={count} in_place={in_place} misalign={misalign} divisor={divisor:?} seed={seed:#x}"

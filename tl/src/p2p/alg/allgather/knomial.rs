@@ -24,7 +24,7 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
-use super::ring::{block, check_layout};
+use super::ring::check_layout;
 use super::runs::Staged;
 use crate::p2p::Comm;
 use crate::p2p::alg::blocks::Blocks;
@@ -58,7 +58,7 @@ pub(crate) async fn allgather_blocks(comm: &Comm, buf: MemRef, blocks: &Blocks, 
     let role = pat.role(rank);
     match &role {
         Role::Extra(proxy) => {
-            comm.send(*proxy, TAG_TO_PROXY, block(blocks, buf, rank)?).await?;
+            comm.send(*proxy, TAG_TO_PROXY, blocks.of(buf, rank)?).await?;
             let parts = extra_result_runs(rank, size)
                 .map(|run| Staged::incoming(comm, buf, blocks, run))
                 .collect::<Result<Vec<_>>>()?;
@@ -66,7 +66,7 @@ pub(crate) async fn allgather_blocks(comm: &Comm, buf: MemRef, blocks: &Blocks, 
             return parts.iter().try_for_each(|p| p.land(comm, buf, blocks));
         }
         Role::Proxy(extras) => {
-            let bufs = extras.iter().map(|&e| Ok((e, block(blocks, buf, e)?))).collect::<Result<Vec<_>>>()?;
+            let bufs = extras.iter().map(|&e| Ok((e, blocks.of(buf, e)?))).collect::<Result<Vec<_>>>()?;
             try_join_all(bufs.iter().map(|&(e, b)| comm.recv(e, TAG_TO_PROXY, b))).await?;
         }
         Role::Core => {}

@@ -43,7 +43,7 @@ pub(crate) async fn allgather_blocks(comm: &Comm, buf: MemRef, blocks: &Blocks) 
     check_layout(blocks, ring.size)?;
     for step in 1..ring.size {
         let (send, recv) = ring_step_blocks(ring, step);
-        let (out, into) = (block(blocks, buf, send)?, block(blocks, buf, recv)?);
+        let (out, into) = (blocks.of(buf, send)?, blocks.of(buf, recv)?);
         comm.sendrecv(ring.right(), out, ring.left(), into, step as u32 - 1).await?;
     }
     Ok(())
@@ -63,14 +63,6 @@ pub(crate) fn check_layout(blocks: &Blocks, size: usize) -> Result<()> {
     Ok(())
 }
 
-/// Block `i` of `buf`. A block of no bytes is the empty range wherever its
-/// displacement points: validation accepts any displacement for a count of
-/// 0, even one past the end of the buffer, which [`Blocks::of`] refuses.
-pub(crate) fn block(blocks: &Blocks, buf: MemRef, i: usize) -> Result<MemRef> {
-    let (off, len) = blocks.get(i)?;
-    if len == 0 { Ok(MemRef::empty(buf.mem_type())) } else { buf.range(off, len) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,9 +75,9 @@ mod tests {
         // SAFETY: v outlives m and is not touched while m is used.
         let m = unsafe { MemRef::from_mut_slice(&mut v) };
         let b = Blocks::from_counts(&[2, 0, 3], &[0, 100, 4], 1);
-        assert_eq!(block(&b, m, 1).unwrap(), MemRef::empty(MemType::Host));
-        assert_eq!(block(&b, m, 2).unwrap(), m.range(4, 3).unwrap());
-        assert!(block(&b, m, 3).is_err());
+        assert_eq!(b.of(m, 1).unwrap(), MemRef::empty(MemType::Host));
+        assert_eq!(b.of(m, 2).unwrap(), m.range(4, 3).unwrap());
+        assert!(b.of(m, 3).is_err());
         assert!(check_layout(&b, 4).is_err());
     }
 

@@ -13,7 +13,6 @@ use std::ops::Range;
 use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::{MemRef, Result};
 
-use super::ring::block;
 use crate::p2p::Comm;
 use crate::p2p::alg::blocks::Blocks;
 
@@ -57,7 +56,7 @@ impl Staged {
         if let Some(s) = &staged.scratch {
             let mut at = 0;
             for i in staged.run.clone() {
-                let part = block(blocks, buf, i)?;
+                let part = blocks.of(buf, i)?;
                 comm.copy(s.mem().range(at, part.len())?, part)?;
                 at += part.len();
             }
@@ -85,7 +84,7 @@ impl Staged {
         let Some(s) = &self.scratch else { return Ok(()) };
         let mut at = 0;
         for i in self.run.clone() {
-            let part = block(blocks, buf, i)?;
+            let part = blocks.of(buf, i)?;
             comm.copy(part, s.mem().range(at, part.len())?)?;
             at += part.len();
         }

@@ -12,7 +12,6 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::allgather::ring::block;
 use crate::p2p::alg::blocks::Blocks;
 
 const TAG: u32 = 0;
@@ -25,15 +24,15 @@ pub(crate) fn check(_args: &CollInit) -> Result<()> {
 pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
     let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgatherv without dst"))?;
     let (rank, size) = (comm.rank(), comm.size());
-    super::ring::copy_own_block(&comm, &args)?;
+    crate::p2p::alg::local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
     let blocks = Blocks::of_buf(dst, size);
     let own = match &args.src {
         Some(src) => src.mem,
-        None => block(&blocks, dst.mem, rank)?,
+        None => blocks.of(dst.mem, rank)?,
     };
     let recvs = (0..size)
         .filter(|&r| r != rank)
-        .map(|r| Ok((r, block(&blocks, dst.mem, r)?)))
+        .map(|r| Ok((r, blocks.of(dst.mem, r)?)))
         .collect::<Result<Vec<(usize, MemRef)>>>()?;
     comm.exchange(TAG, own, &recvs).await
 }

@@ -22,16 +22,6 @@ pub(crate) fn check(_args: &CollInit) -> Result<()> {
 
 pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
     let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgatherv without dst"))?;
-    copy_own_block(&comm, &args)?;
+    crate::p2p::alg::local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
     allgather_blocks(&comm, dst.mem, &Blocks::of_buf(dst, comm.size())).await
-}
-
-/// Copy src to this rank's block of dst (nothing in place). An empty own
-/// block is skipped: its displacement may lie past the end of dst.
-pub(super) fn copy_own_block(comm: &Comm, args: &CollInit) -> Result<()> {
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgatherv without dst"))?;
-    if dst.block_len(comm.rank(), comm.size()) == 0 {
-        return Ok(());
-    }
-    crate::p2p::alg::local::copy_own_block(args, &|d, s| comm.copy(d, s))
 }

@@ -24,7 +24,7 @@ use crate::p2p::Comm;
 
 /// Refuses buffers that are not P equal blocks.
 pub(crate) fn check(args: &CollInit) -> Result<()> {
-    if args.count % args.size.max(1) != 0 {
+    if !args.count.is_multiple_of(args.size.max(1)) {
         return Err(Error::not_supported(format!(
             "alltoall/bruck needs equal blocks: count {} is not divisible by team size {}",
             args.count, args.size

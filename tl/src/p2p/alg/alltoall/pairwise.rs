@@ -25,7 +25,6 @@ use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::allgather::ring::block;
 use crate::p2p::alg::blocks::Blocks;
 use crate::p2p::alg::local;
 
@@ -109,7 +108,7 @@ pub(crate) async fn exchange_blocks(
     let exchanges = (1..size)
         .map(|k| {
             let (to, from) = pairwise_peers(rank, size, k);
-            Ok((k as u32, to, block(src_blocks, src, to)?, from, block(dst_blocks, dst, from)?))
+            Ok((k as u32, to, src_blocks.of(src, to)?, from, dst_blocks.of(dst, from)?))
         })
         .collect::<Result<Vec<_>>>()?;
     let futures = exchanges.into_iter().map(|(tag, to, out, from, into)| comm.sendrecv(to, out, from, into, tag));

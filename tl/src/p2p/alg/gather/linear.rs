@@ -8,11 +8,11 @@
 //! resolves either an even split or per-rank counts and displacements, so
 //! uneven and empty blocks need nothing special: an empty block is an empty
 //! message, which keeps both sides' message sizes equal, wherever its
-//! displacement points (see `gather::linear::block`).
+//! displacement points.
 
 use std::sync::Arc;
 
-use ferrocoll_core::args::{Buf, CollInit};
+use ferrocoll_core::args::CollInit;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
@@ -29,11 +29,11 @@ pub(crate) fn check(_args: &CollInit) -> Result<()> {
 
 /// Gather or gatherv (the layout of dst at the root says which).
 pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    copy_own_block(&comm, &args)?;
+    local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
     let size = comm.size();
     if comm.rank() == args.root {
         let dst = args.dst.as_ref().ok_or_else(|| Error::internal(format!("{}: the root has no dst", args.coll)))?;
-        receive_all(&comm, args.root, |r| block(dst, r, size)).await
+        receive_all(&comm, args.root, |r| dst.block(r, size)).await
     } else {
         let src = args.src.as_ref().ok_or_else(|| Error::internal(format!("{}: rank has no src", args.coll)))?;
         comm.send(args.root, TAG, src.mem).await
@@ -59,24 +59,4 @@ async fn receive_all(comm: &Comm, root: usize, slot: impl Fn(usize) -> Result<Me
     let recvs =
         (0..comm.size()).filter(|&r| r != root).map(|r| Ok(comm.recv(r, TAG, slot(r)?))).collect::<Result<Vec<_>>>()?;
     try_join_all(recvs).await
-}
-
-/// Rank `r`'s block of `buf`, an empty range for an empty block wherever its
-/// displacement points: validation accepts any displacement with a zero
-/// count, but `Buf::block` rejects one past the end of the buffer.
-pub(crate) fn block(buf: &Buf, r: usize, size: usize) -> Result<MemRef> {
-    if buf.block_len(r, size) == 0 { Ok(MemRef::empty(buf.mem.mem_type())) } else { buf.block(r, size) }
-}
-
-/// [`local::copy_own_block`] for the linear gather(v) and scatter(v), which
-/// skips an empty own block (see [`block`]): then there is nothing to copy,
-/// and its displacement may point past the end of the buffer.
-pub(crate) fn copy_own_block(comm: &Comm, args: &CollInit) -> Result<()> {
-    // Not in place, an empty root buffer means an empty own block: it is the
-    // own block itself (gather's src, scatter's dst), or the whole vector.
-    let empty = args.src.iter().chain(args.dst.iter()).any(|b| b.mem.is_empty());
-    if empty && comm.rank() == args.root {
-        return Ok(());
-    }
-    local::copy_own_block(args, &|d, s| comm.copy(d, s))
 }

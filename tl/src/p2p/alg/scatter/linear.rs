@@ -7,7 +7,7 @@
 //! resolves either the even split or per-rank counts and displacements, so
 //! uneven and empty blocks need nothing special: an empty block is an empty
 //! message, which keeps both sides' message sizes equal, wherever its
-//! displacement points (see `gather::linear::block`).
+//! displacement points.
 
 use std::sync::Arc;
 
@@ -16,7 +16,6 @@ use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::gather::linear;
 
 const TAG: u32 = 0;
 
@@ -27,7 +26,7 @@ pub(crate) fn check(_args: &CollInit) -> Result<()> {
 
 /// Scatter or scatterv (the layout of src at the root says which).
 pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    linear::copy_own_block(&comm, &args)?;
+    crate::p2p::alg::local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
     let (rank, size, root) = (comm.rank(), comm.size(), args.root);
     if rank != root {
         let dst = args.dst.as_ref().ok_or_else(|| Error::internal(format!("{}: rank {rank} has no dst", args.coll)))?;
@@ -38,7 +37,7 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
     // their receiver has copied, so waiting on one first would serialise them.
     let sends = (0..size)
         .filter(|&r| r != root)
-        .map(|r| comm.isend(r, TAG, linear::block(src, r, size)?))
+        .map(|r| comm.isend(r, TAG, src.block(r, size)?))
         .collect::<Result<Vec<_>>>()?;
     try_join_all(sends).await
 }
