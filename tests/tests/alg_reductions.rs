@@ -287,7 +287,7 @@ fn reduce_knomial_every_shape() {
 
 #[test]
 fn reduce_srg_knomial_every_shape() {
-    every_size(CollType::Reduce, "srg_knomial", "REDUCE", &[0, 2, 3], reduce_cases);
+    every_size(CollType::Reduce, "srg_knomial", "REDUCE_SRG", &[0, 2, 3], reduce_cases);
 }
 
 /// f32 sums: every rank of an allreduce holds the same bits (each element

@@ -25,9 +25,9 @@ pub struct ReduceSpec {
 }
 
 impl ReduceSpec {
-    /// Bytes of each operand.
-    pub fn bytes(&self) -> usize {
-        self.count * self.op.element_size(self.dtype)
+    /// Bytes of each operand (`None` if that overflows).
+    pub fn bytes(&self) -> Option<usize> {
+        self.count.checked_mul(self.op.element_size(self.dtype))
     }
 }
 

@@ -16,6 +16,8 @@ pub struct P2pConfig {
     pub bcast_sag_kn_radix: usize,
     /// Radix of knomial reduce.
     pub reduce_kn_radix: usize,
+    /// Radix of the reduce-scatter of srg_knomial reduce.
+    pub reduce_srg_kn_radix: usize,
     /// Radix of knomial barrier.
     pub barrier_kn_radix: usize,
     /// Radix of knomial fanin.
@@ -56,6 +58,7 @@ const KNOBS: &[Knob] = &[
     knob!("BCAST_KN_RADIX", 4, 2, bcast_kn_radix, "Radix of knomial bcast."),
     knob!("BCAST_SAG_KN_RADIX", 2, 2, bcast_sag_kn_radix, "Radix of sag_knomial (scatter-allgather) bcast."),
     knob!("REDUCE_KN_RADIX", 4, 2, reduce_kn_radix, "Radix of knomial reduce."),
+    knob!("REDUCE_SRG_KN_RADIX", 2, 2, reduce_srg_kn_radix, "Radix of the reduce-scatter of srg_knomial reduce."),
     knob!("BARRIER_KN_RADIX", 4, 2, barrier_kn_radix, "Radix of knomial barrier."),
     knob!("FANIN_KN_RADIX", 4, 2, fanin_kn_radix, "Radix of knomial fanin."),
     knob!("FANOUT_KN_RADIX", 4, 2, fanout_kn_radix, "Radix of knomial fanout."),
@@ -94,6 +97,7 @@ impl Default for P2pConfig {
             bcast_kn_radix: 0,
             bcast_sag_kn_radix: 0,
             reduce_kn_radix: 0,
+            reduce_srg_kn_radix: 0,
             barrier_kn_radix: 0,
             fanin_kn_radix: 0,
             fanout_kn_radix: 0,

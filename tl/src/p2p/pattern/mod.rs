@@ -3,6 +3,7 @@
 
 mod knomial;
 mod ring;
+pub(crate) mod subtree;
 
 pub use knomial::{KnomialExchange, KnomialTree, Role, knomial_tree};
 pub use ring::Ring;

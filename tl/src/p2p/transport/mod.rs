@@ -7,6 +7,9 @@
 //! means a receive is never registered anywhere, so cancelling a receive is
 //! simply dropping its future.
 //!
+//! Messages with the same key are matched first in, first out: an algorithm
+//! may reuse a step tag for several messages between the same two ranks.
+//!
 //! Large messages are not copied at the sender: the receiver copies straight
 //! from the sender's buffer (rendezvous), and the send completes when it has.
 

@@ -28,7 +28,7 @@ use ferrocoll_core::{Error, Result};
 use crate::p2p::Comm;
 use crate::p2p::alg::allgather::ring::allgather_blocks;
 use crate::p2p::alg::blocks::Blocks;
-use crate::p2p::alg::gather::tree::{subtree, vrank};
+use crate::p2p::pattern::subtree::{subtree, vrank};
 
 const TAG: u32 = 0;
 

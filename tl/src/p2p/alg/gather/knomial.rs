@@ -24,9 +24,9 @@ use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
-use super::tree::{Run, Subtree, real_runs, subtree};
 use crate::p2p::Comm;
 use crate::p2p::alg::local;
+use crate::p2p::pattern::subtree::{Run, Subtree, real_runs, subtree};
 
 const TAG: u32 = 0;
 

@@ -2,7 +2,6 @@
 
 pub(crate) mod knomial;
 pub(crate) mod linear;
-pub(crate) mod tree;
 
 use super::{Alg, Defaults, INF, range};
 use ferrocoll_core::CollType::Gather;

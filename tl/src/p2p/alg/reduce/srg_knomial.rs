@@ -2,7 +2,7 @@
 //! then a gather of the reduced ranges to the root.
 //!
 //! The knomial reduce-scatter ([`knomial_reduce_scatter`], radix
-//! `reduce_kn_radix`) leaves on each core rank c (below `full`, the largest
+//! `reduce_srg_kn_radix`) leaves on each core rank c (below `full`, the largest
 //! power of the radix) the final values of its range of the vector, at its
 //! offset in a work buffer: `dst` at the root, scratch elsewhere (non-roots
 //! have no `dst`, and `src` is never written). Ranks beyond `full` fold
@@ -37,7 +37,7 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
         (Some(s), _) => s.mem,
         _ => return Err(Error::internal(format!("reduce rank {rank} without src"))),
     };
-    let pat = KnomialExchange::new(size, comm.config().reduce_kn_radix);
+    let pat = KnomialExchange::new(size, comm.config().reduce_srg_kn_radix);
     let scratch;
     let work = match dst {
         Some(d) if is_root => d,

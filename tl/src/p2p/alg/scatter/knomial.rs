@@ -27,8 +27,8 @@ use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::gather::tree::{Subtree, real_runs, subtree};
 use crate::p2p::alg::local;
+use crate::p2p::pattern::subtree::{Subtree, real_runs, subtree};
 
 const TAG: u32 = 0;
 

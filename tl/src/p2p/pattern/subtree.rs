@@ -8,7 +8,7 @@
 //! real ones, where a range may wrap past rank `size - 1` to rank 0
 //! ([`real_runs`]). Pure functions, no I/O.
 
-use crate::p2p::pattern::knomial_tree;
+use super::knomial_tree;
 
 /// A child in a [`Subtree`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
