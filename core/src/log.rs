@@ -3,8 +3,8 @@
 //! A library must not drag a logging framework into its users' programs, and
 //! UCC users expect `UCC_LOG_LEVEL`; this is a dozen lines of that.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// Log levels, most severe first.
 #[repr(u8)]
@@ -61,9 +61,24 @@ pub fn enabled(level: Level) -> bool {
     level <= max_level()
 }
 
+/// Where log lines go instead of stderr (see [`set_sink`]).
+pub type Sink = Arc<dyn Fn(Level, &str) + Send + Sync>;
+
+static SINK: RwLock<Option<Sink>> = RwLock::new(None);
+
+/// Send log lines to `sink` instead of stderr (`None`: back to stderr), e.g.
+/// to route them into an application's own logging.
+pub fn set_sink(sink: Option<Sink>) {
+    *SINK.write().unwrap_or_else(|p| p.into_inner()) = sink;
+}
+
 /// Print one line at `level` (used by the `log_*!` macros).
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
-    eprintln!("[ferrocoll {}] {:?}: {}", std::process::id(), level, args);
+    let sink = SINK.read().unwrap_or_else(|p| p.into_inner()).clone();
+    match sink {
+        Some(s) => s(level, &args.to_string()),
+        None => eprintln!("[ferrocoll {}] {:?}: {}", std::process::id(), level, args),
+    }
 }
 
 /// Log at a level: `log_at!(Level::Info, "x = {}", x)`.

@@ -131,20 +131,20 @@ pub struct CollInit {
 
 impl std::fmt::Debug for CollInit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {} count {} {}{} root {} (rank {} of {}, {} bytes, {})",
-            self.coll,
-            self.op,
-            self.count,
-            self.dtype,
-            if self.in_place { " in-place" } else { "" },
-            self.root,
-            self.rank,
-            self.size,
-            self.msgsize,
-            self.mem_type
-        )
+        write!(f, "{}", self.coll)?;
+        if self.coll.is_reduction() {
+            write!(f, " {}", self.op)?;
+        }
+        if !self.coll.is_synchronisation() {
+            write!(f, " count {} {}", self.count, self.dtype)?;
+        }
+        if self.in_place {
+            f.write_str(" in-place")?;
+        }
+        if self.coll.is_rooted() {
+            write!(f, " root {}", self.root)?;
+        }
+        write!(f, " (rank {} of {}, {} bytes, {})", self.rank, self.size, self.msgsize, self.mem_type)
     }
 }
 

@@ -1,0 +1,68 @@
+//! Diagnosis: `UCC_COLL_TRACE` says which TL and algorithm ran and why, and
+//! the watchdog names a collective that is stuck and the rank it waits for.
+//! Log lines are captured through `log::set_sink` (one test binary, so the
+//! sink is not disturbed by other tests' processes).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrocoll::core::log::{self, Level};
+use ferrocoll::{Coll, Config, ReduceOp};
+use ferrocoll_tests::world;
+
+fn capture() -> Arc<Mutex<Vec<(Level, String)>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = lines.clone();
+    log::set_sink(Some(Arc::new(move |lvl, line: &str| l.lock().unwrap().push((lvl, line.to_string())))));
+    lines
+}
+
+#[test]
+fn coll_trace_and_watchdog() {
+    let lines = capture();
+
+    // 1. The trace names the selection of every collective on rank 0.
+    let mut c = Config::new();
+    c.set("COLL_TRACE", "info");
+    c.set("TL_P2P_TUNE", "allreduce:0-1k:@ring");
+    world::run(3, &c, |team, _| {
+        let src = vec![1.0f32; 16];
+        let mut dst = vec![0.0f32; 16];
+        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(team).expect("small");
+        let big = vec![1.0f32; 4096];
+        let mut out = vec![0.0f32; 4096];
+        Coll::allreduce(&big, &mut out, ReduceOp::Sum).run(team).expect("large");
+    });
+    let text: Vec<String> = lines.lock().unwrap().iter().map(|(_, l)| l.clone()).collect();
+    let small = text
+        .iter()
+        .find(|l| l.contains("coll_init: allreduce") && l.contains("count 16 "))
+        .expect("trace of the small one");
+    assert!(small.contains("p2p/ring") && small.contains("score 10 in range 0-1K"), "{small}");
+    let large = text
+        .iter()
+        .find(|l| l.contains("coll_init: allreduce") && l.contains("count 4096 "))
+        .expect("trace of the large one");
+    assert!(large.contains("p2p/sra_knomial"), "{large}");
+    // At info level only team rank 0 traces.
+    assert_eq!(text.iter().filter(|l| l.contains("coll_init")).count(), 2, "{text:?}");
+    lines.lock().unwrap().clear();
+
+    // 2. The watchdog warns about a collective that makes no progress, naming the rank it waits for.
+    let mut c = Config::new();
+    c.set("WATCHDOG_TIMEOUT", "100ms");
+    world::run(2, &c, |team, _| {
+        if team.rank() == 0 {
+            let mut b = vec![0u8; 8];
+            let r = Coll::bcast(&mut b, 1).timeout(Duration::from_millis(600)).run(team);
+            assert!(r.is_err(), "rank 1 never joins");
+        } else {
+            std::thread::sleep(Duration::from_millis(800));
+        }
+    });
+    let warned = lines.lock().unwrap().iter().any(|(lvl, l)| {
+        *lvl == Level::Warn && l.contains("watchdog: bcast seq 0") && l.contains("waiting for a message from rank 1")
+    });
+    log::set_sink(None);
+    assert!(warned, "no watchdog warning in {:?}", lines.lock().unwrap());
+}
