@@ -66,7 +66,13 @@ impl Lib {
 
     /// A library with explicit parameters.
     pub fn with_params(params: LibParams) -> Result<Lib> {
-        ferrocoll_core::Lib::with_components(params, default_components()).map(Lib)
+        Lib::with_components(params, default_components())
+    }
+
+    /// A library over a chosen set of components (e.g. [`default_components`]
+    /// plus a transport layer of your own).
+    pub fn with_components(params: LibParams, components: Components) -> Result<Lib> {
+        ferrocoll_core::Lib::with_components(params, components).map(Lib)
     }
 }
 
