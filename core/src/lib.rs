@@ -27,6 +27,7 @@ pub mod log;
 pub mod object;
 pub mod oob;
 pub mod score;
+pub mod topo;
 pub mod types;
 pub mod wire;
 
@@ -40,4 +41,5 @@ pub use object::{
     Components, Context, ContextParams, ContextType, EpMap, Lib, LibParams, Request, Team, TeamParams, ThreadMode,
 };
 pub use oob::{Oob, OobRequest, ThreadOob};
+pub use topo::ProcInfo;
 pub use types::{CollType, CollTypeSet, DataType, MemType, ReduceOp};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ferrocoll::core::backend::{
-    AlgInfo, CollTask, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture, TlTeamParams,
+    AlgInfo, CollTask, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture, TlTeamParams,
 };
 use ferrocoll::core::config::ConfigField;
 use ferrocoll::core::score::{AlgId, MsgRange, Score, ScoreEntry};
@@ -47,7 +47,7 @@ impl TlContext for RefuserContext {
     fn address(&self) -> Vec<u8> {
         Vec::new()
     }
-    fn connect(&self, _: &[Vec<u8>]) -> Result<()> {
+    fn connect(&self, _: &[TlPeer]) -> Result<()> {
         Ok(())
     }
     fn progress(&self) -> Result<()> {

@@ -6,5 +6,5 @@ mod tl;
 
 pub use mc::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
 pub use tl::{
-    AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture, TlTeamParams,
+    AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture, TlTeamParams,
 };

@@ -10,6 +10,7 @@ use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, TaskDiag, TaskFuture};
 use crate::error::Result;
 use crate::score::{AlgId, Score, ScoreEntry};
+use crate::topo::ProcInfo;
 use crate::types::{CollType, CollTypeSet, MemType};
 
 /// One algorithm of a TL, as printed by `ferrocoll-info -A` and named in tune strings.
@@ -35,6 +36,17 @@ pub struct TlContextParams<'a> {
     pub ep: usize,
     /// Number of endpoints in the OOB group.
     pub n_eps: usize,
+    /// The job's name (see [`Oob::job_id`](crate::oob::Oob::job_id)), for naming resources.
+    pub job: &'a str,
+}
+
+/// One endpoint as a TL context sees it when connecting.
+#[derive(Clone, Debug)]
+pub struct TlPeer {
+    /// Its host and process.
+    pub proc: ProcInfo,
+    /// Its address blob for this TL (empty when it does not have this TL).
+    pub addr: Vec<u8>,
 }
 
 /// A transport-layer component (UCC's `tl_lib`): stateless, shared by every context.
@@ -78,9 +90,14 @@ pub type TlTeamFuture = BoxFuture<'static, Result<Arc<dyn TlTeam>>>;
 pub trait TlContext: Send + Sync {
     /// This context's address blob, exchanged through the OOB.
     fn address(&self) -> Vec<u8>;
-    /// Learn every endpoint's blob (index = endpoint; empty when that
-    /// endpoint has no such TL).
-    fn connect(&self, addresses: &[Vec<u8>]) -> Result<()>;
+    /// Learn every endpoint (index = endpoint, this one included) and connect.
+    fn connect(&self, peers: &[TlPeer]) -> Result<()>;
+    /// Called once every endpoint of the OOB group has returned from
+    /// `connect`: release what only connecting needed (e.g. unlink the
+    /// names of shared-memory segments that every peer has now mapped).
+    fn connected(&self) -> Result<()> {
+        Ok(())
+    }
     /// Move bytes (transport I/O); called by every `Context::progress`.
     fn progress(&self) -> Result<()>;
     /// Start creating a team. `Err(NotSupported)` leaves this TL out of the team.

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use super::library::{Lib, LibInner};
 use super::settings::Settings;
-use crate::backend::{TlComponent, TlContext, TlContextParams};
+use crate::backend::{TlComponent, TlContext, TlContextParams, TlPeer};
 use crate::config::Config;
 use crate::engine::ProgressQueue;
 use crate::error::{Error, Result, Status};
 use crate::oob::{Oob, allgather_blocking};
+use crate::topo::ProcInfo;
 
 /// UCC's context types (recorded; both behave the same in ferrocoll).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,6 +53,8 @@ pub(crate) struct ContextInner {
     pub(crate) id: u64,
     pub(crate) ep: usize,
     pub(crate) n_eps: usize,
+    /// Host and process of every endpoint.
+    pub(crate) procs: Vec<ProcInfo>,
     pub(crate) config: Config,
     pub(crate) settings: Settings,
     pub(crate) tls: Vec<TlEntry>,
@@ -117,6 +120,7 @@ impl Context {
     pub fn new(lib: &Lib, params: ContextParams) -> Result<Context> {
         let config = lib.inner.config.merged(&params.config);
         let settings = Settings::from_config(&config)?;
+        let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed);
         let (ep, n_eps) = match &params.oob {
             Some(oob) => (oob.rank(), oob.size()),
             None => (0, 1),
@@ -124,9 +128,11 @@ impl Context {
         if n_eps == 0 || ep >= n_eps {
             return Err(Error::invalid_param(format!("OOB endpoint {ep} is not below its size {n_eps}")));
         }
+        let job =
+            params.oob.as_ref().and_then(|o| o.job_id()).unwrap_or_else(|| format!("c{:x}-{id:x}", std::process::id()));
         let mut tls = Vec::new();
         for component in &lib.inner.tls {
-            let p = TlContextParams { config: &config, mcs: &lib.inner.mcs, ep, n_eps };
+            let p = TlContextParams { config: &config, mcs: &lib.inner.mcs, ep, n_eps, job: &job };
             match component.context_create(&p) {
                 Ok(context) => tls.push(TlEntry { component: component.clone(), context }),
                 Err(e) if e.status() == Status::NotSupported => {
@@ -135,34 +141,44 @@ impl Context {
                 Err(e) => return Err(e.prefixed(format!("TL {} context", component.name()))),
             }
         }
-        if let Some(oob) = &params.oob {
-            let blob = encode_addresses(&tls);
-            let all = allgather_blocking(oob.as_ref(), &blob, settings.oob_timeout)
-                .map_err(|e| e.prefixed("context creation (address exchange)"))?;
-            let decoded = all
+        let me = ProcInfo::local();
+        let blob = encode_addresses(&me, &tls);
+        let all = match &params.oob {
+            Some(oob) => allgather_blocking(oob.as_ref(), &blob, settings.oob_timeout)
+                .map_err(|e| e.prefixed("context creation (address exchange)"))?,
+            None => vec![blob],
+        };
+        let decoded = all
+            .iter()
+            .enumerate()
+            .map(|(i, b)| decode_addresses(b).map_err(|e| e.prefixed(format!("address of endpoint {i}"))))
+            .collect::<Result<Vec<_>>>()?;
+        for tl in &tls {
+            let name = tl.component.name();
+            let peers: Vec<TlPeer> = decoded
                 .iter()
-                .enumerate()
-                .map(|(i, b)| decode_addresses(b).map_err(|e| e.prefixed(format!("address of endpoint {i}"))))
-                .collect::<Result<Vec<_>>>()?;
-            for tl in &tls {
-                let per_ep: Vec<Vec<u8>> = decoded
-                    .iter()
-                    .map(|m| {
-                        m.iter().find(|(n, _)| n == tl.component.name()).map(|(_, a)| a.clone()).unwrap_or_default()
-                    })
-                    .collect();
-                tl.context.connect(&per_ep).map_err(|e| e.prefixed(format!("TL {} connect", tl.component.name())))?;
-            }
-        } else {
-            for tl in &tls {
-                tl.context.connect(&[tl.context.address()])?;
-            }
+                .map(|(proc, addrs)| TlPeer {
+                    proc: proc.clone(),
+                    addr: addrs.iter().find(|(n, _)| n == name).map(|(_, a)| a.clone()).unwrap_or_default(),
+                })
+                .collect();
+            tl.context.connect(&peers).map_err(|e| e.prefixed(format!("TL {name} connect")))?;
         }
+        // Every endpoint has connected once all pass this barrier.
+        if let Some(oob) = &params.oob {
+            allgather_blocking(oob.as_ref(), &[], settings.oob_timeout)
+                .map_err(|e| e.prefixed("context creation (connection barrier)"))?;
+        }
+        for tl in &tls {
+            tl.context.connected().map_err(|e| e.prefixed(format!("TL {}", tl.component.name())))?;
+        }
+        let procs = decoded.into_iter().map(|(p, _)| p).collect();
         let inner = ContextInner {
             lib: lib.inner.clone(),
-            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             ep,
             n_eps,
+            procs,
             config,
             settings,
             tls,
@@ -188,6 +204,11 @@ impl Context {
         self.inner.n_eps
     }
 
+    /// Host and process of every endpoint (index = endpoint).
+    pub fn procs(&self) -> &[ProcInfo] {
+        &self.inner.procs
+    }
+
     /// Names of the TLs usable in this context.
     pub fn tl_names(&self) -> Vec<&'static str> {
         self.inner.tls.iter().map(|t| t.component.name()).collect()
@@ -208,9 +229,10 @@ impl Drop for Context {
     }
 }
 
-/// `[n_tls u16] then per TL: [name_len u8][name][addr_len u32 LE][addr]`.
-fn encode_addresses(tls: &[TlEntry]) -> Vec<u8> {
+/// `[proc info] [n_tls u16] then per TL: [name_len u8][name][addr_len u32 LE][addr]`.
+fn encode_addresses(me: &ProcInfo, tls: &[TlEntry]) -> Vec<u8> {
     let mut out = Vec::new();
+    me.encode(&mut out);
     out.extend_from_slice(&(tls.len() as u16).to_le_bytes());
     for tl in tls {
         let name = tl.component.name().as_bytes();
@@ -223,8 +245,11 @@ fn encode_addresses(tls: &[TlEntry]) -> Vec<u8> {
     out
 }
 
-fn decode_addresses(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+type Addresses = (ProcInfo, Vec<(String, Vec<u8>)>);
+
+fn decode_addresses(b: &[u8]) -> Result<Addresses> {
     let mut r = crate::wire::Reader::new(b);
+    let proc = ProcInfo::decode(&mut r)?;
     let n = r.u16()?;
     let mut out = Vec::with_capacity(usize::from(n));
     for _ in 0..n {
@@ -234,5 +259,5 @@ fn decode_addresses(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
         out.push((name, r.bytes(len)?.to_vec()));
     }
     r.finish()?;
-    Ok(out)
+    Ok((proc, out))
 }

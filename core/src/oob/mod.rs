@@ -26,6 +26,12 @@ pub trait Oob: Send + Sync {
     /// string (lengths may differ) and receives all of them in rank order.
     /// All endpoints must call it the same number of times, in the same order.
     fn allgather(&self, data: &[u8]) -> Result<Box<dyn OobRequest>>;
+    /// A name of the job, equal on every endpoint and unlikely to be shared
+    /// with another job (names resources such as shared-memory segments, so
+    /// that a launcher can clean up after a crash). `None`: not known.
+    fn job_id(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A posted OOB allgather.

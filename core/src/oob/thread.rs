@@ -18,6 +18,8 @@ pub struct ThreadOob {
 
 struct Shared {
     size: usize,
+    /// Unique per group in this process.
+    group: u64,
     rounds: Mutex<HashMap<u64, Round>>,
 }
 
@@ -30,7 +32,10 @@ struct Round {
 impl ThreadOob {
     /// `size` handles, one per rank, sharing one group.
     pub fn group(size: usize) -> Vec<ThreadOob> {
-        let shared = Arc::new(Shared { size, rounds: Mutex::new(HashMap::new()) });
+        static GROUPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        // Relaxed: only uniqueness matters.
+        let group = GROUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let shared = Arc::new(Shared { size, group, rounds: Mutex::new(HashMap::new()) });
         (0..size).map(|rank| ThreadOob { rank, shared: shared.clone(), round: Arc::new(Mutex::new(0)) }).collect()
     }
 }
@@ -62,6 +67,10 @@ impl Oob for ThreadOob {
         })?;
         *slot = Some(data.to_vec());
         Ok(Box::new(ThreadOobRequest { shared: self.shared.clone(), round, done: false }))
+    }
+
+    fn job_id(&self) -> Option<String> {
+        Some(format!("t{:x}-{:x}", std::process::id(), self.shared.group))
     }
 }
 

@@ -180,7 +180,11 @@ impl Future for RecvFuture {
         match c.team.transport.try_recv(ep, &key, self.buf) {
             Poll::Pending => {
                 c.diag.waiting_for(self.peer, key.tag);
-                Poll::Pending
+                // A member that died can never take part: fail now rather than hang.
+                match c.team.eps.iter().enumerate().find_map(|(r, &e)| c.team.transport.failed(e).map(|err| (r, err))) {
+                    Some((r, err)) => Poll::Ready(Err(err.prefixed(format!("team rank {r}")))),
+                    None => Poll::Pending,
+                }
             }
             Poll::Ready(r) => Poll::Ready(r.map_err(|e| e.prefixed(format!("receive from rank {}", self.peer)))),
         }

@@ -1,54 +1,63 @@
-//! The p2p TL's per-context state: its transport.
+//! The p2p TL's per-context state: its transports, behind a router that
+//! picks one per peer.
 
 use std::sync::Arc;
 
-use ferrocoll_core::backend::{McSet, TlContext, TlTeamFuture, TlTeamParams};
+use ferrocoll_core::backend::{McSet, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, Result};
 
 use super::P2pConfig;
 use super::team::{P2pTeam, TeamShared};
-use super::transport::{InProcTransport, Transport};
+use super::transport::{InProcTransport, Router, Transport};
 
 pub(crate) struct P2pContext {
-    transport: Arc<InProcTransport>,
+    router: Arc<Router>,
     mcs: McSet,
     score: Score,
+    ep: usize,
 }
 
 impl P2pContext {
-    pub(crate) fn new(mcs: McSet, score: Score) -> P2pContext {
-        P2pContext { transport: Arc::new(InProcTransport::new()), mcs, score }
+    pub(crate) fn new(params: &TlContextParams<'_>, score: Score) -> Result<P2pContext> {
+        let transports: Vec<Box<dyn Transport>> = vec![Box::new(InProcTransport::new())];
+        Ok(P2pContext { router: Arc::new(Router::new(transports)), mcs: params.mcs.clone(), score, ep: params.ep })
     }
 }
 
 impl TlContext for P2pContext {
     fn address(&self) -> Vec<u8> {
-        self.transport.address()
+        self.router.address()
     }
 
-    fn connect(&self, addresses: &[Vec<u8>]) -> Result<()> {
-        self.transport.connect(addresses)
+    fn connect(&self, peers: &[TlPeer]) -> Result<()> {
+        let me = peers
+            .get(self.ep)
+            .map(|p| p.proc.clone())
+            .ok_or_else(|| Error::internal(format!("endpoint {} is missing from the peer list", self.ep)))?;
+        let table: Vec<_> = peers.iter().map(|p| (p.proc.clone(), p.addr.clone())).collect();
+        self.router.connect(&me, &table)
+    }
+
+    fn connected(&self) -> Result<()> {
+        self.router.connected()
     }
 
     fn progress(&self) -> Result<()> {
-        self.transport.progress()
+        self.router.progress()
     }
 
     fn team_create(&self, params: &TlTeamParams) -> Result<TlTeamFuture> {
-        if let Some(ep) = params.eps.iter().find(|&&ep| !self.transport.reaches(ep)) {
-            return Err(Error::not_supported(format!(
-                "endpoint {ep} is not reachable: only ranks of this process are (in-process transport)"
-            )));
+        if let Some(ep) = params.eps.iter().find(|&&ep| !self.router.reaches_ep(ep)) {
+            return Err(Error::not_supported(format!("no p2p transport reaches endpoint {ep}")));
         }
         let config = P2pConfig::from_config(&params.config)?;
-        let transport: Arc<dyn Transport> = self.transport.clone();
         let shared = Arc::new(TeamShared {
             id: params.team_id,
             rank: params.rank,
             size: params.size,
             eps: params.eps.clone(),
-            transport,
+            transport: self.router.clone(),
             mcs: self.mcs.clone(),
             config,
         });
@@ -56,6 +65,6 @@ impl TlContext for P2pContext {
     }
 
     fn close(&self) {
-        self.transport.close();
+        self.router.close();
     }
 }

@@ -65,6 +65,6 @@ impl TlComponent for P2pTl {
 
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {
         P2pConfig::from_config(params.config)?;
-        Ok(Arc::new(context::P2pContext::new(params.mcs.clone(), self.default_score())))
+        Ok(Arc::new(context::P2pContext::new(params, self.default_score())?))
     }
 }

@@ -10,7 +10,7 @@ use ferrocoll_core::score::{AlgId, Score, ScoreEntry};
 use ferrocoll_core::{CollType, CollTypeSet, Error, MemType, Result};
 
 use super::alg::{self, RunFn};
-use super::transport::Transport;
+use super::transport::Router;
 use super::{Comm, P2pConfig};
 
 /// What every task of a team shares.
@@ -20,7 +20,7 @@ pub(crate) struct TeamShared {
     pub size: usize,
     /// Context endpoint of each team rank.
     pub eps: Arc<[usize]>,
-    pub transport: Arc<dyn Transport>,
+    pub transport: Arc<Router>,
     pub mcs: McSet,
     pub config: P2pConfig,
 }

@@ -67,7 +67,7 @@ impl TlContext for SelfContext {
         Vec::new()
     }
 
-    fn connect(&self, _addresses: &[Vec<u8>]) -> Result<()> {
+    fn connect(&self, _peers: &[ferrocoll_core::backend::TlPeer]) -> Result<()> {
         Ok(())
     }
 

@@ -13,9 +13,9 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::task::Poll;
 
 use ferrocoll_core::wire::Reader;
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
-use super::{FxBuildHasher, MsgKey, SendHandle, Transport};
+use super::{FxBuildHasher, MsgKey, SendHandle, Transport, TransportPeer};
 
 /// Messages up to this size are copied at send; larger ones are pulled by the receiver.
 const EAGER_MAX: usize = 16 * 1024;
@@ -99,35 +99,9 @@ impl InProcTransport {
         InProcTransport { id, inbox, peers: RwLock::new(Vec::new()) }
     }
 
-    /// `[pid u32][id u64]`: enough for a peer of the same process to find this inbox.
-    pub fn address(&self) -> Vec<u8> {
-        let mut a = std::process::id().to_le_bytes().to_vec();
-        a.extend_from_slice(&self.id.to_le_bytes());
-        a
-    }
-
-    /// Resolve every endpoint's address (those of other processes stay unreachable).
-    pub fn connect(&self, addresses: &[Vec<u8>]) -> Result<()> {
-        let me = std::process::id();
-        let reg = registry();
-        let mut peers = Vec::with_capacity(addresses.len());
-        for (ep, a) in addresses.iter().enumerate() {
-            if a.is_empty() {
-                peers.push(None);
-                continue;
-            }
-            let mut r = Reader::new(a);
-            let (pid, id) = (r.u32()?, r.u64()?);
-            r.finish().map_err(|e| e.prefixed(format!("in-process address of endpoint {ep}")))?;
-            peers.push(if pid == me { reg.get(&id).cloned() } else { None });
-        }
-        *self.peers.write().unwrap_or_else(|p| p.into_inner()) = peers;
-        Ok(())
-    }
-
     /// Unregister: peers' sends and receives involving this endpoint fail from now on,
     /// and senders whose large messages are still queued here are released with an error.
-    pub fn close(&self) {
+    fn shut(&self) {
         registry().remove(&self.id);
         let mut q = self.inbox.lock();
         // Release: see Inbox::is_closed.
@@ -160,6 +134,51 @@ fn host_only(m: &MemRef) -> Result<()> {
 }
 
 impl Transport for InProcTransport {
+    fn name(&self) -> &'static str {
+        "inproc"
+    }
+
+    fn reaches(&self, me: &ProcInfo, peer: &ProcInfo) -> bool {
+        me.same_process(peer)
+    }
+
+    /// `[pid u32][id u64]`: enough for a peer of the same process to find this inbox.
+    fn address(&self) -> Vec<u8> {
+        let mut a = std::process::id().to_le_bytes().to_vec();
+        a.extend_from_slice(&self.id.to_le_bytes());
+        a
+    }
+
+    /// Find the inbox of every peer of this process in the registry.
+    fn connect(&self, n_eps: usize, peers: &[TransportPeer]) -> Result<()> {
+        let me = std::process::id();
+        let reg = registry();
+        let mut table = vec![None; n_eps];
+        for p in peers {
+            let mut r = Reader::new(&p.addr);
+            let (pid, id) = (r.u32()?, r.u64()?);
+            r.finish().map_err(|e| e.prefixed(format!("in-process address of endpoint {}", p.ep)))?;
+            let inbox = reg.get(&id).filter(|_| pid == me).cloned().ok_or_else(|| {
+                Error::not_found(format!("endpoint {} (pid {pid}, inbox {id}) is not in this process", p.ep))
+            })?;
+            if let Some(slot) = table.get_mut(p.ep) {
+                *slot = Some(inbox);
+            }
+        }
+        *self.peers.write().unwrap_or_else(|p| p.into_inner()) = table;
+        Ok(())
+    }
+
+    fn failed(&self, _ep: usize) -> Option<Error> {
+        // Threads of one process do not die apart: a context that goes away
+        // closes its inbox, which receives from it see (`try_recv`).
+        None
+    }
+
+    fn close(&self) {
+        self.shut();
+    }
+
     fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
         host_only(&data)?;
         let inbox = self.peer(dst_ep)?;
@@ -239,10 +258,6 @@ impl Transport for InProcTransport {
     fn progress(&self) -> Result<()> {
         Ok(())
     }
-
-    fn reaches(&self, ep: usize) -> bool {
-        self.peer(ep).is_ok()
-    }
 }
 
 /// An eager send: complete as soon as it is posted.
@@ -312,9 +327,14 @@ mod tests {
 
     fn pair() -> (InProcTransport, InProcTransport) {
         let (a, b) = (InProcTransport::new(), InProcTransport::new());
-        let addrs = vec![a.address(), b.address()];
-        a.connect(&addrs).unwrap();
-        b.connect(&addrs).unwrap();
+        let me = ProcInfo::local();
+        let peers: Vec<TransportPeer> = [a.address(), b.address()]
+            .into_iter()
+            .enumerate()
+            .map(|(ep, addr)| TransportPeer { ep, proc: me.clone(), addr })
+            .collect();
+        a.connect(2, &peers).unwrap();
+        b.connect(2, &peers).unwrap();
         (a, b)
     }
 

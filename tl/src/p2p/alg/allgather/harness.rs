@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use ferrocoll_core::backend::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
 use ferrocoll_core::engine::TaskDiag;
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
 use crate::p2p::team::TeamShared;
-use crate::p2p::transport::InProcTransport;
+use crate::p2p::transport::{InProcTransport, Router};
 use crate::p2p::{Comm, P2pConfig};
 
 /// Host memory on the heap; copies only.
@@ -76,10 +76,12 @@ where
     Fut: Future<Output = Result<()>>,
 {
     let size = bufs.len();
-    let transports: Vec<Arc<InProcTransport>> = (0..size).map(|_| Arc::new(InProcTransport::new())).collect();
-    let addrs: Vec<Vec<u8>> = transports.iter().map(|t| t.address()).collect();
-    for t in &transports {
-        t.connect(&addrs).expect("connect");
+    let routers: Vec<Arc<Router>> =
+        (0..size).map(|_| Arc::new(Router::new(vec![Box::new(InProcTransport::new())]))).collect();
+    let me = ProcInfo::local();
+    let addrs: Vec<(ProcInfo, Vec<u8>)> = routers.iter().map(|t| (me.clone(), t.address())).collect();
+    for t in &routers {
+        t.connect(&me, &addrs).expect("connect");
     }
     // Relaxed: ids only need to be unique.
     let id = NEXT_TEAM.fetch_add(1, Ordering::Relaxed);
@@ -87,7 +89,7 @@ where
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = bufs
             .into_iter()
-            .zip(&transports)
+            .zip(&routers)
             .enumerate()
             .map(|(rank, (mut buf, t))| {
                 let shared = Arc::new(TeamShared {
@@ -109,7 +111,7 @@ where
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
     });
-    for t in &transports {
+    for t in &routers {
         t.close();
     }
     results
