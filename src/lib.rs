@@ -40,8 +40,8 @@ use std::ops::Deref;
 pub use ferrocoll_core::{
     ActiveSet, BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollInit, CollType, CollTypeSet, Complex32,
     Complex64, Components, Context, ContextParams, ContextType, CountInt, DataType, Element, EpMap, Error, Float8E4M3,
-    Float8E5M2, LibParams, LocValue, MemRef, MemType, Oob, OobRequest, ReduceOp, Request, Result, Status, Team,
-    TeamParams, ThreadMode, ThreadOob, ValueIndex,
+    Float8E5M2, LibParams, LocValue, MemRef, MemType, Oob, OobRequest, ProcInfo, ReduceOp, Request, Result, Status,
+    TcpOob, TcpOobParams, Team, TeamParams, ThreadMode, ThreadOob, ValueIndex,
 };
 pub use ferrocoll_core::{Coll, Config};
 

@@ -40,6 +40,6 @@ pub use error::{Error, Result, Status};
 pub use object::{
     Components, Context, ContextParams, ContextType, EpMap, Lib, LibParams, Request, Team, TeamParams, ThreadMode,
 };
-pub use oob::{Oob, OobRequest, ThreadOob};
+pub use oob::{Oob, OobRequest, TcpOob, TcpOobParams, ThreadOob};
 pub use topo::ProcInfo;
 pub use types::{CollType, CollTypeSet, DataType, MemType, ReduceOp};

@@ -6,11 +6,13 @@
 //! [`ThreadOob`] for ranks that are threads of one process. Users with their
 //! own bootstrap (MPI, a torch store) implement [`Oob`] over their allgather.
 
+mod tcp;
 mod thread;
 
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+pub use tcp::{TcpOob, TcpOobParams};
 pub use thread::ThreadOob;
 
 use crate::engine::Backoff;

@@ -9,6 +9,8 @@ use ferrocoll_core::{Error, Result};
 
 use super::P2pConfig;
 use super::team::{P2pTeam, TeamShared};
+use super::transport::shm::ShmTransport;
+use super::transport::tcp::TcpTransport;
 use super::transport::{InProcTransport, Router, Transport};
 
 pub(crate) struct P2pContext {
@@ -20,7 +22,22 @@ pub(crate) struct P2pContext {
 
 impl P2pContext {
     pub(crate) fn new(params: &TlContextParams<'_>, score: Score) -> Result<P2pContext> {
-        let transports: Vec<Box<dyn Transport>> = vec![Box::new(InProcTransport::new())];
+        let mut transports: Vec<Box<dyn Transport>> = vec![Box::new(InProcTransport::new())];
+        let (job, ep, n) = (params.job, params.ep, params.n_eps);
+        // Transports that cannot work here (no /dev/shm, no network) are left out, saying why.
+        let optional: [(&str, Result<Box<dyn Transport>>); 2] = [
+            ("shm", ShmTransport::new(job, ep, n, params.config).map(|t| Box::new(t) as Box<dyn Transport>)),
+            ("tcp", TcpTransport::new(job, ep, n, params.config).map(|t| Box::new(t) as Box<dyn Transport>)),
+        ];
+        for (name, t) in optional {
+            match t {
+                Ok(t) => transports.push(t),
+                Err(e) if e.status() == ferrocoll_core::Status::NotSupported => {
+                    ferrocoll_core::log_debug!("p2p: the {name} transport is off: {}", e.context());
+                }
+                Err(e) => return Err(e.prefixed(format!("p2p {name} transport"))),
+            }
+        }
         Ok(P2pContext { router: Arc::new(Router::new(transports)), mcs: params.mcs.clone(), score, ep: params.ep })
     }
 }

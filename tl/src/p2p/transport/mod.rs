@@ -16,6 +16,8 @@
 mod fxhash;
 mod inproc;
 mod router;
+pub mod shm;
+pub mod tcp;
 
 use std::task::Poll;
 
