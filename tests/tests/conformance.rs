@@ -29,10 +29,12 @@ fn algorithms(coll: CollType, size: usize) -> Vec<(&'static str, &'static str)> 
     out
 }
 
+/// Team parameters that make `tl/alg` the choice for `coll` (the self TL,
+/// which would win teams of one, is switched off unless it is the one pinned).
 fn pinned(tl: &str, coll: CollType, alg: &str) -> TeamParams {
     let mut p = TeamParams::default();
-    if tl == "p2p" {
-        p = p.set("TL_P2P_TUNE", format!("{coll}:@{alg}:inf")).set("TL_SELF_TUNE", "0");
+    if tl != "self" {
+        p = p.set(&format!("TL_{}_TUNE", tl.to_ascii_uppercase()), format!("{coll}:@{alg}:inf")).set("TL_SELF_TUNE", "0");
     }
     p
 }

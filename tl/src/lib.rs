@@ -4,12 +4,15 @@
 //! that the core engine asks for teams and tasks.
 //!
 //! - [`self_`]: teams of one rank.
+//! - [`shm`]: collectives through a shared segment, for teams on one host.
 //! - [`p2p`]: the generic point-to-point algorithms over pluggable transports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod p2p;
+mod proc_alive;
 pub mod self_;
+pub mod shm;
 
 use std::sync::Arc;
 
@@ -17,5 +20,5 @@ use ferrocoll_core::backend::TlComponent;
 
 /// Every transport layer, in priority order for equal scores.
 pub fn default_tls() -> Vec<Arc<dyn TlComponent>> {
-    vec![Arc::new(self_::SelfTl), Arc::new(p2p::P2pTl)]
+    vec![Arc::new(self_::SelfTl), Arc::new(shm::ShmTl), Arc::new(p2p::P2pTl)]
 }

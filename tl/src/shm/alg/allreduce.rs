@@ -1,0 +1,96 @@
+//! Allreduce and reduce through the segment.
+//!
+//! `onestep` (small messages): every rank publishes its input, then every
+//! rank reduces all inputs into its own result — one synchronisation,
+//! P-fold redundant arithmetic, which is what small messages want.
+//!
+//! `rsag` (large messages): reduce-scatter + allgather over slices. Each
+//! round, every rank publishes a chunk of its input (one half of its area);
+//! rank r reduces slice r of the chunk from all P inputs, reading them in
+//! place, into its results part; then every rank copies all the slices into
+//! its destination. Per rank and byte of the vector that is: copy in (read +
+//! write), reduce (P reads of 1/P, one write of 1/P), copy out (read +
+//! write). Chunks are half a rank's area (`UCC_TL_SHM_DATA_SIZE`), so the
+//! working set stays in cache while the next chunk is published.
+//!
+//! Every rank combines the inputs in rank order, so all ranks get identical bits.
+
+use std::sync::Arc;
+
+use ferrocoll_core::args::{CollInit, block_count, block_offset};
+use ferrocoll_core::{Error, MemRef, Result};
+
+use super::common::{piece_of, rounds, whole};
+use crate::shm::epoch::Flag;
+use crate::shm::team::ShmTeam;
+
+/// The input of a reduction on this rank (src, or dst in place).
+fn input(args: &CollInit) -> Result<MemRef> {
+    match (&args.src, &args.dst) {
+        (Some(s), _) => Ok(s.mem),
+        (None, Some(d)) => Ok(d.mem),
+        (None, None) => Err(Error::internal(format!("{} without buffers", args.coll))),
+    }
+}
+
+/// Where the result goes on this rank (`None`: a reduce's non-root).
+fn output(args: &CollInit) -> Option<MemRef> {
+    args.dst.as_ref().map(|d| d.mem)
+}
+
+/// Allreduce or reduce, one synchronisation per chunk: everyone (allreduce)
+/// or the root (reduce) reduces whole chunks.
+pub(crate) async fn onestep(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()> {
+    let input = input(&args)?;
+    let out = output(&args);
+    let es = args.elem_size();
+    let cap = whole(team.seg.layout().data, es);
+    let readers = if args.coll == ferrocoll_core::CollType::Reduce { vec![args.root] } else { team.all.clone() };
+    for k in 0..rounds(input.len(), cap) {
+        let e = team.begin().await?;
+        let chunk = piece_of(input, cap, k)?;
+        team.copy(team.seg.data(team.rank, e)?.range(0, chunk.len())?, chunk)?;
+        team.publish(Flag::Arrive, e)?;
+        if readers.contains(&team.rank) {
+            team.wait(Flag::Arrive, &team.all, e).await?;
+            let srcs = team.all.iter().map(|&r| team.seg.data(r, e)?.range(0, chunk.len())).collect::<Result<Vec<_>>>()?;
+            let dst = piece_of(out.ok_or_else(|| Error::internal("reader without dst"))?, cap, k)?;
+            team.reduce(&args, dst, &srcs, chunk.len() / es)?;
+        }
+        team.publish(Flag::Done, e)?;
+    }
+    Ok(())
+}
+
+/// Allreduce or reduce by reduce-scatter + (all)gather of slices.
+pub(crate) async fn rsag(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()> {
+    let input = input(&args)?;
+    let out = output(&args);
+    let es = args.elem_size();
+    let p = team.size;
+    let cap = whole(team.seg.layout().data, es);
+    let gathers = args.coll != ferrocoll_core::CollType::Reduce || team.rank == args.root;
+    for k in 0..rounds(input.len(), cap) {
+        let e = team.begin().await?;
+        let chunk = piece_of(input, cap, k)?;
+        let elems = chunk.len() / es;
+        team.copy(team.seg.data(team.rank, e)?.range(0, chunk.len())?, chunk)?;
+        team.publish(Flag::Arrive, e)?;
+        team.wait(Flag::Arrive, &team.all, e).await?;
+        // My slice of the chunk, from every rank's input, into my results part.
+        let (off, n) = (block_offset(elems, p, team.rank) * es, block_count(elems, p, team.rank) * es);
+        let srcs = team.all.iter().map(|&r| team.seg.data(r, e)?.range(off, n)).collect::<Result<Vec<_>>>()?;
+        team.reduce(&args, team.seg.results(team.rank, e)?.range(0, n)?, &srcs, n / es)?;
+        team.publish(Flag::Reduced, e)?;
+        if gathers {
+            team.wait(Flag::Reduced, &team.all, e).await?;
+            let dst = piece_of(out.ok_or_else(|| Error::internal("gathering rank without dst"))?, cap, k)?;
+            for r in 0..p {
+                let (o, l) = (block_offset(elems, p, r) * es, block_count(elems, p, r) * es);
+                team.copy(dst.range(o, l)?, team.seg.results(r, e)?.range(0, l)?)?;
+            }
+        }
+        team.publish(Flag::Done, e)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! The epoch protocol: how ranks hand data to each other through the segment.
+//!
+//! Every step of a collective is an epoch `e`, the same on every rank. In it
+//! a rank (1) waits until everyone has finished epoch `e - 2`, which used the
+//! same half of its area ([`ShmTeam::begin`]); (2) writes its half and
+//! publishes `arrive = e`; (3) waits for the `arrive` (or `reduced`) of the
+//! ranks it reads; (4) reads; (5) publishes `done = e`. Each counter is
+//! written by its rank only, with Release after the data it covers, and read
+//! by the others with Acquire before they read that data.
+
+use std::sync::atomic::Ordering;
+use std::task::Poll;
+
+use ferrocoll_core::{Error, Result};
+
+use super::segment::Ctrl;
+use super::team::ShmTeam;
+use crate::proc_alive::process_is_dead;
+
+/// Fruitless polls between two liveness checks of the rank waited for.
+const LIVENESS_EVERY: u32 = 4096;
+
+/// Which counter of the control lines to wait on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Flag {
+    Arrive,
+    Reduced,
+    Done,
+}
+
+fn load(c: &Ctrl, f: Flag) -> u64 {
+    // Acquire: pairs with the Release of the rank that published the counter,
+    // so its data (or its having stopped reading ours) is visible after this.
+    match f {
+        Flag::Arrive => c.arrive.load(Ordering::Acquire),
+        Flag::Reduced => c.reduced.load(Ordering::Acquire),
+        Flag::Done => c.done.load(Ordering::Acquire),
+    }
+}
+
+impl ShmTeam {
+    /// Wait until `flag` of every rank in `ranks` is at least `epoch`.
+    pub(crate) async fn wait(&self, flag: Flag, ranks: &[usize], epoch: u64) -> Result<()> {
+        let mut next = 0;
+        let mut polls = 0u32;
+        std::future::poll_fn(|_| {
+            while let Some(&r) = ranks.get(next) {
+                let ctrl = match self.seg.ctrl(r) {
+                    Ok(c) => c,
+                    Err(e) => return Poll::Ready(Err(e)),
+                };
+                if load(ctrl, flag) >= epoch {
+                    next += 1;
+                    polls = 0;
+                    continue;
+                }
+                self.diag_waiting(r);
+                polls += 1;
+                if polls.is_multiple_of(LIVENESS_EVERY) {
+                    if let Err(e) = self.check_alive(r, ctrl) {
+                        return Poll::Ready(Err(e));
+                    }
+                }
+                return Poll::Pending;
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+
+    fn check_alive(&self, r: usize, ctrl: &Ctrl) -> Result<()> {
+        // Acquire: the peer's Release when it left.
+        if ctrl.left.load(Ordering::Acquire) != 0 {
+            return Err(Error::io(format!("shm team rank {r} left the team (its team or context was destroyed)")));
+        }
+        let pid = ctrl.pid.load(Ordering::Relaxed) as u32;
+        if pid != 0 && pid != std::process::id() && process_is_dead(pid) {
+            return Err(Error::io(format!("shm team rank {r} (pid {pid}) died")));
+        }
+        Ok(())
+    }
+
+    /// Start the next epoch: wait until every rank has finished reading the
+    /// epoch two before (the last user of the half this one writes).
+    pub(crate) async fn begin(&self) -> Result<u64> {
+        let e = self.next_epoch();
+        if e > 2 {
+            self.wait(Flag::Done, &self.all, e - 2).await?;
+        }
+        Ok(e)
+    }
+
+    /// Publish this rank's data (or results) of epoch `e`.
+    pub(crate) fn publish(&self, flag: Flag, e: u64) -> Result<()> {
+        let c = self.seg.ctrl(self.rank)?;
+        // Release: everything this rank wrote for epoch e is visible to a
+        // reader that Acquire-loads the counter (see `load`).
+        match flag {
+            Flag::Arrive => c.arrive.store(e, Ordering::Release),
+            Flag::Reduced => c.reduced.store(e, Ordering::Release),
+            Flag::Done => c.done.store(e, Ordering::Release),
+        }
+        Ok(())
+    }
+
+    /// Publish a small value with the next `arrive` (a v-variant's size).
+    pub(crate) fn set_meta(&self, i: usize, v: u64) -> Result<()> {
+        let c = self.seg.ctrl(self.rank)?;
+        let slot = c.meta.get(i).ok_or_else(|| Error::internal(format!("meta slot {i}")))?;
+        // Relaxed: published by the Release of the following `arrive`.
+        slot.store(v, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Rank `r`'s meta value `i` (after waiting for its `arrive`).
+    pub(crate) fn meta(&self, r: usize, i: usize) -> Result<u64> {
+        let c = self.seg.ctrl(r)?;
+        let slot = c.meta.get(i).ok_or_else(|| Error::internal(format!("meta slot {i}")))?;
+        // Relaxed: ordered by the Acquire of that rank's `arrive` we waited for.
+        Ok(slot.load(Ordering::Relaxed))
+    }
+}

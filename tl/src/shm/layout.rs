@@ -1,0 +1,105 @@
+//! Where everything lies in a team's shared segment. Pure arithmetic, so
+//! every rank computes the same offsets from the same parameters.
+//!
+//! ```text
+//! [header: 1 line]
+//! [control line of rank 0] … [control line of rank P-1]      one LINE each
+//! [rank 0: half 0 (data H, results R) | half 1 (data H, results R)]
+//! …
+//! [rank P-1: …]
+//! ```
+//!
+//! A collective runs in *epochs*; epoch `e` uses half `e % 2` of every
+//! rank's area, so a rank may write epoch `e + 1` while slower ranks still
+//! read epoch `e`. The data part holds what a rank publishes (its input, or
+//! a chunk of it); the results part (`H / P`, rounded up) holds the slice it
+//! reduced for the others to copy.
+
+/// Bytes of a control line: two cache lines, so that the adjacent-line
+/// prefetcher does not make neighbouring ranks' flags share traffic.
+pub(crate) const LINE: usize = 128;
+
+/// Geometry of a team segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Team size.
+    pub ranks: usize,
+    /// Bytes of the data part of a half (H).
+    pub data: usize,
+    /// Bytes of the results part of a half (R = H/P rounded up to a line).
+    pub results: usize,
+}
+
+impl Layout {
+    /// The layout for `ranks` ranks with `data` bytes per half (rounded up
+    /// to a line, and to at least a line per rank, so that a P-th of a half
+    /// holds any element).
+    pub(crate) fn new(ranks: usize, data: usize) -> Layout {
+        let data = round_up(data.max(LINE * ranks.max(1)), LINE);
+        let results = round_up(data.div_ceil(ranks.max(1)), LINE);
+        Layout { ranks, data, results }
+    }
+
+    /// Bytes of one half.
+    pub(crate) fn half(&self) -> usize {
+        self.data + self.results
+    }
+
+    /// Offset of rank `r`'s control line.
+    pub(crate) fn ctrl(&self, r: usize) -> usize {
+        LINE + r * LINE
+    }
+
+    fn area(&self, r: usize) -> usize {
+        LINE + self.ranks * LINE + r * 2 * self.half()
+    }
+
+    /// Offset of rank `r`'s data part for epoch `epoch`.
+    pub(crate) fn data_at(&self, r: usize, epoch: u64) -> usize {
+        self.area(r) + (epoch % 2) as usize * self.half()
+    }
+
+    /// Offset of rank `r`'s results part for epoch `epoch`.
+    pub(crate) fn results_at(&self, r: usize, epoch: u64) -> usize {
+        self.data_at(r, epoch) + self.data
+    }
+
+    /// Total bytes of the segment.
+    pub(crate) fn total(&self) -> usize {
+        self.area(self.ranks)
+    }
+}
+
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_do_not_overlap() {
+        for ranks in 1..20 {
+            for data in [1, 100, 4096, 65536 + 3] {
+                let l = Layout::new(ranks, data);
+                assert!(l.data >= data && l.data % LINE == 0 && l.results * ranks >= l.data);
+                let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), LINE)).collect();
+                for r in 0..ranks {
+                    for e in 0..2 {
+                        spans.push((l.data_at(r, e), l.data));
+                        spans.push((l.results_at(r, e), l.results));
+                    }
+                }
+                spans.push((0, LINE));
+                spans.sort();
+                for w in spans.windows(2) {
+                    assert!(w[0].0 + w[0].1 <= w[1].0, "{ranks} ranks, {data} B: {w:?}");
+                }
+                let last = spans.last().unwrap();
+                assert_eq!(last.0 + last.1, l.total());
+                assert!(l.data_at(0, 2) == l.data_at(0, 0) && l.data_at(0, 1) != l.data_at(0, 0));
+            }
+        }
+    }
+}

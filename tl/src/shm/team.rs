@@ -1,0 +1,241 @@
+//! The shm TL's team: the mapped segment, the per-rank epoch counter, and
+//! the serialisation of its collectives.
+//!
+//! A rank runs its shm collectives one after another, in post order (each
+//! post takes a ticket; a task runs when its ticket's turn comes), so that
+//! every rank walks through the same epochs in the same order. A collective
+//! that fails or is cancelled halfway leaves the ranks at different epochs:
+//! the team is then broken, and its later collectives fail at once, saying so.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use ferrocoll_core::args::CollInit;
+use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
+use ferrocoll_core::engine::{BoxFuture, TaskDiag, TaskFuture};
+use ferrocoll_core::score::{AlgId, ScoreEntry};
+use ferrocoll_core::{CollTypeSet, Error, MemRef, MemType, ReduceOp, Result};
+
+use super::alg;
+use super::layout::Layout;
+use super::segment::Segment;
+use super::{SCORE, ShmConfig};
+
+/// Runs one collective on a team.
+pub(crate) type RunFn = fn(Arc<ShmTeam>, Arc<CollInit>) -> BoxFuture<'static, Result<()>>;
+
+/// One rank's view of a shm team.
+pub(crate) struct ShmTeam {
+    pub(crate) seg: Segment,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    /// 0..size, for waiting on every rank.
+    pub(crate) all: Vec<usize>,
+    pub(crate) mcs: McSet,
+    pub(crate) config: ShmConfig,
+    tickets: AtomicU64,
+    turn: AtomicU64,
+    epoch: AtomicU64,
+    broken: AtomicBool,
+    /// The running task's diagnostics (what it waits for).
+    diag: Mutex<Arc<TaskDiag>>,
+}
+
+impl ShmTeam {
+    /// Create (rank 0) or attach to (others) the team's segment; completes
+    /// once every member has mapped it.
+    pub(crate) async fn create(
+        name: std::ffi::CString,
+        rank: usize,
+        size: usize,
+        mcs: McSet,
+        config: ShmConfig,
+    ) -> Result<Arc<dyn TlTeam>> {
+        let mut seg = if rank == 0 {
+            Segment::create(name, Layout::new(size, config.data_size))?
+        } else {
+            let mut tries = 0u64;
+            std::future::poll_fn(|_| {
+                tries += 1;
+                match Segment::open(&name, size) {
+                    Ok(Some(s)) => Poll::Ready(Ok(s)),
+                    Ok(None) => Poll::Pending,
+                    Err(e) => Poll::Ready(Err(e)),
+                }
+            })
+            .await?
+        };
+        let me = seg.ctrl(rank)?;
+        // Relaxed: read only by liveness checks, which tolerate a late view.
+        me.pid.store(u64::from(std::process::id()), Ordering::Relaxed);
+        if rank == 0 {
+            std::future::poll_fn(|_| if seg.attached() + 1 >= size { Poll::Ready(()) } else { Poll::Pending }).await;
+            seg.unlink();
+        }
+        Ok(Arc::new(ShmTeamHandle(Arc::new(ShmTeam {
+            seg,
+            rank,
+            size,
+            all: (0..size).collect(),
+            mcs,
+            config,
+            tickets: AtomicU64::new(0),
+            turn: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            broken: AtomicBool::new(false),
+            diag: Mutex::new(Arc::new(TaskDiag::default())),
+        }))))
+    }
+
+    /// The next epoch of this rank (collectives are serialised, see the module docs).
+    pub(crate) fn next_epoch(&self) -> u64 {
+        // Relaxed: only the one running task of this rank touches the counter.
+        self.epoch.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub(crate) fn diag_waiting(&self, r: usize) {
+        self.diag.lock().unwrap_or_else(|p| p.into_inner()).waiting_for(r, 0);
+    }
+
+    /// Copy through the host memory component.
+    pub(crate) fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        if dst.len() != src.len() {
+            return Err(Error::internal(format!("shm copy of {} bytes into {}", src.len(), dst.len())));
+        }
+        if dst.is_empty() || dst == src {
+            return Ok(());
+        }
+        self.mcs.get(MemType::Host)?.copy(dst, src)
+    }
+
+    /// `dst = op(srcs...)` over `count` elements, in the order given.
+    pub(crate) fn reduce(&self, args: &CollInit, dst: MemRef, srcs: &[MemRef], count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let spec = ferrocoll_core::backend::ReduceSpec {
+            dtype: args.dtype,
+            op: args.op,
+            count,
+            avg_divisor: (args.op == ReduceOp::Avg).then_some(args.size),
+        };
+        self.mcs.get(MemType::Host)?.reduce(dst, srcs, &spec)
+    }
+}
+
+impl Drop for ShmTeam {
+    fn drop(&mut self) {
+        if let Ok(c) = self.seg.ctrl(self.rank) {
+            // Release: peers that see `left` stop waiting for us.
+            c.left.store(1, Ordering::Release);
+        }
+    }
+}
+
+/// The `TlTeam` the engine holds.
+struct ShmTeamHandle(Arc<ShmTeam>);
+
+impl TlTeam for ShmTeamHandle {
+    fn colls(&self) -> CollTypeSet {
+        alg::infos().iter().map(|a| a.coll).collect()
+    }
+
+    fn mem_types(&self) -> &[MemType] {
+        &[MemType::Host]
+    }
+
+    fn default_scores(&self) -> Vec<ScoreEntry> {
+        alg::defaults(&self.0.config)
+            .into_iter()
+            .map(|(coll, range, alg)| ScoreEntry { coll, mem: MemType::Host, range, score: SCORE, alg })
+            .collect()
+    }
+
+    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+        let run = alg::find(init.coll, alg)
+            .ok_or_else(|| Error::not_supported(format!("shm has no {} algorithm {alg}", init.coll)))?;
+        if init.mem_type != MemType::Host {
+            return Err(Error::not_supported(format!("shm handles host memory only, not {}", init.mem_type)));
+        }
+        if init.active_set.is_some() {
+            return Err(Error::not_supported("shm does not run active-set collectives"));
+        }
+        Ok(Box::new(ShmTask { team: self.0.clone(), init: init.clone(), run }))
+    }
+}
+
+struct ShmTask {
+    team: Arc<ShmTeam>,
+    init: Arc<CollInit>,
+    run: RunFn,
+}
+
+impl CollTask for ShmTask {
+    fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
+        // Relaxed: tickets are taken in post order by this rank's posting thread(s).
+        let ticket = self.team.tickets.fetch_add(1, Ordering::Relaxed);
+        let (team, init, run, diag) = (self.team.clone(), self.init.clone(), self.run, post.diag.clone());
+        let waiting = Waiting { team: team.clone(), armed: true };
+        Ok(Box::pin(async move {
+            let mut turn = Turn::take(waiting, ticket, diag).await?;
+            let result = run(team.clone(), init).await;
+            turn.ok = result.is_ok();
+            result
+        }))
+    }
+}
+
+/// This rank's turn to run a collective on the team; the next one's on drop.
+struct Turn {
+    team: Arc<ShmTeam>,
+    ticket: u64,
+    ok: bool,
+}
+
+/// A task that has its ticket but not its turn yet: dropped then (the
+/// collective cancelled before it started), the team is broken, since the
+/// other ranks will run that collective.
+struct Waiting {
+    team: Arc<ShmTeam>,
+    armed: bool,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.armed {
+            // Release: later tasks that see `broken` fail instead of waiting for this turn.
+            self.team.broken.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Turn {
+    async fn take(mut waiting: Waiting, ticket: u64, diag: Arc<TaskDiag>) -> Result<Turn> {
+        let team = waiting.team.clone();
+        std::future::poll_fn(|_| {
+            // Acquire: see the Release in drop.
+            if team.broken.load(Ordering::Acquire) {
+                return Poll::Ready(Err(Error::io(
+                    "the shm team is broken: an earlier collective on it failed or was cancelled halfway",
+                )));
+            }
+            if team.turn.load(Ordering::Acquire) == ticket { Poll::Ready(Ok(())) } else { Poll::Pending }
+        })
+        .await?;
+        waiting.armed = false;
+        *team.diag.lock().unwrap_or_else(|p| p.into_inner()) = diag;
+        Ok(Turn { team, ticket, ok: false })
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if !self.ok {
+            // Release: later tasks that see `broken` fail instead of running.
+            self.team.broken.store(true, Ordering::Release);
+        }
+        // Release: the next task starts after this one's last step.
+        self.team.turn.store(self.ticket + 1, Ordering::Release);
+    }
+}
