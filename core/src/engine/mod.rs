@@ -9,4 +9,4 @@ mod task;
 
 pub use backoff::Backoff;
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
-pub use task::{ProgressQueue, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};
+pub use task::{ProgressQueue, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

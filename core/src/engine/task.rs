@@ -54,6 +54,26 @@ impl TaskDiag {
     }
 }
 
+/// What a task is, for messages: "allreduce seq 17 on team 0x… (rank 2 of 4)
+/// via p2p/knomial". Kept as parts and formatted only when a message needs it.
+#[derive(Clone, Debug)]
+pub struct TaskDesc {
+    /// Collective name.
+    pub coll: &'static str,
+    /// Sequence number in the team.
+    pub seq: u64,
+    /// "team 0x… (rank r of n)".
+    pub team: Arc<str>,
+    /// "tl/algorithm".
+    pub via: Arc<str>,
+}
+
+impl std::fmt::Display for TaskDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} seq {} on {} via {}", self.coll, self.seq, self.team, self.via)
+    }
+}
+
 /// Settings the queue applies to every task it polls.
 #[derive(Clone, Copy, Debug)]
 pub struct WatchdogConfig {
@@ -69,8 +89,7 @@ enum SlotState {
 /// One posted collective in the progress queue.
 pub struct TaskSlot {
     state: Mutex<SlotState>,
-    /// "allreduce seq 17 on team 0x… (rank 2 of 4) via p2p/knomial"
-    desc: String,
+    desc: TaskDesc,
     diag: Arc<TaskDiag>,
     timeout: Option<Duration>,
     on_complete: Option<CompletionCallback>,
@@ -85,7 +104,7 @@ impl TaskSlot {
     /// A running task; `on_complete` is called once with its final status.
     pub fn new(
         fut: TaskFuture,
-        desc: String,
+        desc: TaskDesc,
         diag: Arc<TaskDiag>,
         timeout: Option<Duration>,
         on_complete: Option<CompletionCallback>,
@@ -102,7 +121,7 @@ impl TaskSlot {
     }
 
     /// A task that finished before it was queued (its first poll completed it).
-    pub fn finished(result: Result<()>, desc: String) -> Arc<TaskSlot> {
+    pub fn finished(result: Result<()>, desc: TaskDesc) -> Arc<TaskSlot> {
         Arc::new(TaskSlot {
             state: Mutex::new(SlotState::Done(result.err())),
             desc,
@@ -113,7 +132,7 @@ impl TaskSlot {
     }
 
     /// Description used in messages.
-    pub fn desc(&self) -> &str {
+    pub fn desc(&self) -> &TaskDesc {
         &self.desc
     }
 
@@ -241,7 +260,7 @@ impl ProgressQueue {
     }
 
     /// Cancel every task (context destruction).
-    pub fn cancel_all(&self, reason: &dyn Fn(&str) -> Error) {
+    pub fn cancel_all(&self, reason: &dyn Fn(&TaskDesc) -> Error) {
         let tasks = std::mem::take(&mut *self.lock());
         for t in tasks {
             t.cancel(|| reason(t.desc()));
@@ -258,6 +277,10 @@ mod tests {
         WatchdogConfig { warn_after: None }
     }
 
+    fn desc(coll: &'static str) -> TaskDesc {
+        TaskDesc { coll, seq: 1, team: "team 0x1 (rank 0 of 2)".into(), via: "p2p/knomial".into() }
+    }
+
     #[test]
     fn queue_runs_tasks_to_completion() {
         let q = ProgressQueue::default();
@@ -266,7 +289,7 @@ mod tests {
                 yield_now().await;
                 Ok(())
             }),
-            "t".into(),
+            desc("t"),
             Arc::default(),
             None,
             None,
@@ -283,12 +306,11 @@ mod tests {
     fn deadline_gives_timed_out_with_diag() {
         let diag = Arc::new(TaskDiag::default());
         diag.waiting_for(3, 7);
-        let slot =
-            TaskSlot::new(Box::pin(std::future::pending()), "bcast seq 1".into(), diag, Some(Duration::ZERO), None);
+        let slot = TaskSlot::new(Box::pin(std::future::pending()), desc("bcast"), diag, Some(Duration::ZERO), None);
         assert!(slot.poll(&no_watchdog()));
         let e = slot.status().unwrap_err();
         assert_eq!(e.status(), Status::TimedOut);
-        assert!(e.context().contains("rank 3") && e.context().contains("bcast seq 1"), "{e}");
+        assert!(e.context().contains("rank 3") && e.context().contains("bcast seq 1 on team"), "{e}");
     }
 
     #[test]
@@ -307,7 +329,7 @@ mod tests {
                 std::future::pending::<()>().await;
                 Ok(())
             }),
-            "x".into(),
+            desc("x"),
             Arc::default(),
             None,
             None,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::team::{Team, TeamInner};
 use crate::args::{CollArgs, CollInit};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{Backoff, TaskDiag, TaskSlot};
+use crate::engine::{Backoff, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -26,7 +26,9 @@ pub struct Request<'a> {
     init: Arc<CollInit>,
     /// `None` for zero-size collectives, which complete at post.
     task: Option<Box<dyn CollTask>>,
-    selected: String,
+    selected: Arc<str>,
+    /// "team 0x… (rank r of n)", made once for the messages of every post.
+    team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
@@ -111,7 +113,17 @@ fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: &str) {
 
 impl<'a> Request<'a> {
     fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: String) -> Self {
-        Request { team, init, task, selected, slot: None, finalized: false, _buffers: PhantomData }
+        let team_desc = team.describe().into();
+        Request {
+            team,
+            init,
+            task,
+            selected: selected.into(),
+            team_desc,
+            slot: None,
+            finalized: false,
+            _buffers: PhantomData,
+        }
     }
 
     /// Start the collective (`ucc_collective_post`). A persistent request
@@ -140,12 +152,13 @@ impl<'a> Request<'a> {
                 Ok(_) => {}
             }
         }
-        self.team.active()?;
+        self.team.check_usable()?;
         let seq = match &self.init.active_set {
             Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
             None => self.team.next_seq(),
         };
-        let desc = format!("{} seq {seq} on {} via {}", self.init.coll, self.team.describe(), self.selected);
+        let desc =
+            TaskDesc { coll: self.init.coll.name(), seq, team: self.team_desc.clone(), via: self.selected.clone() };
         let slot = match &self.task {
             None => {
                 if let Some(cb) = &self.init.cb {

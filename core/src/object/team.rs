@@ -125,6 +125,18 @@ impl TeamInner {
         }
     }
 
+    /// Whether collectives may still be posted (context and team alive); a
+    /// team that has a request was active when the request was made.
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        self.ctx.check_alive()?;
+        // Relaxed: see `active`.
+        if self.alive.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            Err(Error::invalid_param(format!("team {:#x} was destroyed", self.id)))
+        }
+    }
+
     pub(crate) fn next_seq(&self) -> u64 {
         // Relaxed: each post needs a distinct number; posts are ordered by the caller.
         self.seq.fetch_add(1, Ordering::Relaxed)
