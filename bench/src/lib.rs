@@ -1,7 +1,16 @@
 //! # ferrocoll-bench
 //!
-//! ferrocoll's tools: `ferrocoll-info` (components, algorithms,
-//! configuration and score maps, like `ucc_info`), with the perftest and the
-//! launcher to come.
+//! ferrocoll's tools:
+//! - `ferrocoll-run` ([`run`]): a single-host launcher (torchrun-style
+//!   variables, `[r] ` output prefixes, failure and signal handling);
+//! - `ferrocoll-perftest` ([`perftest`]): ucc_perftest's options and table,
+//!   over thread ranks, launched processes or an existing launcher;
+//! - `ferrocoll-info`: components, algorithms, configuration and score
+//!   maps, like `ucc_info`.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod perftest;
+pub mod run;
+mod say;
 pub mod threads;

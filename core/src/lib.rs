@@ -23,6 +23,7 @@ pub mod config;
 mod element;
 pub mod engine;
 pub mod error;
+pub mod hash;
 pub mod log;
 pub mod object;
 pub mod oob;

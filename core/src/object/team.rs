@@ -398,16 +398,10 @@ fn resolve_ep_map(map: &EpMap, n_eps: usize) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// FNV-1a over u64 words: a stable hash that every rank computes alike.
+/// A stable hash of u64 words that every rank computes alike.
 fn fnv1a(words: impl IntoIterator<Item = u64>) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
+    let bytes: Vec<u8> = words.into_iter().flat_map(u64::to_le_bytes).collect();
+    crate::hash::fnv1a(&[&bytes])
 }
 
 #[cfg(test)]

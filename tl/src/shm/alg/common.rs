@@ -16,7 +16,10 @@ pub(crate) fn piece(total: usize, cap: usize, k: usize) -> (usize, usize) {
 
 /// `cap` rounded down to whole elements (at least one element).
 pub(crate) fn whole(cap: usize, es: usize) -> usize {
-    if es == 0 { cap } else { (cap / es).max(1) * es }
+    match cap.checked_div(es) {
+        Some(n) => n.max(1) * es,
+        None => cap,
+    }
 }
 
 /// Round `k`'s piece of `buf`, `cap` bytes a round.

@@ -1,0 +1,197 @@
+//! The measurement, run by every rank: per size, a barrier, `w` warm-ups
+//! and `n` timed iterations (each one timed on its own from init to
+//! completion, with an untimed barrier after it, as ucc_perftest does), then
+//! an allgather of every rank's mean time over ferrocoll itself.
+
+use std::time::Instant;
+
+use ferrocoll::{Coll, CollType, Error, Request, Result, Team};
+
+use super::buffers::SizeBuffers;
+use super::check::{Shape, Verifier};
+use super::layout::{busbw_bytes, gbps, has_data, layout, printed_count};
+use super::options::Options;
+use super::pattern::Inputs;
+use super::report::Row;
+use super::units::sweep;
+
+/// From this many bytes per buffer on, ucc_perftest's "large" iteration counts apply.
+pub const LARGE: usize = 64 * 1024;
+
+/// The block counts of the sweep (one for collectives without data).
+pub fn counts(o: &Options) -> Vec<u64> {
+    if has_data(o.coll) { sweep(o.min, o.max, o.factor) } else { vec![0] }
+}
+
+/// (iterations, warm-ups) for buffers of `bytes`.
+fn iterations(o: &Options, bytes: usize) -> (usize, usize) {
+    let large = bytes >= LARGE;
+    (o.iters.unwrap_or(if large { 200 } else { 1000 }), o.warmups.unwrap_or(if large { 20 } else { 100 }))
+}
+
+/// How the sweep ended on this rank.
+#[derive(Debug, Default)]
+pub struct SweepEnd {
+    /// Rows (complete on rank 0).
+    pub rows: Vec<Row>,
+    /// Whether some rank found a wrong result (the sweep stops at that size).
+    pub check_failed: bool,
+}
+
+fn barrier(team: &Team) -> Result<()> {
+    Coll::barrier().run(team)
+}
+
+fn usize_of(v: u64, what: &str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| Error::invalid_param(format!("{what} {v} does not fit this machine's usize")))
+}
+
+/// What rank 0 is told during the sweep.
+pub trait Observer {
+    /// Size `index` (0-based), whose source holds `bytes` bytes per rank, starts.
+    fn start(&mut self, index: usize, bytes: u64);
+    /// Size `index` is done.
+    fn row(&mut self, index: usize, row: &Row);
+}
+
+/// Run the sweep on `team`; `observer` hears from rank 0 only.
+pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Result<SweepEnd> {
+    let (p, rank) = (team.size(), team.rank());
+    if o.coll.is_rooted() && o.root >= p {
+        return Err(Error::invalid_param(format!("-r {}: the root is outside the team of {p} ranks", o.root)));
+    }
+    let inputs = Inputs { dtype: o.dtype, op: o.coll.is_reduction().then_some(o.op) };
+    let es = inputs.elem_size() as u64;
+    let mut end = SweepEnd::default();
+    for (index, &c64) in counts(o).iter().enumerate() {
+        let c = usize_of(c64, "count")?;
+        c.checked_mul(p)
+            .and_then(|n| n.checked_mul(es as usize))
+            .ok_or_else(|| Error::invalid_param(format!("count {c} × {p} ranks × {es} bytes overflows")))?;
+        let count = printed_count(o.coll, c64, p as u64);
+        if rank == 0 {
+            observer.start(index, count.unwrap_or(0) * es);
+        }
+        let shape = Shape { coll: o.coll, c, p, rank, root: o.root, in_place: o.in_place };
+        let lay = layout(o.coll, c, p, rank, o.root, o.in_place);
+        let mut bufs = SizeBuffers::new(&shape, lay, inputs, o.check).map_err(|e| e.prefixed(format!("count {c}")))?;
+        let mut verifier = o.check.then(|| Verifier::new(&shape, inputs));
+        let (iters, warmups) = iterations(o, bufs.max_bytes());
+        let timed = run_size(team, o, &shape, &mut bufs, verifier.as_mut(), iters, warmups)?;
+        // Every rank's (mean µs, wrong) reaches every rank, over ferrocoll.
+        let mine = [timed.mean_us, if timed.wrong { 1.0 } else { 0.0 }];
+        let mut all = vec![0.0f64; 2 * p];
+        Coll::allgather(&mine, &mut all).run(team).map_err(|e| e.prefixed("gathering the timings"))?;
+        let means: Vec<f64> = all.chunks_exact(2).map(|m| m[0]).collect();
+        let any_wrong = all.chunks_exact(2).any(|m| m[1] != 0.0);
+        let avg = means.iter().sum::<f64>() / p as f64;
+        let min = means.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = means.iter().copied().fold(0.0, f64::max);
+        let bw = busbw_bytes(o.coll, c64, es, p as u64).map(|b| [gbps(b, avg), gbps(b, min), gbps(b, max)]);
+        let row = Row {
+            block_count: c64,
+            count,
+            bytes: count.map(|n| n * es),
+            iters,
+            warmups,
+            time_avg: avg,
+            time_min: min,
+            time_max: max,
+            busbw: bw,
+            algorithm: timed.selected,
+            checked: o.check,
+        };
+        if rank == 0 {
+            observer.row(index, &row);
+        }
+        end.rows.push(row);
+        if any_wrong {
+            end.check_failed = true;
+            break;
+        }
+    }
+    Ok(end)
+}
+
+/// What one size measured on this rank.
+struct Timed {
+    mean_us: f64,
+    selected: String,
+    wrong: bool,
+}
+
+fn run_size(
+    team: &Team,
+    o: &Options,
+    shape: &Shape,
+    bufs: &mut SizeBuffers,
+    mut verifier: Option<&mut Verifier>,
+    iters: usize,
+    warmups: usize,
+) -> Result<Timed> {
+    bufs.prepare(o.coll, 0);
+    barrier(team)?;
+    let mut selected = String::new();
+    let mut total = 0.0f64;
+    let mut wrong = false;
+    let mut persistent: Option<Request<'static>> = None;
+    if o.persistent {
+        let args = bufs.args(shape, o.dtype, o.op, true);
+        // SAFETY: `args` points into `bufs`, which outlives the request
+        // (dropped at the end of this function, before `bufs` can move or
+        // be freed). Between posts the buffers are touched only after
+        // wait() returned, when the request no longer accesses them.
+        let req = unsafe { team.collective_init(&args)? };
+        selected = req.selected().to_string();
+        persistent = Some(req);
+    }
+    for i in 0..warmups + iters {
+        if verifier.is_some() && i > 0 {
+            bufs.prepare(o.coll, i);
+        }
+        let t0 = Instant::now();
+        match persistent.as_mut() {
+            Some(req) => {
+                req.post()?;
+                req.wait()?;
+            }
+            None => {
+                let args = bufs.args(shape, o.dtype, o.op, false);
+                // SAFETY: `args` points into `bufs`, which is neither moved,
+                // read nor written until this request is dropped at the end
+                // of the block, after wait() returned.
+                let mut req = unsafe { team.collective_init(&args)? };
+                req.post()?;
+                req.wait()?;
+                if selected.is_empty() {
+                    selected = req.selected().to_string();
+                }
+            }
+        }
+        let dt = t0.elapsed().as_secs_f64() * 1e6;
+        if i >= warmups {
+            total += dt;
+        }
+        if let Some(v) = verifier.as_deref_mut().filter(|_| !wrong) {
+            if let Err(m) = v.check(bufs.src.bytes(), bufs.dst.bytes()) {
+                wrong = true;
+                crate::errln!(
+                    "ferrocoll-perftest: rank {}: {} {} count {} iteration {i}: {m}",
+                    shape.rank,
+                    o.coll,
+                    o.dtype,
+                    shape.c
+                );
+            }
+        }
+        barrier(team)?;
+    }
+    drop(persistent);
+    let mean_us = if iters > 0 { total / iters as f64 } else { 0.0 };
+    Ok(Timed { mean_us, selected, wrong })
+}
+
+/// Whether `coll` has nothing to check (barrier and friends).
+pub fn nothing_to_check(coll: CollType) -> bool {
+    coll.is_synchronisation()
+}

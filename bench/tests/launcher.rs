@@ -1,0 +1,260 @@
+//! `ferrocoll-run` end to end, with small shell programs as ranks.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RUN: &str = env!("CARGO_BIN_EXE_ferrocoll-run");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(RUN).args(args).env_remove("FERROCOLL_HOST_ID").output().expect("start ferrocoll-run")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(String::from).collect();
+    v.sort();
+    v
+}
+
+/// Whether process `pid` still exists (and is not a zombie).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+/// A fresh scratch folder.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrocoll-run-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch folder");
+    d
+}
+
+/// The pids written into `dir` by the ranks (`echo $! > dir/...`).
+fn pids_in(dir: &Path) -> Vec<i32> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                .filter_map(|s| s.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn ranks_get_their_variables_and_prefixes() {
+    let o =
+        run(&["-n", "3", "--", "sh", "-c", "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $FERROCOLL_HOST_ID"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(sorted_lines(&stdout(&o)), vec!["[0] 0 3 0 3", "[1] 1 3 1 3", "[2] 2 3 2 3"]);
+}
+
+#[test]
+fn emulated_hosts_are_contiguous_blocks() {
+    let o = run(&[
+        "-n",
+        "5",
+        "--emulate-hosts",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $FERROCOLL_HOST_ID",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // host = rank·2/5: ranks 0-2 on host0, 3-4 on host1
+    assert_eq!(
+        sorted_lines(&stdout(&o)),
+        vec!["[0] 0 5 0 3 host0", "[1] 1 5 1 3 host0", "[2] 2 5 2 3 host0", "[3] 3 5 0 2 host1", "[4] 4 5 1 2 host1"]
+    );
+}
+
+#[test]
+fn the_job_shares_a_port_and_a_fresh_token() {
+    let job = || {
+        let o = run(&["-n", "2", "--", "sh", "-c", "echo $MASTER_ADDR $MASTER_PORT $FERROCOLL_JOB_TOKEN"]);
+        assert!(o.status.success());
+        let lines: Vec<String> = stdout(&o).lines().map(|l| l[4..].to_string()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], lines[1], "every rank sees the same store and token");
+        lines[0].clone()
+    };
+    let (a, b) = (job(), job());
+    assert!(a.starts_with("127.0.0.1 "), "{a}");
+    let token = |s: &str| s.split(' ').nth(2).unwrap_or_default().to_string();
+    assert_eq!(token(&a).len(), 32);
+    assert_ne!(token(&a), token(&b), "each job gets its own token");
+}
+
+#[test]
+fn stderr_is_prefixed_too_and_lines_never_mix() {
+    let o = run(&[
+        "-n",
+        "4",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 200 ]; do echo rank$RANK-line$i; echo err$RANK >&2; i=$((i+1)); done",
+    ]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 800);
+    for line in out.lines() {
+        let (prefix, rest) = line.split_once(' ').expect("a prefix");
+        assert_eq!(prefix, format!("[{}]", &rest[4..rest.find('-').unwrap()]), "{line}");
+    }
+    assert_eq!(stderr(&o).lines().filter(|l| l.starts_with("[2] err2")).count(), 200);
+}
+
+#[test]
+fn a_failing_rank_is_named_and_the_others_are_stopped() {
+    let start = Instant::now();
+    let o = run(&["-n", "3", "--grace", "1", "--", "sh", "-c", "if [ $RANK = 1 ]; then exit 3; fi; exec sleep 60"]);
+    let took = start.elapsed();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("rank 1 exited with status 3"), "{err}");
+    assert!(err.contains("rank 1 failed first"), "{err}");
+    assert!(err.contains("(stopped by ferrocoll-run)"), "{err}");
+    // The sleeping ranks were stopped after the grace, long before their 60 s.
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+#[test]
+fn the_others_may_finish_within_the_grace() {
+    let o = run(&[
+        "-n",
+        "2",
+        "--grace",
+        "10",
+        "--",
+        "sh",
+        "-c",
+        "if [ $RANK = 0 ]; then exit 4; fi; sleep 0.5; echo finished",
+    ]);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(stdout(&o).contains("[1] finished"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("stopping ranks"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_rank_killed_by_a_signal() {
+    let o = run(&["-n", "2", "--grace", "1", "--", "sh", "-c", "if [ $RANK = 1 ]; then kill -9 $$; fi; exec sleep 60"]);
+    let err = stderr(&o);
+    assert!(err.contains("rank 1 exited with signal 9 (SIGKILL)"), "{err}");
+    assert_eq!(o.status.code(), Some(128 + 9));
+}
+
+#[test]
+fn a_hanging_job_times_out() {
+    let start = Instant::now();
+    let o = run(&["-n", "2", "--timeout", "1", "--", "sleep", "60"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(124), "{err}");
+    assert!(err.contains("timeout: 1 s elapsed with ranks 0, 1 still running"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn sigint_is_forwarded_and_nothing_is_left() {
+    let dir = scratch("sigint");
+    let script = format!("sleep 60 & echo $! > {}/bg.$RANK; echo ready; wait", dir.display());
+    let mut child = Command::new(RUN)
+        .args(["-n", "2", "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ferrocoll-run");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    for _ in 0..2 {
+        let l = lines.next().expect("a ready line").expect("read");
+        assert!(l.ends_with("ready"), "{l}");
+    }
+    let rank_children = pids_in(&dir);
+    assert_eq!(rank_children.len(), 2);
+    // SAFETY: kill has no memory effects; the pid is our own child's.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "ferrocoll-run did not end after SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).expect("read");
+    assert!(err.contains("received SIGINT, forwarding it to 2 running ranks"), "{err}");
+    assert_eq!(status.code(), Some(128 + 2), "{err}");
+    for pid in rank_children {
+        assert!(!alive(pid), "the rank's child {pid} outlived the launcher");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn processes_left_behind_are_killed() {
+    let dir = scratch("leftover");
+    // One background child stays in the rank's group; the other escapes it with setsid.
+    let script = format!(
+        "sleep 60 & echo $! > {d}/group.$RANK; setsid sleep 60 & echo $! > {d}/setsid.$RANK; exit 0",
+        d = dir.display()
+    );
+    let o = run(&["-n", "2", "--", "sh", "-c", &script]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pids = pids_in(&dir);
+    assert_eq!(pids.len(), 4);
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} outlived the launcher");
+    }
+    assert!(stderr(&o).contains("processes the ranks left behind"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shared_memory_segments_in_use_are_removed() {
+    if !Path::new("/dev/shm").is_dir() {
+        eprintln!("skipped: no /dev/shm here");
+        return;
+    }
+    let tag = format!("ferrocoll-launchtest-{}", std::process::id());
+    let script = format!("exec 3>/dev/shm/{tag}-$RANK; sleep 1; exit 0");
+    let o = run(&["-n", "2", "--", "sh", "-c", &script]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for r in 0..2 {
+        let p = format!("/dev/shm/{tag}-{r}");
+        assert!(!Path::new(&p).exists(), "{p} was left");
+    }
+    assert!(stderr(&o).contains("removed shared-memory segments the job left"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_missing_program_and_bad_options() {
+    let o = run(&["-n", "2", "--", "/nonexistent/program"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(stderr(&o).contains("cannot start rank 0 (/nonexistent/program)"), "{}", stderr(&o));
+    for (args, names) in [
+        (&["true"][..], "-n"),
+        (&["-n", "two", "true"][..], "-n \"two\""),
+        (&["-n", "2", "--emulate-hosts", "3", "true"][..], "--emulate-hosts 3"),
+        (&["-n", "2", "--frobnicate", "true"][..], "--frobnicate"),
+        (&["-n", "2"][..], "program"),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(names), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("usage: ferrocoll-run"));
+    }
+}
