@@ -113,7 +113,7 @@ fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: &str) {
 
 impl<'a> Request<'a> {
     fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: String) -> Self {
-        let team_desc = team.describe().into();
+        let team_desc = team.desc.clone();
         Request {
             team,
             init,

@@ -98,6 +98,8 @@ pub(crate) struct TeamInner {
     pub(crate) rank: usize,
     pub(crate) size: usize,
     pub(crate) config: Config,
+    /// "team 0x… (rank r of n)", for messages.
+    pub(crate) desc: Arc<str>,
     state: Mutex<TeamState>,
     seq: AtomicU64,
     alive: AtomicBool,
@@ -142,8 +144,8 @@ impl TeamInner {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!("team {:#x} (rank {} of {})", self.id, self.rank, self.size)
+    pub(crate) fn describe(&self) -> &str {
+        &self.desc
     }
 }
 
@@ -192,6 +194,7 @@ impl Team {
                 id,
                 rank,
                 size: tl_params.size,
+                desc: format!("team {id:#x} (rank {rank} of {})", tl_params.size).into(),
                 config,
                 state: Mutex::new(state),
                 seq: AtomicU64::new(0),

@@ -54,8 +54,11 @@ impl ShmTeam {
                     polls = 0;
                     continue;
                 }
-                self.diag_waiting(r);
                 polls += 1;
+                // Diagnostics and liveness are for slow waits: look only now and then.
+                if polls % 64 == 1 {
+                    self.diag_waiting(r);
+                }
                 if polls.is_multiple_of(LIVENESS_EVERY) {
                     if let Err(e) = self.check_alive(r, ctrl) {
                         return Poll::Ready(Err(e));
