@@ -28,6 +28,14 @@ pub(crate) const CHUNK_BYTES: usize = 8192;
 #[repr(C, align(64))]
 struct Stage([u8; CHUNK_BYTES]);
 
+/// Accumulator bytes of a small reduction (a few hundred bytes): zeroing the
+/// full chunk buffer would cost more than the reduction itself.
+const SMALL_BYTES: usize = 256;
+
+/// The accumulator of a small reduction.
+#[repr(C, align(64))]
+struct SmallStage([u8; SMALL_BYTES]);
+
 /// One reduction, monomorphised for a datatype and an operation.
 ///
 /// Per chunk, the driver calls `load` with the first operand, `fold2` per
@@ -92,12 +100,24 @@ fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
             ops.dst.len()
         )));
     }
-    let mut acc_stage = Stage([0; CHUNK_BYTES]);
-    let acc_all: &mut [K::Acc] = bytemuck::try_cast_slice_mut(&mut acc_stage.0)
+    if ops.dst.len() / esz * asz <= SMALL_BYTES {
+        let mut acc = SmallStage([0; SMALL_BYTES]);
+        chunks(kernel, ops, &mut acc.0)
+    } else {
+        let mut acc = Stage([0; CHUNK_BYTES]);
+        chunks(kernel, ops, &mut acc.0)
+    }
+}
+
+/// The chunk loop, with `acc_bytes` (aligned for every type) as accumulator.
+#[inline(always)]
+fn chunks<K: Kernel>(kernel: &K, ops: Operands<'_>, acc_bytes: &mut [u8]) -> Result<()> {
+    let (esz, asz) = (size_of::<K::Elem>(), size_of::<K::Acc>());
+    let acc_all: &mut [K::Acc] = bytemuck::try_cast_slice_mut(acc_bytes)
         .map_err(|e| Error::internal(format!("accumulator staging for {asz}-byte elements: {e}")))?;
     // Two staging buffers, so that a pair of unaligned sources can be folded together.
     let (mut stage_a, mut stage_b) = (Staging::default(), Staging::default());
-    let step = CHUNK_BYTES / esz.max(asz) * esz;
+    let step = acc_all.len() * asz / esz.max(asz) * esz;
     let Operands { dst, first, rest } = ops;
     for (ci, dchunk) in dst.chunks_mut(step).enumerate() {
         let (off, len) = (ci * step, dchunk.len());

@@ -5,13 +5,15 @@
 //! P-fold redundant arithmetic, which is what small messages want.
 //!
 //! `rsag` (large messages): reduce-scatter + allgather over slices. Each
-//! round, every rank publishes a chunk of its input (one half of its area);
-//! rank r reduces slice r of the chunk from all P inputs, reading them in
-//! place, into its results part; then every rank copies all the slices into
-//! its destination. Per rank and byte of the vector that is: copy in (read +
-//! write), reduce (P reads of 1/P, one write of 1/P), copy out (read +
-//! write). Chunks are half a rank's area (`UCC_TL_SHM_DATA_SIZE`), so the
-//! working set stays in cache while the next chunk is published.
+//! round, every rank publishes the slices of a chunk of its input that the
+//! others reduce (slice r for rank r; a half of its area holds the chunk);
+//! rank r reduces slice r from all P inputs — the others' in the segment,
+//! its own straight from its buffer — into its results part; then every
+//! rank copies all the results into its destination. Per rank and byte of
+//! the vector that moves: copy in (P-1)/P (read + write), reduce (read 1,
+//! write 1/P), copy out 1 (read + write): 2(P-1)/P + 1 + 1/P + 2 bytes, 4.5
+//! for two ranks. Chunks are half a rank's area (`UCC_TL_SHM_DATA_SIZE`), so
+//! the working set stays in cache.
 //!
 //! Every rank combines the inputs in rank order, so all ranks get identical bits.
 
@@ -67,26 +69,36 @@ pub(crate) async fn rsag(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()> 
     let input = input(&args)?;
     let out = output(&args);
     let es = args.elem_size();
-    let p = team.size;
+    let (p, me) = (team.size, team.rank);
     let cap = whole(team.seg.layout().data, es);
-    let gathers = args.coll != ferrocoll_core::CollType::Reduce || team.rank == args.root;
+    let gathers = args.coll != ferrocoll_core::CollType::Reduce || me == args.root;
     for k in 0..rounds(input.len(), cap) {
         let e = team.begin().await?;
         let chunk = piece_of(input, cap, k)?;
         let elems = chunk.len() / es;
-        team.copy(team.seg.data(team.rank, e)?.range(0, chunk.len())?, chunk)?;
+        let slice = |r: usize| (block_offset(elems, p, r) * es, block_count(elems, p, r) * es);
+        // Publish the slices the others reduce; ours is read from the input directly.
+        let half = team.seg.data(me, e)?;
+        for r in (0..p).filter(|&r| r != me) {
+            let (o, l) = slice(r);
+            team.copy(half.range(o, l)?, chunk.range(o, l)?)?;
+        }
         team.publish(Flag::Arrive, e)?;
         team.wait(Flag::Arrive, &team.all, e).await?;
-        // My slice of the chunk, from every rank's input, into my results part.
-        let (off, n) = (block_offset(elems, p, team.rank) * es, block_count(elems, p, team.rank) * es);
-        let srcs = team.all.iter().map(|&r| team.seg.data(r, e)?.range(off, n)).collect::<Result<Vec<_>>>()?;
-        team.reduce(&args, team.seg.results(team.rank, e)?.range(0, n)?, &srcs, n / es)?;
+        // My slice of the chunk, from every rank's input in rank order, into my results part.
+        let (off, n) = slice(me);
+        let srcs = team
+            .all
+            .iter()
+            .map(|&r| if r == me { chunk.range(off, n) } else { team.seg.data(r, e)?.range(off, n) })
+            .collect::<Result<Vec<_>>>()?;
+        team.reduce(&args, team.seg.results(me, e)?.range(0, n)?, &srcs, n / es)?;
         team.publish(Flag::Reduced, e)?;
         if gathers {
             team.wait(Flag::Reduced, &team.all, e).await?;
             let dst = piece_of(out.ok_or_else(|| Error::internal("gathering rank without dst"))?, cap, k)?;
             for r in 0..p {
-                let (o, l) = (block_offset(elems, p, r) * es, block_count(elems, p, r) * es);
+                let (o, l) = slice(r);
                 team.copy(dst.range(o, l)?, team.seg.results(r, e)?.range(0, l)?)?;
             }
         }
