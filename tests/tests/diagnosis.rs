@@ -24,6 +24,7 @@ fn coll_trace_and_watchdog() {
     // 1. The trace names the selection of every collective on rank 0.
     let mut c = Config::new();
     c.set("COLL_TRACE", "info");
+    c.set("TLS", "p2p,self");
     c.set("TL_P2P_TUNE", "allreduce:0-1k:@ring");
     world::run(3, &c, |team, _| {
         let src = vec![1.0f32; 16];
@@ -51,6 +52,7 @@ fn coll_trace_and_watchdog() {
     // 2. The watchdog warns about a collective that makes no progress, naming the rank it waits for.
     let mut c = Config::new();
     c.set("WATCHDOG_TIMEOUT", "100ms");
+    c.set("TLS", "p2p,self");
     world::run(2, &c, |team, _| {
         if team.rank() == 0 {
             let mut b = vec![0u8; 8];

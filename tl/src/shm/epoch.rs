@@ -105,21 +105,4 @@ impl ShmTeam {
         }
         Ok(())
     }
-
-    /// Publish a small value with the next `arrive` (a v-variant's size).
-    pub(crate) fn set_meta(&self, i: usize, v: u64) -> Result<()> {
-        let c = self.seg.ctrl(self.rank)?;
-        let slot = c.meta.get(i).ok_or_else(|| Error::internal(format!("meta slot {i}")))?;
-        // Relaxed: published by the Release of the following `arrive`.
-        slot.store(v, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Rank `r`'s meta value `i` (after waiting for its `arrive`).
-    pub(crate) fn meta(&self, r: usize, i: usize) -> Result<u64> {
-        let c = self.seg.ctrl(r)?;
-        let slot = c.meta.get(i).ok_or_else(|| Error::internal(format!("meta slot {i}")))?;
-        // Relaxed: ordered by the Acquire of that rank's `arrive` we waited for.
-        Ok(slot.load(Ordering::Relaxed))
-    }
 }

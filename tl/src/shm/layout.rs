@@ -83,7 +83,7 @@ mod tests {
         for ranks in 1..20 {
             for data in [1, 100, 4096, 65536 + 3] {
                 let l = Layout::new(ranks, data);
-                assert!(l.data >= data && l.data % LINE == 0 && l.results * ranks >= l.data);
+                assert!(l.data >= data && l.data.is_multiple_of(LINE) && l.results * ranks >= l.data);
                 let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), LINE)).collect();
                 for r in 0..ranks {
                     for e in 0..2 {

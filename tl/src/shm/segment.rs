@@ -37,8 +37,6 @@ pub(crate) struct Ctrl {
     pub pid: AtomicU64,
     /// Set when the rank destroyed its team.
     pub left: AtomicU64,
-    /// Small values published with an epoch (sizes of v-variants).
-    pub meta: [AtomicU64; 8],
 }
 
 const _: () = assert!(std::mem::size_of::<Ctrl>() <= LINE && std::mem::size_of::<Header>() <= LINE);

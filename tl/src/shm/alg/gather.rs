@@ -9,7 +9,7 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::{CollType, Error, Result};
 
 use super::common::{piece_of, rounds, whole};
-use super::meta::agree_max;
+use super::meta::exchange_sizes;
 use crate::p2p::alg::blocks::Blocks;
 use crate::shm::epoch::Flag;
 use crate::shm::team::ShmTeam;
@@ -26,7 +26,15 @@ pub(crate) async fn staged(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()
         (None, None) => return Err(Error::internal(format!("{} without src", args.coll))),
     };
     let longest = match (&dst, args.coll) {
-        (_, CollType::Gatherv) => agree_max(&team, mine.len(), &team.all).await?,
+        (_, CollType::Gatherv) => {
+            let mut give = vec![0; p];
+            give[args.root] = mine.len();
+            let take: Vec<usize> = match &dst {
+                Some((_, b)) => (0..p).map(|r| if r == me { mine.len() } else { b.bytes(r) }).collect(),
+                None => vec![0; p],
+            };
+            exchange_sizes(&team, args.coll, &give, &take).await?
+        }
         (Some((_, b)), _) => (0..p).map(|r| b.bytes(r)).max().unwrap_or(0),
         // gather's blocks are all as long as this rank's.
         (None, _) => mine.len(),

@@ -10,7 +10,7 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::{CollType, Error, MemRef, MemType, Result};
 
 use super::common::{piece, rounds, whole};
-use super::meta::agree_max;
+use super::meta::exchange_sizes;
 use crate::p2p::alg::blocks::Blocks;
 use crate::shm::epoch::Flag;
 use crate::shm::team::ShmTeam;
@@ -19,7 +19,6 @@ pub(crate) async fn staged(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()
     let (p, me) = (team.size, team.rank);
     let es = args.elem_size();
     let alltoall = matches!(args.coll, CollType::Alltoall | CollType::Alltoallv);
-    let givers: Vec<usize> = if alltoall { team.all.clone() } else { vec![args.root] };
     // What this rank gives, cut per receiver: src, or (alltoall in place) dst.
     let given = match (&args.src, &args.dst) {
         (Some(s), _) if alltoall || me == args.root => Some(s),
@@ -36,10 +35,20 @@ pub(crate) async fn staged(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()
         (Some(d), false) => vec![(args.root, d.mem)],
         (None, _) => Vec::new(),
     };
-    let longest_given = give.as_ref().map_or(0, |(_, b)| (0..p).map(|j| b.bytes(j)).max().unwrap_or(0));
     let longest = match args.coll {
         CollType::Alltoall | CollType::Scatter => args.count / p.max(1) * es,
-        _ => agree_max(&team, longest_given, &givers).await?,
+        _ => {
+            let gives: Vec<usize> = (0..p).map(|j| give.as_ref().map_or(0, |(_, b)| b.bytes(j))).collect();
+            let mut takes = vec![0; p];
+            for &(g, into) in &take {
+                takes[g] = into.len();
+            }
+            // In place at the root of a scatterv, its own block stays put: it takes what it gives itself.
+            if args.coll == CollType::Scatterv && me == args.root && take.is_empty() {
+                takes[me] = gives[me];
+            }
+            exchange_sizes(&team, args.coll, &gives, &takes).await?
+        }
     };
     // In place, alltoall reads and writes dst: give from a copy.
     let copy = match (&give, args.in_place && alltoall) {

@@ -1,55 +1,65 @@
-//! TCP transport between hosts (being written).
+//! The TCP transport: the fallback that reaches any two endpoints (the
+//! router prefers in-process and shared memory where they reach).
+//!
+//! Design decisions:
+//! - One connection per pair of endpoints, opened eagerly in `connect`: an
+//!   endpoint connects to the peers above it and accepts those below it,
+//!   all at once, retrying until `UCC_TL_P2P_TCP_CONNECT_TIMEOUT`. Both
+//!   sides check a handshake (magic, version, job hash, both endpoints);
+//!   connections of another job or from an unexpected endpoint are refused
+//!   and logged, and the wait goes on. `TCP_NODELAY`; every socket is
+//!   non-blocking afterwards and no call waits on I/O. The listener is
+//!   closed once `connect` is done.
+//! - Address: `UCC_TL_P2P_TCP_ADDR` if set; else the local address that
+//!   routes to `MASTER_ADDR` (listening on every interface); else 127.0.0.1
+//!   (listening on loopback only).
+//! - Frames (`wire.rs`): a 36-byte header (message key, payload length,
+//!   kind DATA or GOODBYE) and the payload, little-endian. Everything read
+//!   is length-checked: a corrupt frame fails that connection, naming the
+//!   peer, never the process.
+//! - Sends (`tx.rs`): a FIFO per peer. Payloads up to 16 KiB are copied
+//!   into a coalescing buffer (the send completes at once, and a burst
+//!   leaves in one system call); larger ones are written straight from the
+//!   sender's buffer by a vectored `sendmsg` (`MSG_NOSIGNAL`: a dead peer
+//!   is an error, never a SIGPIPE) and complete once the kernel has every
+//!   byte. A large send dropped early is retracted, or its unwritten rest
+//!   copied, so the byte stream stays whole.
+//! - Receives (`rx.rs`): the receiver pulls. `progress` polls every socket
+//!   (one `poll`), reads whatever is there without blocking and files
+//!   complete messages into a matching table per peer, FIFO per key;
+//!   `try_recv` also reads its own peer's socket before matching. Large
+//!   payloads are read straight into a message buffer (recycled through
+//!   `pool.rs`), which the receive copies into the user's buffer (the
+//!   sizes must match exactly).
+//! - Liveness: `close` (and drop) sends GOODBYE on every connection. A
+//!   connection that ends without one (EOF, reset, a failed write, a
+//!   corrupt frame) marks its peer dead: `failed` (one atomic load) says
+//!   so, naming the endpoint. Messages filed before the end are still
+//!   delivered; after them `try_recv` fails ("left" or the death).
+//!
+//! Limits: host memory only; one connection per pair (no striping over
+//! sockets or interfaces); a large message is copied twice on the receive
+//! side (kernel to message buffer, then to the user's buffer: nothing is
+//! registered before `try_recv`, so the kernel cannot write into the
+//! user's buffer); `close` does not wait for bytes the kernel will not
+//! take, so a peer that was not reading may see a cut stream and report
+//! this endpoint dead; `UCC_TL_P2P_TCP_ADDR` is an IP address, not an
+//! interface name; the handshake tells jobs apart but does not
+//! authenticate.
 
-use ferrocoll_core::config::{Config, ConfigField};
-use ferrocoll_core::{Error, Result};
+mod config;
+mod connect;
+mod listen;
+mod peer;
+mod pool;
+mod rx;
+mod sys;
+mod transport;
+mod tx;
+mod wire;
 
-/// Configuration variables of this transport.
-pub const CONFIG_FIELDS: &[ConfigField] = &[];
+#[cfg(test)]
+mod tests;
 
-/// TCP transport (not available yet).
-pub struct TcpTransport;
-
-impl TcpTransport {
-    /// A transport for endpoint `ep` of `n_eps` in job `job`.
-    pub fn new(_job: &str, _ep: usize, _n_eps: usize, _config: &Config) -> Result<TcpTransport> {
-        Err(Error::not_supported("the TCP transport is not written yet"))
-    }
-}
-
-impl super::Transport for TcpTransport {
-    fn name(&self) -> &'static str {
-        "tcp"
-    }
-    fn reaches(&self, _me: &ferrocoll_core::ProcInfo, _peer: &ferrocoll_core::ProcInfo) -> bool {
-        false
-    }
-    fn address(&self) -> Vec<u8> {
-        Vec::new()
-    }
-    fn connect(&self, _n_eps: usize, _peers: &[super::TransportPeer]) -> Result<()> {
-        Err(Error::not_supported("not written yet"))
-    }
-    fn send(
-        &self,
-        _dst_ep: usize,
-        _key: super::MsgKey,
-        _data: ferrocoll_core::MemRef,
-    ) -> Result<Box<dyn super::SendHandle>> {
-        Err(Error::not_supported("not written yet"))
-    }
-    fn try_recv(
-        &self,
-        _src_ep: usize,
-        _key: &super::MsgKey,
-        _buf: ferrocoll_core::MemRef,
-    ) -> std::task::Poll<Result<()>> {
-        std::task::Poll::Ready(Err(Error::not_supported("not written yet")))
-    }
-    fn progress(&self) -> Result<()> {
-        Ok(())
-    }
-    fn failed(&self, _ep: usize) -> Option<Error> {
-        None
-    }
-    fn close(&self) {}
-}
+pub use config::CONFIG_FIELDS;
+pub use transport::TcpTransport;
