@@ -34,7 +34,9 @@ fn algorithms(coll: CollType, size: usize) -> Vec<(&'static str, &'static str)> 
 fn pinned(tl: &str, coll: CollType, alg: &str) -> TeamParams {
     let mut p = TeamParams::default();
     if tl != "self" {
-        p = p.set(&format!("TL_{}_TUNE", tl.to_ascii_uppercase()), format!("{coll}:@{alg}:inf")).set("TL_SELF_TUNE", "0");
+        p = p
+            .set(&format!("TL_{}_TUNE", tl.to_ascii_uppercase()), format!("{coll}:@{alg}:inf"))
+            .set("TL_SELF_TUNE", "0");
     }
     p
 }

@@ -118,7 +118,8 @@ fn tune_strings_pick_and_disable_algorithms() {
     world::run(4, &Config::new(), |_team, ctx| {
         let pick = |tune: &str| {
             // The shm TL (which outscores p2p on one host) is off for these teams.
-            let team = Team::create(ctx, TeamParams::default().set("TL_P2P_TUNE", tune).set("TL_SHM_TUNE", "0")).expect("team");
+            let team = Team::create(ctx, TeamParams::default().set("TL_P2P_TUNE", tune).set("TL_SHM_TUNE", "0"))
+                .expect("team");
             let src = vec![1u32; 200];
             let mut dst = vec![0u32; 200];
             let req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(&team);

@@ -10,7 +10,9 @@ pub(crate) fn process_is_dead(pid: u32) -> bool {
     }
     // /proc/<pid>/stat: "pid (comm) S ..." where S is the state; comm may contain spaces and ')'.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()).is_some_and(|st| st == "Z" || st == "X"),
+        Ok(s) => {
+            s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()).is_some_and(|st| st == "Z" || st == "X")
+        }
         Err(_) => false,
     }
 }

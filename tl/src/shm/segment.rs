@@ -66,14 +66,16 @@ fn os_err(what: &str, name: &CString) -> Error {
 fn map(fd: libc::c_int, len: usize, name: &CString) -> Result<*mut u8> {
     // SAFETY: mapping a fresh region (addr NULL) of an open shm fd; the result
     // is checked against MAP_FAILED before use.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+    let p =
+        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
     if p == libc::MAP_FAILED { Err(os_err("mmap of", name)) } else { Ok(p.cast()) }
 }
 
 impl Segment {
     /// The name of a team's segment.
     pub(crate) fn name(job: &str, team: u64) -> Result<CString> {
-        let job: String = job.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(40).collect();
+        let job: String =
+            job.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(40).collect();
         CString::new(format!("/ferrocoll-{job}-s{team:x}")).map_err(|e| Error::internal(e.to_string()))
     }
 
@@ -150,8 +152,11 @@ impl Segment {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Ok(None);
         }
-        let (version, seg_ranks, data) =
-            (h.version.load(Ordering::Relaxed), h.ranks.load(Ordering::Relaxed) as usize, h.data.load(Ordering::Relaxed));
+        let (version, seg_ranks, data) = (
+            h.version.load(Ordering::Relaxed),
+            h.ranks.load(Ordering::Relaxed) as usize,
+            h.data.load(Ordering::Relaxed),
+        );
         drop(peek);
         if version != VERSION || seg_ranks != ranks {
             return Err(Error::invalid_param(format!(
@@ -161,7 +166,11 @@ impl Segment {
         }
         let layout = Layout::new(ranks, data as usize);
         if size < layout.total() {
-            return Err(Error::io(format!("segment {} has {size} bytes, less than its layout's {}", name.to_string_lossy(), layout.total())));
+            return Err(Error::io(format!(
+                "segment {} has {size} bytes, less than its layout's {}",
+                name.to_string_lossy(),
+                layout.total()
+            )));
         }
         let base = map(fd, layout.total(), name)?;
         let seg = Segment { base, len: layout.total(), layout, name: None };

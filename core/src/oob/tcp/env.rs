@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::TcpOobParams;
-use crate::hash::fnv1a;
 use crate::config::parse_duration;
 use crate::error::{Error, Result};
+use crate::hash::fnv1a;
 
 /// Default of `UCC_OOB_TIMEOUT` (as in [`crate::config::CORE_FIELDS`]).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

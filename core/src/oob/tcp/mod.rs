@@ -123,7 +123,8 @@ impl TcpOob {
     /// the token and the store's address and port. Shared-memory segments are
     /// named with it, so a launcher can remove what a crashed job left.
     pub fn job_id_for(token: &str, master_addr: &str, master_port: u16) -> String {
-        let id = crate::hash::fnv1a(&[token.as_bytes(), &[0], master_addr.as_bytes(), &[0], &master_port.to_le_bytes()]);
+        let id =
+            crate::hash::fnv1a(&[token.as_bytes(), &[0], master_addr.as_bytes(), &[0], &master_port.to_le_bytes()]);
         format!("{id:016x}")
     }
 
@@ -237,14 +238,7 @@ impl TcpOob {
         };
         let port = listen_port.unwrap_or(master_port);
         let job_id = TcpOob::job_id_for(&params.token, &params.master_addr, port);
-        Ok(TcpOob {
-            params,
-            local_rank: None,
-            local_size: None,
-            listen_port,
-            job_id,
-            side: Arc::new(Mutex::new(side)),
-        })
+        Ok(TcpOob { params, local_rank: None, local_size: None, listen_port, job_id, side: Arc::new(Mutex::new(side)) })
     }
 
     /// This process's index among the job's processes on its host, when the
@@ -352,4 +346,3 @@ fn deadline_after(d: Duration) -> Option<Instant> {
 fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
-

@@ -55,7 +55,8 @@ pub(crate) async fn onestep(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<(
         team.publish(Flag::Arrive, e)?;
         if readers.contains(&team.rank) {
             team.wait(Flag::Arrive, &team.all, e).await?;
-            let srcs = team.all.iter().map(|&r| team.seg.data(r, e)?.range(0, chunk.len())).collect::<Result<Vec<_>>>()?;
+            let srcs =
+                team.all.iter().map(|&r| team.seg.data(r, e)?.range(0, chunk.len())).collect::<Result<Vec<_>>>()?;
             let dst = piece_of(out.ok_or_else(|| Error::internal("reader without dst"))?, cap, k)?;
             team.reduce(&args, dst, &srcs, chunk.len() / es)?;
         }

@@ -32,7 +32,12 @@ const STAGED: &str = "through the team segment, a half of each rank's area per r
 static TABLE: LazyLock<Vec<Entry>> = LazyLock::new(|| {
     let mut t = vec![
         Entry {
-            info: info(Allreduce, 0, "onestep", "every rank publishes its input and reduces all of them: one synchronisation"),
+            info: info(
+                Allreduce,
+                0,
+                "onestep",
+                "every rank publishes its input and reduces all of them: one synchronisation",
+            ),
             run: |t, a| Box::pin(allreduce::onestep(t, a)),
         },
         Entry {
@@ -58,7 +63,10 @@ static TABLE: LazyLock<Vec<Entry>> = LazyLock::new(|| {
         t.push(Entry { info: info(coll, 0, "staged", STAGED), run: |t, a| Box::pin(scatter::staged(t, a)) });
     }
     for coll in [Barrier, Fanin, Fanout] {
-        t.push(Entry { info: info(coll, 0, "flags", "one epoch of flags in the control lines"), run: |t, a| Box::pin(sync::flags(t, a)) });
+        t.push(Entry {
+            info: info(coll, 0, "flags", "one epoch of flags in the control lines"),
+            run: |t, a| Box::pin(sync::flags(t, a)),
+        });
     }
     t
 });
