@@ -1,0 +1,260 @@
+//! Ranks that are processes: a slice of the conformance matrix over the
+//! shared-memory TL and the p2p transports (shared memory between processes
+//! of one host; TCP between emulated hosts), a rank killed mid-collective, a
+//! process with the wrong job token, and a rank that never arrives.
+//!
+//! The test binary starts copies of itself as ranks (`rank_body`, which is
+//! a no-op unless started that way), bootstrapping through `TcpOob::from_env`.
+
+use std::time::{Duration, Instant};
+
+use ferrocoll::{Coll, CollType, Context, ContextParams, Lib, ReduceOp, TcpOob, Team, TeamParams};
+use ferrocoll_tests::cases::matrix;
+use ferrocoll_tests::procs::{Job, ROLE, RankOutput, free_port};
+use ferrocoll_tests::runner::run_case;
+
+/// Every collective.
+const COLLS: [CollType; 16] = CollType::ALL;
+
+/// One rank of a job started by the tests below (does nothing when run directly).
+#[test]
+fn rank_body() {
+    let Ok(role) = std::env::var(ROLE) else { return };
+    let code = match role.as_str() {
+        "conformance" => conformance_rank(),
+        "loop" => loop_rank(),
+        "hello" => hello_rank(),
+        other => {
+            println!("FAIL unknown role {other}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn context() -> ferrocoll::Result<(Lib, Context)> {
+    let lib = Lib::new()?;
+    let ctx = Context::new(&lib, ContextParams::with_oob(TcpOob::from_env()?))?;
+    Ok((lib, ctx))
+}
+
+/// Run a slice of the matrix for every collective and every algorithm of
+/// the TLs that serve this job (`FERROCOLL_TEST_TLS`).
+fn conformance_rank() -> i32 {
+    let (_lib, ctx) = match context() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("FAIL context: {e}");
+            return 1;
+        }
+    };
+    let tls: Vec<String> =
+        std::env::var("FERROCOLL_TEST_TLS").unwrap_or_default().split(',').map(str::to_string).collect();
+    let size = ctx.n_eps();
+    let every: usize = std::env::var("FERROCOLL_TEST_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let lib = Lib::new().expect("lib");
+    for coll in COLLS {
+        for tl in lib.tls().iter().filter(|t| tls.iter().any(|n| n == t.name())) {
+            for alg in tl.algorithms().iter().filter(|a| a.coll == coll) {
+                let p = TeamParams::default()
+                    .set(&format!("TL_{}_TUNE", tl.name().to_ascii_uppercase()), format!("{coll}:@{}:inf", alg.name))
+                    .set("TL_SELF_TUNE", "0");
+                let team = match Team::create(&ctx, p) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        println!("FAIL {coll} {}/{}: team: {e}", tl.name(), alg.name);
+                        return 1;
+                    }
+                };
+                let cases = matrix(coll, size, 77 + coll.index() as u64);
+                let mut n = 0;
+                for case in cases.iter().step_by(every) {
+                    match run_case(&team, case) {
+                        Ok(out)
+                            if out.selected == format!("{}/{}", tl.name(), alg.name)
+                                || out.selected == "none/zero-size" =>
+                        {
+                            n += 1;
+                        }
+                        Ok(out) => {
+                            println!("FAIL {case}: pinned {}/{} but {} ran", tl.name(), alg.name, out.selected);
+                            return 1;
+                        }
+                        Err(e) => {
+                            println!("FAIL {case} via {}/{}: rank {}: {e}", tl.name(), alg.name, team.rank());
+                            return 1;
+                        }
+                    }
+                }
+                println!("DONE {coll} {}/{} {n}", tl.name(), alg.name);
+            }
+        }
+    }
+    0
+}
+
+/// Allreduce 1 MiB again and again until a collective fails (a peer was killed).
+fn loop_rank() -> i32 {
+    let (_lib, ctx) = match context() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("FAIL context: {e}");
+            return 1;
+        }
+    };
+    let team = Team::create(&ctx, TeamParams::default()).expect("team");
+    let src = vec![1.0f32; 1 << 18];
+    let mut dst = vec![0.0f32; 1 << 18];
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if let Err(e) = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(10)).run(&team) {
+            println!("ERROR {e}");
+            return 0;
+        }
+    }
+    println!("FAIL no error in 60 s");
+    1
+}
+
+/// Create a context and run a barrier.
+fn hello_rank() -> i32 {
+    match context().and_then(|(_l, ctx)| {
+        let team = Team::create(&ctx, TeamParams::default())?;
+        Coll::barrier().timeout(Duration::from_secs(20)).run(&team)?;
+        Ok(team.rank())
+    }) {
+        Ok(r) => {
+            println!("HELLO {r}");
+            0
+        }
+        Err(e) => {
+            println!("ERROR {e}");
+            0
+        }
+    }
+}
+
+fn token() -> String {
+    format!("test-{:x}-{:x}", std::process::id(), Instant::now().elapsed().as_nanos() ^ free_port() as u128)
+}
+
+fn env(pairs: &[(&str, String)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+fn assert_all_done(outs: &[RankOutput], expect_tls: &[&str]) {
+    let cases: usize = outs[0].lines("DONE ").iter().filter_map(|l| l.rsplit(' ').next()?.parse::<usize>().ok()).sum();
+    eprintln!("{} ranks: {cases} cases each", outs.len());
+    for o in outs {
+        let fails = o.lines("FAIL");
+        assert!(fails.is_empty() && o.success == Some(true), "rank {}: {fails:?}\n{}\n{}", o.rank, o.stdout, o.stderr);
+        let done = o.lines("DONE ");
+        for tl in expect_tls {
+            for coll in COLLS {
+                let c = coll.name();
+                assert!(
+                    done.iter().any(|l| l.starts_with(&format!("DONE {c} {tl}/"))),
+                    "rank {}: no {tl} algorithm ran {c}: {done:?}",
+                    o.rank
+                );
+            }
+        }
+    }
+}
+
+/// The slice of the matrix on `size` processes of one host: shm TL and p2p over the shm transport.
+fn one_host(size: usize) {
+    let (tok, port) = (token(), free_port());
+    let job = Job::start("rank_body", "conformance", size, 0..size, &tok, port, &|_| {
+        env(&[("FERROCOLL_TEST_TLS", "shm,p2p".into())])
+    });
+    assert_all_done(&job.finish(Duration::from_secs(600)), &["shm", "p2p"]);
+}
+
+#[test]
+fn conformance_two_processes() {
+    one_host(2);
+}
+
+#[test]
+fn conformance_three_processes() {
+    one_host(3);
+}
+
+#[test]
+fn conformance_four_processes() {
+    one_host(4);
+}
+
+#[test]
+fn conformance_two_emulated_hosts_of_two() {
+    // Ranks 0,1 on host a, 2,3 on host b: p2p over TCP between hosts and shared memory within.
+    let (tok, port) = (token(), free_port());
+    let job = Job::start("rank_body", "conformance", 4, 0..4, &tok, port, &|r| {
+        env(&[("FERROCOLL_TEST_TLS", "p2p".into()), ("FERROCOLL_HOST_ID", format!("host{}", r / 2))])
+    });
+    assert_all_done(&job.finish(Duration::from_secs(600)), &["p2p"]);
+}
+
+/// Kill rank 2 of 4 in the middle of a loop of allreduces: every survivor's
+/// collective fails with an error naming it, well within the 10 s timeout.
+fn kill_a_rank(hosts: bool) {
+    let (tok, port) = (token(), free_port());
+    let mut job = Job::start("rank_body", "loop", 4, 0..4, &tok, port, &|r| {
+        if hosts { env(&[("FERROCOLL_HOST_ID", format!("host{r}"))]) } else { Vec::new() }
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    let killed = Instant::now();
+    job.kill(2);
+    let outs = job.finish(Duration::from_secs(25));
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(20), "survivors took {took:?} (twice the timeout is 20 s)");
+    for o in outs.iter().filter(|o| o.rank != 2) {
+        let errors = o.lines("ERROR ");
+        assert_eq!(o.success, Some(true), "rank {} did not end by itself: {}\n{}", o.rank, o.stdout, o.stderr);
+        let e = errors.first().unwrap_or_else(|| panic!("rank {}: no error: {}", o.rank, o.stdout));
+        assert!(
+            e.contains("rank 2") || e.contains("endpoint 2"),
+            "rank {}: the error does not name rank 2: {e}",
+            o.rank
+        );
+    }
+}
+
+#[test]
+fn a_killed_rank_is_named_by_the_survivors_on_one_host() {
+    kill_a_rank(false);
+}
+
+#[test]
+fn a_killed_rank_is_named_by_the_survivors_across_hosts() {
+    kill_a_rank(true);
+}
+
+#[test]
+fn a_process_with_the_wrong_token_is_refused_and_the_job_goes_on() {
+    // Rank 0 waits for rank 1; an intruder claiming to be rank 1 comes first.
+    let (tok, port) = (token(), free_port());
+    let first = Job::start("rank_body", "hello", 2, [0], &tok, port, &|_| Vec::new());
+    std::thread::sleep(Duration::from_millis(300));
+    let intruder = Job::start("rank_body", "hello", 2, [1], "not-the-token", port, &|_| Vec::new());
+    let bad = intruder.finish(Duration::from_secs(60));
+    let second = Job::start("rank_body", "hello", 2, [1], &tok, port, &|_| Vec::new());
+    let outs: Vec<RankOutput> =
+        first.finish(Duration::from_secs(60)).into_iter().chain(second.finish(Duration::from_secs(60))).collect();
+    for o in &outs {
+        assert_eq!(o.lines("HELLO "), vec![format!("HELLO {}", o.rank)], "{}\n{}", o.stdout, o.stderr);
+    }
+    let e = bad[0].lines("ERROR ");
+    assert!(e.first().is_some_and(|e| e.contains("wrong job token")), "intruder: {}\n{}", bad[0].stdout, bad[0].stderr);
+}
+
+#[test]
+fn a_rank_that_never_arrives_is_named() {
+    let (tok, port) = (token(), free_port());
+    let job = Job::start("rank_body", "hello", 3, 0..2, &tok, port, &|_| env(&[("UCC_OOB_TIMEOUT", "2s".into())]));
+    let outs = job.finish(Duration::from_secs(60));
+    let e0 = outs[0].lines("ERROR ");
+    assert!(e0.first().is_some_and(|e| e.contains("[2]")), "rank 0: {}\n{}", outs[0].stdout, outs[0].stderr);
+    assert!(!outs[1].lines("ERROR ").is_empty(), "rank 1 must fail too: {}", outs[1].stdout);
+}
