@@ -186,7 +186,16 @@ impl Future for RecvFuture {
                     None => Poll::Pending,
                 }
             }
-            Poll::Ready(r) => Poll::Ready(r.map_err(|e| e.prefixed(format!("receive from rank {}", self.peer)))),
+            Poll::Ready(Err(e)) => {
+                // A peer that left may have left because another one died: name the dead one.
+                let dead =
+                    c.team.eps.iter().enumerate().find_map(|(r, &e)| c.team.transport.failed(e).map(|err| (r, err)));
+                Poll::Ready(Err(match dead {
+                    Some((r, err)) => err.prefixed(format!("team rank {r}")),
+                    None => e.prefixed(format!("receive from rank {}", self.peer)),
+                }))
+            }
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
         }
     }
 }

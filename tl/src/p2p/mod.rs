@@ -17,8 +17,13 @@
 //! - Averages are divided on the step that writes final values, so
 //!   half-precision results are rounded once there.
 //!
-//! Limits: host memory only; the in-process transport reaches only ranks of
-//! the same process (other transports come with multi-process support).
+//! Transports, one per peer, chosen by where the peer runs ([`transport::Router`]):
+//! in-process (threads of one process), shared memory (processes of one
+//! host: rings for eager messages, single-copy CMA for large ones) and TCP
+//! (other hosts). A peer whose process dies is noticed by its transport and
+//! fails every collective of its teams, naming it.
+//!
+//! Limits: host memory only; no RDMA (ibverbs) transport yet.
 
 pub(crate) mod alg;
 mod comm;
@@ -48,7 +53,7 @@ impl TlComponent for P2pTl {
     }
 
     fn description(&self) -> &'static str {
-        "point-to-point algorithms over in-process (and later shared-memory, TCP, verbs) transports"
+        "point-to-point algorithms over in-process, shared-memory and TCP transports"
     }
 
     fn default_score(&self) -> Score {
