@@ -86,7 +86,7 @@ pub struct WatchdogConfig {
 const CLOCK_EVERY: u32 = 64;
 
 enum SlotState {
-    Running { fut: TaskFuture, started: Instant, deadline: Option<Instant>, warned: bool, idle: u32 },
+    Running { fut: TaskFuture, started: Option<Instant>, deadline: Option<Instant>, warned: bool, idle: u32 },
     Done(Option<Error>),
 }
 
@@ -113,8 +113,10 @@ impl TaskSlot {
         timeout: Option<Duration>,
         on_complete: Option<CompletionCallback>,
     ) -> Arc<TaskSlot> {
-        let started = Instant::now();
-        let deadline = timeout.map(|t| started + t);
+        // The clock is read only when someone needs it (a timeout, else at the
+        // first look of the watchdog).
+        let started = if timeout.is_some() { Some(Instant::now()) } else { None };
+        let deadline = timeout.zip(started).map(|(t, s)| s + t);
         Arc::new(TaskSlot {
             state: Mutex::new(SlotState::Running { fut, started, deadline, warned: false, idle: 0 }),
             desc,
@@ -162,12 +164,13 @@ impl TaskSlot {
                         ))))
                     } else {
                         if let Some(w) = watchdog.warn_after {
-                            if !*warned && now.duration_since(*started) > w {
+                            let since = *started.get_or_insert(now);
+                            if !*warned && now.duration_since(since) > w {
                                 *warned = true;
                                 crate::log_warn!(
                                     "watchdog: {} in progress for {:.1} s{}",
                                     self.desc,
-                                    now.duration_since(*started).as_secs_f64(),
+                                    now.duration_since(since).as_secs_f64(),
                                     self.diag.describe()
                                 );
                             }

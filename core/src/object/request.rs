@@ -69,7 +69,7 @@ impl Team {
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         let init = Arc::new(init);
         if init.is_zero_size() {
-            trace(team, &init, "no-op (zero size)", "");
+            trace(team, &init, "no-op (zero size)", || String::new());
             return Ok(Request::new(team.clone(), init, None, "none/zero-size".into()));
         }
         let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
@@ -79,10 +79,14 @@ impl Team {
             let name = active.alg_name(c.tl, init.coll, c.alg);
             match t.team.coll_init(c.alg, &init) {
                 Ok(task) => {
-                    let why = format!("score {} in range {}", c.score, c.range);
-                    let fallbacks =
-                        if skipped.is_empty() { String::new() } else { format!("; skipped {}", skipped.join(", ")) };
-                    trace(team, &init, &name, &format!("{why}{fallbacks}"));
+                    trace(team, &init, &name, || {
+                        let fallbacks = if skipped.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; skipped {}", skipped.join(", "))
+                        };
+                        format!("score {} in range {}{fallbacks}", c.score, c.range)
+                    });
                     return Ok(Request::new(team.clone(), init, Some(task), name));
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
@@ -96,8 +100,10 @@ impl Team {
     }
 }
 
-fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: &str) {
+/// Log the selection when `UCC_COLL_TRACE` asks for it (`why` is only built then).
+fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: impl FnOnce() -> String) {
     let Some(level) = team.ctx.settings.coll_trace else { return };
+    let why = why();
     // UCC's convention: info traces come from rank 0 only, debug from every rank.
     if level >= Level::Debug || team.rank == 0 {
         crate::log::write(
@@ -112,18 +118,9 @@ fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: &str) {
 }
 
 impl<'a> Request<'a> {
-    fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: String) -> Self {
+    fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: Arc<str>) -> Self {
         let team_desc = team.desc.clone();
-        Request {
-            team,
-            init,
-            task,
-            selected: selected.into(),
-            team_desc,
-            slot: None,
-            finalized: false,
-            _buffers: PhantomData,
-        }
+        Request { team, init, task, selected, team_desc, slot: None, finalized: false, _buffers: PhantomData }
     }
 
     /// Start the collective (`ucc_collective_post`). A persistent request

@@ -7,7 +7,7 @@ use std::task::Poll;
 use std::time::Instant;
 
 use super::context::{Context, ContextInner};
-use crate::backend::{AlgInfo, TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
+use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
 use crate::engine::{Backoff, TaskDiag};
 use crate::error::{Error, Result, Status};
@@ -64,19 +64,15 @@ pub(crate) struct TeamTl {
 pub(crate) struct ActiveTeam {
     pub(crate) tls: Vec<TeamTl>,
     pub(crate) score_map: ScoreMap,
+    /// "tl/algorithm" of every algorithm of every TL, made once (requests share them).
+    names: Vec<(usize, CollType, AlgId, Arc<str>)>,
 }
 
 impl ActiveTeam {
-    pub(crate) fn alg_info(&self, tl: usize, coll: CollType, alg: AlgId) -> Option<(&'static str, &'static AlgInfo)> {
-        let t = self.tls.get(tl)?;
-        let info = t.component.algorithms().iter().find(|a| a.coll == coll && a.id == alg)?;
-        Some((t.component.name(), info))
-    }
-
-    pub(crate) fn alg_name(&self, tl: usize, coll: CollType, alg: AlgId) -> String {
-        match self.alg_info(tl, coll, alg) {
-            Some((tl, info)) => format!("{tl}/{}", info.name),
-            None => format!("tl{tl}/@{alg}"),
+    pub(crate) fn alg_name(&self, tl: usize, coll: CollType, alg: AlgId) -> Arc<str> {
+        match self.names.iter().find(|(t, c, a, _)| *t == tl && *c == coll && *a == alg) {
+            Some((.., name)) => name.clone(),
+            None => format!("tl{tl}/@{alg}").into(),
         }
     }
 }
@@ -305,7 +301,7 @@ impl Team {
     /// The score map as text (like `ucc_info -s` for this team).
     pub fn score_map(&self) -> Result<String> {
         let active = self.inner.active()?;
-        Ok(active.score_map.describe(&|tl, coll, alg| active.alg_name(tl, coll, alg)))
+        Ok(active.score_map.describe(&|tl, coll, alg| active.alg_name(tl, coll, alg).to_string()))
     }
 
     /// Names of the TLs serving this team.
@@ -360,7 +356,15 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
         }
         score_map.add(i, entries);
     }
-    Ok(ActiveTeam { tls, score_map })
+    let names = tls
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| {
+            let tl = t.component.name();
+            t.component.algorithms().iter().map(move |a| (i, a.coll, a.id, Arc::from(format!("{tl}/{}", a.name))))
+        })
+        .collect();
+    Ok(ActiveTeam { tls, score_map, names })
 }
 
 /// `UCC_TL_<NAME>_TUNE`; for p2p, UCC's `UCC_TL_UCP_TUNE` is read when the former is unset.

@@ -55,10 +55,7 @@ impl ShmTeam {
                     continue;
                 }
                 polls += 1;
-                // Diagnostics and liveness are for slow waits: look only now and then.
-                if polls % 64 == 1 {
-                    self.diag_waiting(r);
-                }
+                self.diag_waiting(r);
                 if polls.is_multiple_of(LIVENESS_EVERY) {
                     if let Err(e) = self.check_alive(r, ctrl) {
                         return Poll::Ready(Err(e));

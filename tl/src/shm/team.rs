@@ -7,13 +7,13 @@
 //! that fails or is cancelled halfway leaves the ranks at different epochs:
 //! the team is then broken, and its later collectives fail at once, saying so.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
-use ferrocoll_core::engine::{BoxFuture, TaskDiag, TaskFuture};
+use ferrocoll_core::engine::{BoxFuture, TaskFuture};
 use ferrocoll_core::score::{AlgId, ScoreEntry};
 use ferrocoll_core::{CollTypeSet, Error, MemRef, MemType, ReduceOp, Result};
 
@@ -38,8 +38,9 @@ pub(crate) struct ShmTeam {
     turn: AtomicU64,
     epoch: AtomicU64,
     broken: AtomicBool,
-    /// The running task's diagnostics (what it waits for).
-    diag: Mutex<Arc<TaskDiag>>,
+    /// The rank the running collective waits for (`u64::MAX`: none), copied
+    /// into the task's diagnostics by the task's future.
+    waiting: AtomicU64,
 }
 
 impl ShmTeam {
@@ -84,7 +85,7 @@ impl ShmTeam {
             turn: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             broken: AtomicBool::new(false),
-            diag: Mutex::new(Arc::new(TaskDiag::default())),
+            waiting: AtomicU64::new(u64::MAX),
         }))))
     }
 
@@ -95,7 +96,8 @@ impl ShmTeam {
     }
 
     pub(crate) fn diag_waiting(&self, r: usize) {
-        self.diag.lock().unwrap_or_else(|p| p.into_inner()).waiting_for(r, 0);
+        // Relaxed: a diagnostic hint, read by this rank's own task.
+        self.waiting.store(r as u64, Ordering::Relaxed);
     }
 
     /// Copy through the host memory component.
@@ -177,11 +179,25 @@ impl CollTask for ShmTask {
         let ticket = self.team.tickets.fetch_add(1, Ordering::Relaxed);
         let (team, init, run, diag) = (self.team.clone(), self.init.clone(), self.run, post.diag.clone());
         let waiting = Waiting { team: team.clone(), armed: true };
-        Ok(Box::pin(async move {
-            let mut turn = Turn::take(waiting, ticket, diag).await?;
+        let watched = team.clone();
+        let inner = async move {
+            let mut turn = Turn::take(waiting, ticket).await?;
             let result = run(team.clone(), init).await;
             turn.ok = result.is_ok();
             result
+        };
+        Ok(Box::pin(async move {
+            let mut inner = std::pin::pin!(inner);
+            std::future::poll_fn(|cx| {
+                let r = inner.as_mut().poll(cx);
+                // Relaxed: see ShmTeam::waiting.
+                let w = watched.waiting.load(Ordering::Relaxed);
+                if r.is_pending() && w != u64::MAX {
+                    diag.waiting_for(w as usize, 0);
+                }
+                r
+            })
+            .await
         }))
     }
 }
@@ -211,7 +227,7 @@ impl Drop for Waiting {
 }
 
 impl Turn {
-    async fn take(mut waiting: Waiting, ticket: u64, diag: Arc<TaskDiag>) -> Result<Turn> {
+    async fn take(mut waiting: Waiting, ticket: u64) -> Result<Turn> {
         let team = waiting.team.clone();
         std::future::poll_fn(|_| {
             // Acquire: see the Release in drop.
@@ -224,7 +240,8 @@ impl Turn {
         })
         .await?;
         waiting.armed = false;
-        *team.diag.lock().unwrap_or_else(|p| p.into_inner()) = diag;
+        // Relaxed: see ShmTeam::waiting.
+        team.waiting.store(u64::MAX, Ordering::Relaxed);
         Ok(Turn { team, ticket, ok: false })
     }
 }
