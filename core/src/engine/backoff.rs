@@ -9,8 +9,9 @@ pub struct Backoff {
     step: u32,
 }
 
-/// Calls that spin before [`Backoff::snooze`] starts yielding.
-const SPIN_LIMIT: u32 = 64;
+/// Calls that spin before [`Backoff::snooze`] starts yielding: a few
+/// microseconds of polling, enough for a peer on another core to answer.
+const SPIN_LIMIT: u32 = 256;
 
 impl Backoff {
     /// A fresh backoff.
@@ -23,12 +24,12 @@ impl Backoff {
         self.step = 0;
     }
 
-    /// Wait a little: a CPU spin hint at first, then `yield_now`.
+    /// Wait a little: one CPU spin hint at first (a `pause` is already tens
+    /// of nanoseconds on recent CPUs, and a longer spin only notices the peer
+    /// later), then `yield_now`.
     pub fn snooze(&mut self) {
         if self.step < SPIN_LIMIT {
-            for _ in 0..(1u32 << (self.step / 16).min(4)) {
-                std::hint::spin_loop();
-            }
+            std::hint::spin_loop();
             self.step += 1;
         } else {
             std::thread::yield_now();

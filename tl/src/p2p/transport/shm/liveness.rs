@@ -151,23 +151,34 @@ impl Health {
     }
 }
 
+/// Calls of [`ScanClock::due`] between two looks at the clock: progress runs
+/// millions of times a second, and reading the clock each time would cost
+/// more than the rest of an idle progress.
+const CALLS_PER_LOOK: u64 = 256;
+
 /// Rate limit for peer scans, shared by the threads that progress one transport.
 #[derive(Debug)]
 pub(super) struct ScanClock {
     start: Instant,
     /// Milliseconds after `start` at which the next scan is due.
     next_ms: AtomicU64,
+    /// Calls since the clock was last read.
+    calls: AtomicU64,
 }
 
 impl Default for ScanClock {
     fn default() -> Self {
-        ScanClock { start: Instant::now(), next_ms: AtomicU64::new(0) }
+        ScanClock { start: Instant::now(), next_ms: AtomicU64::new(0), calls: AtomicU64::new(0) }
     }
 }
 
 impl ScanClock {
     /// True for exactly one caller once the interval has passed.
     pub fn due(&self) -> bool {
+        // Relaxed: a counter for rate limiting only.
+        if !self.calls.fetch_add(1, Ordering::Relaxed).is_multiple_of(CALLS_PER_LOOK) {
+            return false;
+        }
         let now = self.start.elapsed().as_millis() as u64;
         // Relaxed: a timestamp; the CAS alone decides who scans.
         let next = self.next_ms.load(Ordering::Relaxed);

@@ -28,6 +28,8 @@ pub struct TcpTransport {
     connect_timeout: Option<Duration>,
     /// Per endpoint of the group (`None`: not served here); set by `connect`.
     peers: OnceLock<Vec<Option<Arc<Peer>>>>,
+    /// Set by `connect` when no peer is served here (all on this host): progress has nothing to do.
+    no_peers: AtomicBool,
     closed: AtomicBool,
     /// `poll` array and the peer of each entry, reused by `progress`.
     polling: Mutex<(Vec<libc::pollfd>, Vec<usize>)>,
@@ -57,6 +59,7 @@ impl TcpTransport {
             listener: Mutex::new(Some(listener)),
             connect_timeout: cfg.connect_timeout,
             peers: OnceLock::new(),
+            no_peers: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             polling: Mutex::default(),
             pool: Arc::default(),
@@ -192,6 +195,8 @@ impl Transport for TcpTransport {
                 *slot = Some(Arc::new(Peer::new(w.ep, w.addr, stream, self.pool.clone())));
             }
         }
+        // Relaxed: read by this endpoint's progress after connect returned.
+        self.no_peers.store(table.iter().all(Option::is_none), Ordering::Relaxed);
         self.peers.set(table).map_err(|_| Error::internal("the tcp transport was connected twice"))
     }
 
@@ -222,6 +227,10 @@ impl Transport for TcpTransport {
 
     fn progress(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // No TCP peer (every peer on this host): nothing to do, cheaply.
+        if self.no_peers.load(Ordering::Relaxed) {
             return Ok(());
         }
         let Some(peers) = self.peers.get() else { return Ok(()) };
