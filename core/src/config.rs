@@ -52,6 +52,11 @@ pub const CORE_FIELDS: &[ConfigField] = &[
         doc: "A collective in progress longer than this logs a warning naming its team, sequence number and the rank it waits for; inf to disable.",
     },
     ConfigField {
+        name: "UCC_SPIN_COUNT",
+        default: "auto",
+        doc: "Polls a waiting rank makes before it yields its core: auto = 256 when this host has a core per rank, 2 when ranks outnumber cores.",
+    },
+    ConfigField {
         name: "UCC_OOB_TIMEOUT",
         default: "120s",
         doc: "How long context creation waits for every rank's OOB allgather before failing with the missing ranks.",

@@ -7,6 +7,6 @@ mod backoff;
 mod join;
 mod task;
 
-pub use backoff::Backoff;
+pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use task::{ProgressQueue, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

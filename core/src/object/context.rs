@@ -59,6 +59,8 @@ pub(crate) struct ContextInner {
     pub(crate) settings: Settings,
     pub(crate) tls: Vec<TlEntry>,
     pub(crate) queue: ProgressQueue,
+    /// Polls before a waiting rank yields (see `UCC_SPIN_COUNT`).
+    pub(crate) spins: u32,
     alive: AtomicBool,
     /// Teams created per endpoint list: the n-th team over the same list gets the same id everywhere.
     team_counters: Mutex<HashMap<u64, u64>>,
@@ -172,7 +174,13 @@ impl Context {
         for tl in &tls {
             tl.context.connected().map_err(|e| e.prefixed(format!("TL {}", tl.component.name())))?;
         }
-        let procs = decoded.into_iter().map(|(p, _)| p).collect();
+        let procs: Vec<ProcInfo> = decoded.into_iter().map(|(p, _)| p).collect();
+        let spins = settings.spin_count.unwrap_or_else(|| {
+            // Endpoints of this job on this host against the cores we may use.
+            let local = procs.iter().filter(|p| p.same_host(&me)).count();
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if local > cores { crate::engine::SPINS_OVERSUBSCRIBED } else { crate::engine::SPINS_DEDICATED }
+        });
         let inner = ContextInner {
             lib: lib.inner.clone(),
             id,
@@ -183,6 +191,7 @@ impl Context {
             settings,
             tls,
             queue: ProgressQueue::default(),
+            spins,
             alive: AtomicBool::new(true),
             team_counters: Mutex::new(HashMap::new()),
         };

@@ -197,7 +197,7 @@ impl<'a> Request<'a> {
         if self.slot.is_none() {
             return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
         }
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::with_spins(self.team.ctx.spins);
         loop {
             if self.test()? != Status::InProgress {
                 return Ok(());

@@ -19,6 +19,8 @@ pub(crate) struct Settings {
     pub oob_timeout: Option<Duration>,
     /// `UCC_TEAM_CREATE_TIMEOUT`.
     pub team_create_timeout: Option<Duration>,
+    /// `UCC_SPIN_COUNT`: polls before a waiting rank yields its core (`None`: decide from the host).
+    pub spin_count: Option<u32>,
 }
 
 impl Settings {
@@ -34,6 +36,11 @@ impl Settings {
             watchdog: WatchdogConfig { warn_after: c.duration_or("WATCHDOG_TIMEOUT", Some(Duration::from_secs(30)))? },
             oob_timeout: c.duration_or("OOB_TIMEOUT", Some(Duration::from_secs(120)))?,
             team_create_timeout: c.duration_or("TEAM_CREATE_TIMEOUT", Some(Duration::from_secs(120)))?,
+            spin_count: match c.get("SPIN_COUNT") {
+                None => None,
+                Some(v) if v.eq_ignore_ascii_case("auto") => None,
+                Some(_) => Some(c.parse_or("SPIN_COUNT", 0u32)?),
+            },
         })
     }
 }

@@ -271,7 +271,7 @@ impl Team {
     /// Create a team and wait until it is ready (post, then test until done).
     pub fn create(ctx: &Context, params: TeamParams) -> Result<Team> {
         let team = Team::create_post(ctx, params)?;
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::with_spins(ctx.inner.spins);
         while team.create_test()? == Status::InProgress {
             backoff.snooze();
         }
