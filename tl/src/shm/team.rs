@@ -148,7 +148,7 @@ impl TlTeam for ShmTeamHandle {
     }
 
     fn default_scores(&self) -> Vec<ScoreEntry> {
-        alg::defaults(&self.0.config)
+        alg::defaults(&self.0.config, self.0.size)
             .into_iter()
             .map(|(coll, range, alg)| ScoreEntry { coll, mem: MemType::Host, range, score: SCORE, alg })
             .collect()

@@ -83,15 +83,45 @@ pub(crate) fn find(coll: CollType, id: AlgId) -> Option<RunFn> {
     TABLE.iter().find(|e| e.info.coll == coll && e.info.id == id).map(|e| e.run)
 }
 
-/// Default (collective, message range, algorithm) entries.
-pub(crate) fn defaults(config: &ShmConfig) -> Vec<(CollType, MsgRange, AlgId)> {
-    let mut d = Vec::new();
-    for coll in [Allreduce, Reduce] {
-        let t = config.rsag_threshold as u64;
-        d.push((coll, MsgRange::new(0, t), 0));
-        d.push((coll, MsgRange::new(t, u64::MAX), 1));
+/// Default (collective, message range, algorithm) entries for a team of `size`.
+///
+/// Measured on a 2-core host against the p2p TL over the shared-memory
+/// transport (single-copy CMA), which is faster for some ranges when each
+/// rank has a core: the shm TL leaves those ranges to p2p (see BENCHMARKS.md).
+/// Copying through the segment costs two copies where CMA costs one, so at
+/// two ranks p2p wins mid-size and large alltoall, allgather, reduce_scatter
+/// and allreduce; with more ranks than cores the segment's one-step
+/// exchanges win nearly everywhere. `UCC_TL_SHM_TUNE` changes any of this.
+pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<(CollType, MsgRange, AlgId)> {
+    const K: u64 = 1 << 10;
+    const M: u64 = 1 << 20;
+    const INF: u64 = u64::MAX;
+    let two = size == 2;
+    let t = config.rsag_threshold as u64;
+    let mut d =
+        vec![(Reduce, MsgRange::new(0, t), 0), (Reduce, MsgRange::new(t, INF), 1), (Allreduce, MsgRange::new(0, t), 0)];
+    // The ranges of each collective the segment serves (the rest goes to p2p).
+    let ranges: &[(CollType, u64, u64)] = if two {
+        &[
+            (Allreduce, 0, 512 * K),
+            (Allreduce, 32 * M, INF),
+            (Alltoall, 0, 8 * K),
+            (Allgather, 0, M),
+            (Allgather, 32 * M, INF),
+            (ReduceScatter, 0, 16 * K),
+            (ReduceScatter, 32 * M, INF),
+        ]
+    } else {
+        &[(Allreduce, 0, INF), (Alltoall, 0, 2 * M), (Allgather, 0, INF), (ReduceScatter, 0, INF)]
+    };
+    for &(coll, lo, hi) in ranges {
+        let lo = if coll == Allreduce { lo.max(t) } else { lo };
+        if lo < hi {
+            d.push((coll, MsgRange::new(lo, hi), if coll == Allreduce { 1 } else { 0 }));
+        }
     }
-    for e in TABLE.iter().filter(|e| !matches!(e.info.coll, Allreduce | Reduce)) {
+    for e in TABLE.iter().filter(|e| !matches!(e.info.coll, Allreduce | Reduce | Alltoall | Allgather | ReduceScatter))
+    {
         d.push((e.info.coll, MsgRange::ALL, e.info.id));
     }
     d
