@@ -69,7 +69,7 @@ impl Team {
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         let init = Arc::new(init);
         if init.is_zero_size() {
-            trace(team, &init, "no-op (zero size)", || String::new());
+            trace(team, &init, "no-op (zero size)", String::new);
             return Ok(Request::new(team.clone(), init, None, "none/zero-size".into()));
         }
         let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
