@@ -2,6 +2,7 @@
 //! request dropped in flight. Every survivor gets an error that says what
 //! happened, within its timeout; nothing hangs.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrocoll::{Coll, Config, Context, ContextParams, Lib, ReduceOp, Status, Team, TeamParams, ThreadOob};
@@ -104,8 +105,14 @@ fn a_collective_cancelled_halfway_breaks_an_shm_team_and_later_ones_say_so() {
     // Through the shared segment, ranks walk the same epochs: one that
     // abandons a collective halfway leaves the others stuck in it (they time
     // out) and everyone out of step, so the team refuses to go on rather than
-    // mix up data — on every rank, with a message saying why.
-    world::run(2, &Config::new(), |team, _| {
+    // mix up data — on every rank, with a message saying why. The shm TL
+    // is forced for bcast: at 2 ranks its defaults leave 1 MiB to p2p.
+    let mut config = Config::new();
+    config.set("TL_SHM_TUNE", "bcast:@staged:inf");
+    // Rank 0 abandons its bcast before the root starts, so the root cannot
+    // finish by racing through every round inside rank 0's first poll.
+    let abandoned = Arc::new(std::sync::Barrier::new(2));
+    world::run(2, &config, move |team, _| {
         // 1 MiB: several rounds of the segment, so the root needs rank 0 past the first.
         let mut b = vec![0u8; 1 << 20];
         if team.rank() == 0 {
@@ -113,7 +120,9 @@ fn a_collective_cancelled_halfway_breaks_an_shm_team_and_later_ones_say_so() {
             assert_eq!(req.selected(), "shm/staged");
             req.post().expect("post");
             drop(req);
+            abandoned.wait();
         } else {
+            abandoned.wait();
             let e = Coll::bcast(&mut b, 1).timeout(Duration::from_millis(300)).run(team).expect_err("stuck");
             assert_eq!(e.status(), Status::TimedOut, "{e}");
         }
