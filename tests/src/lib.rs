@@ -7,6 +7,7 @@
 pub mod cases;
 pub mod dtypes;
 pub mod floats;
+pub mod gpu;
 pub mod procs;
 pub mod rng;
 pub mod runner;
