@@ -33,6 +33,7 @@ pub mod types;
 pub mod wire;
 
 pub use args::{ActiveSet, BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollInit};
+pub use backend::{Ee, EeTrigger};
 pub use buffer::MemRef;
 pub use coll::{Coll, CountInt};
 pub use config::Config;
@@ -43,4 +44,4 @@ pub use object::{
 };
 pub use oob::{Oob, OobRequest, TcpOob, TcpOobParams, ThreadOob};
 pub use topo::ProcInfo;
-pub use types::{CollType, CollTypeSet, DataType, MemType, ReduceOp};
+pub use types::{CollType, CollTypeSet, DataType, EeType, Event, EventType, MemType, ReduceOp};

@@ -1,9 +1,12 @@
 //! Backend traits implemented by the component crates (`mc`, `tl`, `ee`):
 //! core knows these traits, never the components themselves.
 
+mod ee;
 mod mc;
 mod tl;
 
+pub(crate) use ee::{Armed, StartFn, triggered_task};
+pub use ee::{Ee, EeTrigger};
 pub use mc::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
 pub use tl::{
     AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture, TlTeamParams,

@@ -22,11 +22,13 @@ const NONE: u64 = u64::MAX;
 pub struct TaskDiag {
     peer: AtomicU64,
     tag: AtomicU64,
+    /// What a triggered task waits for before it starts (set and cleared by core).
+    trigger: Mutex<Option<Arc<str>>>,
 }
 
 impl Default for TaskDiag {
     fn default() -> Self {
-        TaskDiag { peer: AtomicU64::new(NONE), tag: AtomicU64::new(NONE) }
+        TaskDiag { peer: AtomicU64::new(NONE), tag: AtomicU64::new(NONE), trigger: Mutex::new(None) }
     }
 }
 
@@ -37,8 +39,17 @@ impl TaskDiag {
         self.tag.store(u64::from(tag), Ordering::Relaxed);
     }
 
-    /// A phrase for messages: ", waiting for a message from rank 3 (step tag 2)" or "".
+    /// Record that a triggered task waits for its trigger (`what`), or no longer does (`None`).
+    pub fn waiting_for_trigger(&self, what: Option<Arc<str>>) {
+        *self.trigger.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    }
+
+    /// A phrase for messages: ", waiting for a message from rank 3 (step tag 2)",
+    /// ", waiting for its trigger: …" or "".
     pub fn describe(&self) -> String {
+        if let Some(what) = &*self.trigger.lock().unwrap_or_else(|p| p.into_inner()) {
+            return format!(", waiting for its trigger: {what}");
+        }
         match self.peer.load(Ordering::Relaxed) {
             NONE => String::new(),
             p => format!(", waiting for a message from rank {p} (step tag {})", self.tag.load(Ordering::Relaxed)),

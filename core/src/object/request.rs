@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::team::{Team, TeamInner};
 use crate::args::{CollArgs, CollInit};
@@ -11,10 +12,15 @@ use crate::engine::{Backoff, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
+mod triggered;
+
 /// Sequence numbers of active-set collectives: they do not consume the
 /// team's sequence (ranks outside the set do not post them), so they are
 /// matched by the user's tag in a separate number space.
 const ACTIVE_SET_SEQ: u64 = 1 << 63;
+
+/// The id of the next request of this process (0 is never an id: events use it for "none").
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A collective request. `'a` is the lifetime of the buffers it uses.
 ///
@@ -25,7 +31,9 @@ pub struct Request<'a> {
     team: Arc<TeamInner>,
     init: Arc<CollInit>,
     /// `None` for zero-size collectives, which complete at post.
-    task: Option<Box<dyn CollTask>>,
+    task: Option<Arc<dyn CollTask>>,
+    /// Process-wide unique id, carried by the events of its triggered posts.
+    id: u64,
     selected: Arc<str>,
     /// "team 0x… (rank r of n)", made once for the messages of every post.
     team_desc: Arc<str>,
@@ -120,12 +128,53 @@ fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: impl FnOnce() -
 impl<'a> Request<'a> {
     fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: Arc<str>) -> Self {
         let team_desc = team.desc.clone();
-        Request { team, init, task, selected, team_desc, slot: None, finalized: false, _buffers: PhantomData }
+        // Relaxed: ids only need to be unique.
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let task = task.map(Arc::from);
+        Request { team, init, task, id, selected, team_desc, slot: None, finalized: false, _buffers: PhantomData }
     }
 
     /// Start the collective (`ucc_collective_post`). A persistent request
     /// may be posted again once it has completed successfully.
     pub fn post(&mut self) -> Result<()> {
+        self.check_postable()?;
+        self.team.check_usable()?;
+        let desc = self.next_desc();
+        let seq = desc.seq;
+        let slot = match &self.task {
+            None => {
+                if let Some(cb) = &self.init.cb {
+                    cb(Status::Ok);
+                }
+                TaskSlot::finished(Ok(()), desc)
+            }
+            Some(task) => {
+                let diag = Arc::new(TaskDiag::default());
+                let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
+                let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
+                // One poll now sends the first messages without waiting for progress.
+                if !slot.poll(&self.team.ctx.settings.watchdog) {
+                    self.team.ctx.queue.push(slot.clone());
+                }
+                slot
+            }
+        };
+        self.slot = Some(slot);
+        Ok(())
+    }
+
+    /// Take the next sequence number of the team (or the active-set one) and describe the task.
+    fn next_desc(&self) -> TaskDesc {
+        let seq = match &self.init.active_set {
+            Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
+            None => self.team.next_seq(),
+        };
+        TaskDesc { coll: self.init.coll.name(), seq, team: self.team_desc.clone(), via: self.selected.clone() }
+    }
+
+    /// Refuse a post of a finalized request, of one in progress, of a
+    /// non-persistent one that already ran, and of one that failed.
+    fn check_postable(&self) -> Result<()> {
         if self.finalized {
             return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
         }
@@ -149,32 +198,6 @@ impl<'a> Request<'a> {
                 Ok(_) => {}
             }
         }
-        self.team.check_usable()?;
-        let seq = match &self.init.active_set {
-            Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
-            None => self.team.next_seq(),
-        };
-        let desc =
-            TaskDesc { coll: self.init.coll.name(), seq, team: self.team_desc.clone(), via: self.selected.clone() };
-        let slot = match &self.task {
-            None => {
-                if let Some(cb) = &self.init.cb {
-                    cb(Status::Ok);
-                }
-                TaskSlot::finished(Ok(()), desc)
-            }
-            Some(task) => {
-                let diag = Arc::new(TaskDiag::default());
-                let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
-                let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
-                // One poll now sends the first messages without waiting for progress.
-                if !slot.poll(&self.team.ctx.settings.watchdog) {
-                    self.team.ctx.queue.push(slot.clone());
-                }
-                slot
-            }
-        };
-        self.slot = Some(slot);
         Ok(())
     }
 

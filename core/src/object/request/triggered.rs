@@ -1,0 +1,79 @@
+//! [`Request::triggered_post`]: a collective posted on an execution engine
+//! (`ucc_collective_triggered_post`), which starts when the engine's trigger fires.
+
+use std::sync::Arc;
+
+use super::Request;
+use crate::backend::{Armed, Ee, PostInfo, StartFn, triggered_task};
+use crate::engine::{TaskDiag, TaskSlot};
+use crate::error::Result;
+use crate::types::Event;
+
+impl Request<'_> {
+    /// Post the collective on execution engine `ee`, to start when `ev`
+    /// triggers it (`ucc_collective_triggered_post`).
+    ///
+    /// What triggers it depends on the engine: on a CPU engine, an event of
+    /// type `ev.ev_type` that the user sets with `set_event` (with tag
+    /// `ev.request`, unless that is 0); on a CUDA stream engine, the
+    /// completion of the work enqueued on the stream before this call —
+    /// and work enqueued after it waits for the collective.
+    ///
+    /// The engine then reports `CollectivePost` when the collective starts and
+    /// `CollectiveComplete` when it ends, successfully or not (including a
+    /// timeout or a cancellation; then without `CollectivePost` if it never
+    /// started); both carry [`Request::id`]. The request's timeout covers
+    /// the wait for the trigger. Like [`Request::post`], a persistent
+    /// request may be triggered again once it has completed.
+    ///
+    /// The collective takes its place in the team's order at this call, as a
+    /// plain post does: ranks must post (or trigger-post) a team's
+    /// collectives in the same order.
+    pub fn triggered_post(&mut self, ee: &dyn Ee, ev: &Event) -> Result<()> {
+        self.check_postable()?;
+        self.team.check_usable()?;
+        // Arm first: an event the engine refuses must not consume a sequence number.
+        let trigger = ee.trigger(ev, self.id).map_err(|e| {
+            e.prefixed(format_args!(
+                "triggered_post of {} on {} (team {})",
+                self.init.coll,
+                ee.describe(),
+                self.team_desc
+            ))
+        })?;
+        let armed = Armed::new(trigger, self.id);
+        let desc = self.next_desc();
+        let diag = Arc::new(TaskDiag::default());
+        let post = PostInfo { seq: desc.seq, diag: diag.clone() };
+        let start: StartFn = match &self.task {
+            None => Box::new(|| Ok(None)),
+            // Teams of one do their work when the task is made (there is no
+            // peer to keep in order with), so theirs is made once triggered.
+            Some(task) if self.team.size == 1 => {
+                let task = task.clone();
+                Box::new(move || task.start(&post).map(Some))
+            }
+            // Made now, so that it takes its place among the team's
+            // collectives (sequence number, shm ticket); it is not polled
+            // before the trigger fires. An error drops `armed`, which releases the engine.
+            Some(task) => {
+                let fut = task.start(&post).map_err(|e| e.prefixed(&desc))?;
+                Box::new(move || Ok(Some(fut)))
+            }
+        };
+        let fut = triggered_task(armed, diag.clone(), start);
+        let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
+        // One poll now starts it at once if the trigger already fired.
+        if !slot.poll(&self.team.ctx.settings.watchdog) {
+            self.team.ctx.queue.push(slot.clone());
+        }
+        self.slot = Some(slot);
+        Ok(())
+    }
+
+    /// The request's process-wide unique id (never 0), carried by the
+    /// `CollectivePost` and `CollectiveComplete` events of its triggered posts.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
