@@ -45,7 +45,7 @@ pub fn ptx_for_arch(major: u32, minor: u32) -> Result<Arc<Ptx>> {
     let version = nvrtc_version()?;
     let src = source();
     let file = disk_path(major, minor, version, &src);
-    let ptx = match file.as_ref().and_then(|f| read_cached(f)) {
+    let ptx = match file.as_ref().and_then(read_cached) {
         Some(text) => Ptx::from_src(text),
         None => {
             let ptx = compile_source(&src, major, minor)?;
