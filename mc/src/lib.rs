@@ -14,11 +14,15 @@
 //!   (AVX2 when the CPU has it, chosen at run time), and tolerant of
 //!   unaligned buffers. f16, bf16 and float8 accumulate in `f32` and round once.
 //! - [`fp8`] converts the OCP float8 formats E4M3 and E5M2.
-//!
-//! A CUDA component will join [`default_mcs`] later.
+//! - [`CudaMc`] handles CUDA device memory (and, as [`CudaMc::managed`],
+//!   managed memory): pooled device scratch, pinned host memory
+//!   ([`PinnedHost`]), the pointer query, copies in every direction and
+//!   reductions through the `ferrocoll-kernels` kernels. It joins
+//!   [`default_mcs`] only where a CUDA driver and device are found.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod cuda;
 pub mod fp8;
 mod host;
 mod reduce;
@@ -27,10 +31,22 @@ use std::sync::Arc;
 
 use ferrocoll_core::backend::Mc;
 
+pub use cuda::{CudaMc, DEFAULT_DEVICE_CACHE_LIMIT, PinnedHost};
 pub use host::{ALIGN, DEFAULT_CACHE_LIMIT, HostMc, Pool};
 pub use reduce::{reduce_slices, reduce_slices_in_place};
 
-/// The memory components available in this build, host first.
+/// The memory components usable on this machine: host, then CUDA device
+/// and managed memory when [`CudaMc::probe`] finds a driver and a device
+/// (why not is logged at debug level, `UCC_LOG_LEVEL=debug`).
 pub fn default_mcs() -> Vec<Arc<dyn Mc>> {
-    vec![Arc::new(HostMc::new())]
+    let mut mcs: Vec<Arc<dyn Mc>> = vec![Arc::new(HostMc::new())];
+    match CudaMc::probe() {
+        Ok(cuda) => {
+            let managed = cuda.managed();
+            mcs.push(Arc::new(cuda));
+            mcs.push(Arc::new(managed));
+        }
+        Err(e) => ferrocoll_core::log_debug!("mc: the cuda component is off: {}", e.context()),
+    }
+    mcs
 }

@@ -87,6 +87,14 @@ pub trait Mc: Send + Sync {
     /// Scratch memory of `len` bytes (from a pool; contents undefined).
     fn alloc(&self, len: usize) -> Result<Scratch>;
 
+    /// Host memory of `len` bytes that this component's copies reach
+    /// fastest, for staging its memory through the host (pinned memory for
+    /// CUDA). The default, `NotSupported`, tells callers to use the host
+    /// component's scratch instead.
+    fn alloc_host(&self, _len: usize) -> Result<Scratch> {
+        Err(Error::not_supported(format!("the {} memory component has no host staging memory", self.name())))
+    }
+
     /// Copy `src` to `dst` (same length; they may overlap).
     fn copy(&self, dst: MemRef, src: MemRef) -> Result<()>;
 
