@@ -44,6 +44,13 @@ pub use ferrocoll_core::{
     TcpOob, TcpOobParams, Team, TeamParams, ThreadMode, ThreadOob, ValueIndex,
 };
 pub use ferrocoll_core::{Coll, Config};
+pub use ferrocoll_core::{Ee, EeType, Event, EventType};
+pub use ferrocoll_ee::{CpuEe, CudaStreamEe};
+
+/// Execution engines (CPU thread, CUDA stream) and what triggered post means on each.
+pub mod ee {
+    pub use ferrocoll_ee::*;
+}
 
 /// Lower-level modules of the core crate, for component authors and tools.
 pub mod core {

@@ -1,0 +1,45 @@
+//! The CUDA-stream execution engine (`UCC_EE_CUDA_STREAM`), through the
+//! CUDA driver API loaded at run time (cudarc, dynamic loading).
+//!
+//! A triggered post on [`CudaStreamEe`], for host-driven TLs (every TL of
+//! ferrocoll today):
+//! - **input dependency**: `triggered_post` records a CUDA event on the
+//!   stream; the collective's task polls it (`cuEventQuery`) on each
+//!   progress and starts once it completed, i.e. once the work enqueued
+//!   before the post has run;
+//! - **output dependency**: right after the event, it enqueues on the same
+//!   stream `cuStreamWaitValue64(flag ≥ n, GEQ)` on a 64-bit counter in
+//!   pinned host memory mapped into the device (one per engine, n = the
+//!   post's sequence number, never reset). When the collective ends — or
+//!   fails, times out, or its request is dropped — the task raises the
+//!   counter with a release store; it is raised to n only once posts
+//!   1..=n have all ended. Work enqueued after the post waits for that.
+//!
+//! Devices without 64-bit stream memory operations
+//! (`CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS` = 0) wait with
+//! `cuStreamWaitValue32` on the counter's low half, which compares
+//! cyclically and is therefore exact while fewer than 2³¹ posts are
+//! outstanding. If the stream refuses even that (probed at creation with a
+//! wait that is already met), creation is `NotSupported` naming the
+//! attribute; there is no wait-kernel fallback.
+//!
+//! Limits: the collective's buffers are touched by the host (pinned host
+//! memory, or device memory through the TL's staging), not by kernels on
+//! the stream; stream-native executors (NCCL, our kernels) are not wired
+//! to the engine yet. The engine makes its stream's context current on
+//! whichever thread calls it. No driver (no `libcuda.so.1`) is
+//! `NotSupported` at creation, never a panic.
+
+mod driver;
+mod events;
+mod flag;
+mod stream;
+mod trigger;
+
+pub use stream::CudaStreamEe;
+
+/// Whether a CUDA stream engine can be created here: `Ok`, or `NotSupported`
+/// saying why (no `libcuda.so.1`, an entry point missing, `cuInit` failed).
+pub fn available() -> ferrocoll_core::Result<()> {
+    driver::probe()
+}

@@ -1,0 +1,270 @@
+//! [`CudaStreamEe`]: an execution engine over one CUDA stream, the user's
+//! (`from_raw`) or its own (`new_stream`).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cudarc::driver::sys::{self, CUdevice_attribute_enum as Attr, CUstream_st, CUstreamWaitValue_flags_enum as Wait};
+use ferrocoll_core::{Ee, EeTrigger, EeType, Error, Event, EventType, Result, Status};
+
+use super::driver::{Raw, check, make_current, probe};
+use super::events::EventPool;
+use super::flag::Flag;
+use super::trigger::StreamTrigger;
+use crate::queue::Outbound;
+
+/// Numbers engines for messages.
+static NEXT_NUMBER: AtomicU64 = AtomicU64::new(1);
+
+/// A stream and the primary context the engine created and retained for it.
+struct Owned {
+    stream: Raw<CUstream_st>,
+    ctx: Raw<sys::CUctx_st>,
+    device: sys::CUdevice,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if !self.stream.0.is_null() && make_current(self.ctx).is_ok() {
+            // SAFETY: the stream was created by `new_stream` and the engine, its only user, is being dropped.
+            let r = unsafe { sys::cuStreamDestroy_v2(self.stream.0) };
+            if let Err(e) = check(r, "cuStreamDestroy") {
+                ferrocoll_core::log_warn!("{e}");
+            }
+        }
+        // SAFETY: pairs with the cuDevicePrimaryCtxRetain of `new_stream`.
+        if let Err(e) = check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) }, "cuDevicePrimaryCtxRelease") {
+            ferrocoll_core::log_warn!("{e}");
+        }
+    }
+}
+
+/// What the engine and its triggers share. Fields drop in order: the flag
+/// and events before the stream and context they belong to.
+pub(crate) struct Shared {
+    pub(crate) number: u64,
+    pub(crate) stream: Raw<CUstream_st>,
+    pub(crate) ctx: Raw<sys::CUctx_st>,
+    pub(crate) device: sys::CUdevice,
+    /// Whether the device takes 64-bit stream waits (else 32-bit ones on the flag's low half).
+    wide: bool,
+    pub(crate) flag: Flag,
+    pub(crate) events: EventPool,
+    pub(crate) outbound: Outbound,
+    _owned: Option<Owned>,
+}
+
+impl Shared {
+    pub(crate) fn describe(&self) -> String {
+        format!("CUDA stream EE #{} (stream {:p}, device {})", self.number, self.stream.0, self.device)
+    }
+
+    /// Enqueue "wait until flag ≥ value" on the stream. The context must be current.
+    pub(crate) fn enqueue_wait(&self, value: u64) -> Result<()> {
+        let (stream, addr, geq) =
+            (self.stream.0, self.flag.device_ptr(self.wide), Wait::CU_STREAM_WAIT_VALUE_GEQ as u32);
+        let r = if self.wide {
+            // SAFETY: addr is the device mapping of the live flag; the stream is live (engine invariant).
+            unsafe { sys::cuStreamWaitValue64_v2(stream, addr, value, geq) }
+        } else {
+            // Truncation intended: GEQ compares cyclically ((int32)(flag - value) >= 0).
+            // SAFETY: as above, on the flag's low 32 bits.
+            unsafe { sys::cuStreamWaitValue32_v2(stream, addr, value as u32, geq) }
+        };
+        check(r, if self.wide { "cuStreamWaitValue64" } else { "cuStreamWaitValue32" })
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Every trigger is gone (they hold this), so every post ended; raise
+        // the flag over all of them anyway, then let the stream pass its
+        // waits before the flag is freed.
+        self.flag.release_all();
+        if make_current(self.ctx).is_ok() {
+            // SAFETY: the stream is live (engine invariant) and no longer waits on anything of ours.
+            if let Err(e) = check(unsafe { sys::cuStreamSynchronize(self.stream.0) }, "cuStreamSynchronize") {
+                ferrocoll_core::log_warn!("{} at teardown: {e}", self.describe());
+            }
+        }
+    }
+}
+
+/// An execution engine over a CUDA stream (`ucc_ee_create` with `UCC_EE_CUDA_STREAM`).
+///
+/// A triggered post on it starts once the work enqueued on the stream before
+/// the post has completed, and work enqueued after the post waits until the
+/// collective has ended (see the crate docs). Every driver call first makes
+/// the stream's context current on the calling thread.
+pub struct CudaStreamEe {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for CudaStreamEe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shared.describe())
+    }
+}
+
+impl CudaStreamEe {
+    /// An engine over the user's stream `stream` (a `CUstream`, as
+    /// `cudaStream_t` or `torch.cuda.Stream.cuda_stream` give it). `NotSupported`
+    /// when no CUDA driver is loadable (naming `libcuda.so.1`) or the device
+    /// cannot run stream memory operations.
+    ///
+    /// Enqueues one wait that is already satisfied on the stream (it checks
+    /// that the stream takes stream-memory-op waits).
+    ///
+    /// # Safety
+    /// `stream` must be a valid stream handle, or the legacy default stream
+    /// (null) while a context is current on this thread; the stream and its
+    /// context must stay valid until this engine and every request
+    /// triggered on it have been dropped.
+    pub unsafe fn from_raw(stream: *mut c_void) -> Result<CudaStreamEe> {
+        probe()?;
+        let stream: Raw<CUstream_st> = Raw(stream.cast());
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: the caller promises a valid stream; ctx is a valid out-pointer.
+        check(unsafe { sys::cuStreamGetCtx(stream.0, &mut ctx) }, "cuStreamGetCtx").map_err(|e| {
+            e.prefixed(format_args!("stream {:p} (the default stream needs a current context)", stream.0))
+        })?;
+        Self::with_parts(stream, Raw(ctx), None)
+    }
+
+    /// An engine over a new non-blocking stream of device `device` (its
+    /// primary context), which the engine destroys when dropped; for tools
+    /// and benchmarks. Reach the stream with [`CudaStreamEe::stream`].
+    pub fn new_stream(device: usize) -> Result<CudaStreamEe> {
+        probe()?;
+        let mut count = 0;
+        // SAFETY: count is a valid out-pointer; the driver is initialised (probe).
+        check(unsafe { sys::cuDeviceGetCount(&mut count) }, "cuDeviceGetCount")?;
+        let ordinal = i32::try_from(device).ok().filter(|&d| d < count).ok_or_else(|| {
+            Error::invalid_param(format!("CUDA device {device} does not exist: the driver sees {count} device(s)"))
+        })?;
+        let mut dev = 0;
+        // SAFETY: dev is a valid out-pointer; ordinal is below the device count.
+        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: dev is a device handle from cuDeviceGet; ctx is a valid out-pointer.
+        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
+        let ctx = Raw(ctx);
+        let mut owned = Owned { stream: Raw(std::ptr::null_mut()), ctx, device: dev };
+        make_current(ctx)?;
+        let mut stream = std::ptr::null_mut();
+        let flags = sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32;
+        // SAFETY: stream is a valid out-pointer; the context is current. On
+        // error `owned` (a null stream) only releases the context.
+        check(unsafe { sys::cuStreamCreate(&mut stream, flags) }, "cuStreamCreate")?;
+        owned.stream = Raw(stream);
+        Self::with_parts(owned.stream, ctx, Some(owned))
+    }
+
+    fn with_parts(stream: Raw<CUstream_st>, ctx: Raw<sys::CUctx_st>, owned: Option<Owned>) -> Result<CudaStreamEe> {
+        make_current(ctx)?;
+        let mut device = 0;
+        // SAFETY: device is a valid out-pointer; ctx is current.
+        check(unsafe { sys::cuCtxGetDevice(&mut device) }, "cuCtxGetDevice")?;
+        let mut wide = 0;
+        let attr = Attr::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS;
+        // SAFETY: wide is a valid out-pointer; device came from the driver.
+        check(unsafe { sys::cuDeviceGetAttribute(&mut wide, attr, device) }, "cuDeviceGetAttribute")?;
+        let shared = Shared {
+            number: NEXT_NUMBER.fetch_add(1, Ordering::Relaxed),
+            stream,
+            ctx,
+            device,
+            wide: wide != 0,
+            flag: Flag::new(ctx)?,
+            events: EventPool::new(ctx),
+            outbound: Outbound::default(),
+            _owned: owned,
+        };
+        // A wait that is already met (flag ≥ 0) checks that the stream takes them.
+        shared.enqueue_wait(0).map_err(|e| match e.status() {
+            Status::NotSupported => Error::not_supported(format!(
+                "device {device} cannot wait on memory in a stream (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS \
+                 is {wide}, and the 32-bit wait was refused: {e}); triggered post on a CUDA stream needs it"
+            )),
+            _ => e,
+        })?;
+        Ok(CudaStreamEe { shared: Arc::new(shared) })
+    }
+
+    /// The stream (a `CUstream`), for enqueueing work around triggered posts.
+    pub fn stream(&self) -> *mut c_void {
+        self.shared.stream.0.cast()
+    }
+
+    /// The stream's context (a `CUcontext`).
+    pub fn context(&self) -> *mut c_void {
+        self.shared.ctx.0.cast()
+    }
+
+    /// The stream's device (a `CUdevice`, which is its ordinal).
+    pub fn device(&self) -> i32 {
+        self.shared.device
+    }
+
+    /// Whether stream waits are 64-bit (else 32-bit, compared cyclically).
+    pub fn wide_waits(&self) -> bool {
+        self.shared.wide
+    }
+
+    /// The next event for the user, if any (`ucc_ee_get_event`).
+    pub fn get_event(&self) -> Option<Event> {
+        self.shared.outbound.get()
+    }
+
+    /// Acknowledge an event from `get_event` or `wait` (`ucc_ee_ack_event`).
+    pub fn ack_event(&self, ev: &Event) -> Result<()> {
+        self.shared.outbound.ack(ev, &|| self.shared.describe())
+    }
+
+    /// Block until an event arrives and return it (`ucc_ee_wait`); `TimedOut` after `timeout`.
+    pub fn wait(&self, timeout: Duration) -> Result<Event> {
+        self.shared.outbound.wait(timeout, &|| self.shared.describe())
+    }
+}
+
+impl Ee for CudaStreamEe {
+    fn ee_type(&self) -> EeType {
+        EeType::CudaStream
+    }
+
+    fn describe(&self) -> String {
+        self.shared.describe()
+    }
+
+    fn trigger(&self, ev: &Event, _request: u64) -> Result<Box<dyn EeTrigger>> {
+        if ev.ev_type != EventType::ComputeComplete {
+            return Err(Error::invalid_param(format!(
+                "{ev} cannot trigger a collective on {}: its trigger is the completion of the work enqueued on \
+                 the stream before triggered_post, given as ComputeComplete",
+                self.shared.describe()
+            )));
+        }
+        StreamTrigger::arm(&self.shared).map(|t| Box::new(t) as Box<dyn EeTrigger>)
+    }
+
+    fn set_event(&self, ev: Event) -> Result<()> {
+        Err(Error::not_supported(format!(
+            "set_event({ev}) on {}: a CUDA stream engine is triggered by its stream, not by events",
+            self.shared.describe()
+        )))
+    }
+
+    fn get_event(&self) -> Option<Event> {
+        CudaStreamEe::get_event(self)
+    }
+
+    fn ack_event(&self, ev: &Event) -> Result<()> {
+        CudaStreamEe::ack_event(self, ev)
+    }
+
+    fn wait(&self, timeout: Duration) -> Result<Event> {
+        CudaStreamEe::wait(self, timeout)
+    }
+}

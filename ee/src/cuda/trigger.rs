@@ -1,0 +1,97 @@
+//! The stream engine's side of one triggered post, for host-driven TLs:
+//! an event recorded on the stream is the input dependency (the task starts
+//! once it completed), a wait on the engine's flag the output dependency
+//! (raised when the collective ends, fails or is dropped).
+
+use std::sync::Arc;
+use std::task::Poll;
+
+use cudarc::driver::sys::{self, cudaError_enum as E};
+use ferrocoll_core::{EeTrigger, Event, Result};
+
+use super::driver::{check, error, make_current};
+use super::events;
+use super::stream::Shared;
+
+pub(crate) struct StreamTrigger {
+    shared: Arc<Shared>,
+    /// The input-dependency event, until it completed.
+    event: Option<events::Event>,
+    /// This post's sequence number: the flag value that releases the stream.
+    seq: u64,
+    completed: bool,
+}
+
+impl StreamTrigger {
+    /// Record the input-dependency event, then enqueue the wait for the
+    /// output dependency, both on the engine's stream.
+    pub(crate) fn arm(shared: &Arc<Shared>) -> Result<StreamTrigger> {
+        // Held across both calls, so that waits reach the stream in sequence order.
+        let mut order = shared.flag.lock();
+        make_current(shared.ctx)?;
+        let event = shared.events.take()?;
+        // SAFETY: event is a live event of the stream's context (current, above); the stream is live.
+        if let Err(e) = check(unsafe { sys::cuEventRecord(event.0, shared.stream.0) }, "cuEventRecord") {
+            shared.events.put(event);
+            return Err(e);
+        }
+        let seq = order.issue();
+        if let Err(e) = shared.enqueue_wait(seq) {
+            drop(order);
+            // Nothing waits for this number: let later ones pass it.
+            shared.flag.release(seq);
+            shared.events.put(event);
+            return Err(e);
+        }
+        Ok(StreamTrigger { shared: shared.clone(), event: Some(event), seq, completed: false })
+    }
+}
+
+impl EeTrigger for StreamTrigger {
+    fn poll_ready(&mut self) -> Poll<Result<()>> {
+        let Some(event) = self.event else { return Poll::Ready(Ok(())) };
+        if let Err(e) = make_current(self.shared.ctx) {
+            return Poll::Ready(Err(e));
+        }
+        // SAFETY: event is live (ours until given back to the pool) and its context is current.
+        match unsafe { sys::cuEventQuery(event.0) } {
+            E::CUDA_SUCCESS => {
+                self.event = None;
+                self.shared.events.put(event);
+                Poll::Ready(Ok(()))
+            }
+            E::CUDA_ERROR_NOT_READY => Poll::Pending,
+            r => Poll::Ready(Err(error(r, "cuEventQuery of the triggered post's input event"))),
+        }
+    }
+
+    fn waiting_for(&self) -> String {
+        format!(
+            "the work enqueued on {} before triggered_post to complete (input event of stream wait {})",
+            self.shared.describe(),
+            self.seq
+        )
+    }
+
+    fn emit(&self, ev: Event) {
+        self.shared.outbound.post(ev);
+    }
+
+    fn complete(&mut self, _succeeded: bool) {
+        if std::mem::replace(&mut self.completed, true) {
+            return;
+        }
+        if let Some(event) = self.event.take() {
+            self.shared.events.put(event);
+        }
+        // Whatever the outcome: the stream must not stay blocked.
+        self.shared.flag.release(self.seq);
+    }
+}
+
+impl Drop for StreamTrigger {
+    fn drop(&mut self) {
+        // Core calls `complete`; this covers a trigger dropped without it.
+        self.complete(false);
+    }
+}
