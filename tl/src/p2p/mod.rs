@@ -23,13 +23,20 @@
 //! (other hosts). A peer whose process dies is noticed by its transport and
 //! fails every collective of its teams, naming it.
 //!
-//! Limits: host memory only; no RDMA (ibverbs) transport yet.
+//! CUDA device and managed memory are served when the library has the CUDA
+//! memory component: the host algorithms run on pinned host copies of the
+//! buffers ([`staging`]), so reductions run on the host for now.
+//!
+//! Limits: CUDA memory is staged whole and reduced on the host (kernel
+//! reductions and pipelined staging are the follow-up); no RDMA (ibverbs)
+//! transport yet.
 
 pub(crate) mod alg;
 mod comm;
 mod config;
 mod context;
 pub mod pattern;
+mod staging;
 mod team;
 pub mod transport;
 

@@ -10,6 +10,7 @@ use ferrocoll_core::score::{AlgId, Score, ScoreEntry};
 use ferrocoll_core::{CollType, CollTypeSet, Error, MemType, Result};
 
 use super::alg::{self, RunFn};
+use super::staging::{self, Staging};
 use super::transport::Router;
 use super::{Comm, P2pConfig};
 
@@ -29,6 +30,8 @@ pub(crate) struct TeamShared {
 pub(crate) struct P2pTeam {
     shared: Arc<TeamShared>,
     score: Score,
+    /// Host, plus the CUDA memory types it stages when the library has their component.
+    mems: Vec<MemType>,
 }
 
 /// Sequence number reserved for the creation handshake (collectives count from 0).
@@ -38,7 +41,9 @@ impl P2pTeam {
     /// Wait until every member has created the team, then hand it out.
     pub(crate) async fn create(shared: Arc<TeamShared>, score: Score, diag: Arc<TaskDiag>) -> Result<Arc<dyn TlTeam>> {
         handshake(&shared, diag).await?;
-        Ok(Arc::new(P2pTeam { shared, score }))
+        let staged = staging::STAGED.into_iter().filter(|&m| staging::stages(m, &shared.mcs));
+        let mems = std::iter::once(MemType::Host).chain(staged).collect();
+        Ok(Arc::new(P2pTeam { shared, score, mems }))
     }
 }
 
@@ -56,19 +61,23 @@ impl TlTeam for P2pTeam {
     }
 
     fn mem_types(&self) -> &[MemType] {
-        &[MemType::Host]
+        &self.mems
     }
 
+    /// The same entries for every memory type: CUDA memory runs the host
+    /// algorithms on staged copies (see [`staging`]).
     fn default_scores(&self) -> Vec<ScoreEntry> {
-        alg::defaults()
-            .filter(|d| alg::find(d.coll, 0).is_some())
-            .flat_map(|d| {
-                d.ranges.iter().map(move |&(range, alg)| ScoreEntry {
-                    coll: d.coll,
-                    mem: MemType::Host,
-                    range,
-                    score: self.score,
-                    alg,
+        self.mems
+            .iter()
+            .flat_map(|&mem| {
+                alg::defaults().filter(|d| alg::find(d.coll, 0).is_some()).flat_map(move |d| {
+                    d.ranges.iter().map(move |&(range, alg)| ScoreEntry {
+                        coll: d.coll,
+                        mem,
+                        range,
+                        score: self.score,
+                        alg,
+                    })
                 })
             })
             .collect()
@@ -77,33 +86,62 @@ impl TlTeam for P2pTeam {
     fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
         let a = alg::find(init.coll, alg)
             .ok_or_else(|| Error::not_supported(format!("p2p has no {} algorithm {alg}", init.coll)))?;
-        if init.mem_type != MemType::Host {
-            return Err(Error::not_supported(format!("p2p moves host memory only, not {}", init.mem_type)));
-        }
-        (a.check)(init)?;
-        Ok(Box::new(AlgTask { team: self.shared.clone(), init: init.clone(), run: a.run, coll: init.coll }))
+        let staging = match init.mem_type {
+            MemType::Host => None,
+            mt if staging::stages(mt, &self.shared.mcs) => Some(Arc::new(Staging::new(init, &self.shared.mcs)?)),
+            mt => {
+                return Err(Error::not_supported(format!(
+                    "p2p moves host memory, and cuda or cuda_managed memory when the library has the CUDA \
+                     memory component (it has: {}); not {mt}",
+                    self.shared.mcs.names().join(", ")
+                )));
+            }
+        };
+        let run_init = staging.as_ref().map_or(init, |s| s.host_init());
+        (a.check)(run_init)?;
+        Ok(Box::new(AlgTask {
+            team: self.shared.clone(),
+            init: run_init.clone(),
+            run: a.run,
+            coll: init.coll,
+            staging,
+        }))
     }
 }
 
 /// A prepared algorithm: each post runs it with a fresh [`Comm`].
 struct AlgTask {
     team: Arc<TeamShared>,
+    /// The arguments the algorithm runs on (host copies when staged).
     init: Arc<CollInit>,
     run: RunFn,
     coll: CollType,
+    /// Host copies of CUDA buffers, copied in at post and out at completion.
+    staging: Option<Arc<Staging>>,
 }
 
 impl CollTask for AlgTask {
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
         debug_assert_eq!(self.coll, self.init.coll);
         let comm = Comm::new(self.team.clone(), post.seq, post.diag.clone());
-        if self.team.size == 1 {
+        if let Some(s) = &self.staging {
+            s.copy_in()?;
+        }
+        let run = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
             let init = self.init.clone();
             let result =
                 alg::local::team_of_one(&init, &|d, s| comm.copy(d, s), &|d, s, n| comm.reduce(&init, d, s, n, true));
-            return Ok(Box::pin(std::future::ready(result)));
+            Box::pin(std::future::ready(result))
+        } else {
+            (self.run)(comm, self.init.clone())
+        };
+        match self.staging.clone() {
+            None => Ok(run),
+            Some(s) => Ok(Box::pin(async move {
+                run.await?;
+                s.copy_out()
+            })),
         }
-        Ok((self.run)(comm, self.init.clone()))
     }
 }

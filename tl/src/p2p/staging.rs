@@ -1,0 +1,125 @@
+//! Collectives on CUDA memory by staging through host memory.
+//!
+//! A collective whose buffers are CUDA device or managed memory runs the
+//! host algorithm unchanged on host copies of its buffers: at each post the
+//! inputs are copied device → host (pinned scratch from the CUDA memory
+//! component, so the copies are DMA), the host algorithm runs on the copies
+//! (transfers and reductions all on the host), and at completion the
+//! outputs are copied host → device. Every algorithm, transport and team
+//! shape of the p2p TL thereby works on CUDA memory, with the host's
+//! results bit for bit.
+//!
+//! What is copied: every source buffer in, every destination buffer out;
+//! a destination also in when the algorithm does not write all of it (in
+//! place, or a v-variant whose blocks may leave gaps), so that copying it
+//! back changes nothing it did not compute. Bcast's one buffer is the
+//! root's input and everyone else's output.
+//!
+//! Limits, and the follow-up: the reductions run on the host, not as device
+//! kernels, and the copies are whole-buffer and synchronous, not pipelined
+//! with the transfers; a kernel-reduction path with pipelined staging
+//! fragments is the next step for large messages.
+
+use std::sync::Arc;
+
+use ferrocoll_core::args::{Buf, CollInit};
+use ferrocoll_core::backend::{Mc, McSet, Scratch};
+use ferrocoll_core::{CollType, Error, MemRef, MemType, Result, Status};
+
+/// Memory types the p2p TL serves by staging, when the library has their component.
+pub(crate) const STAGED: [MemType; 2] = [MemType::Cuda, MemType::CudaManaged];
+
+/// One buffer's pair of homes.
+struct Pair {
+    /// The user's buffer (device or managed memory).
+    user: MemRef,
+    /// Its host copy.
+    host: MemRef,
+    /// Copy user → host at each post.
+    copy_in: bool,
+    /// Copy host → user at completion.
+    copy_out: bool,
+}
+
+/// A collective's host copies: the host arguments the algorithm runs on,
+/// and what to copy before and after.
+pub(crate) struct Staging {
+    host: Arc<CollInit>,
+    pairs: Vec<Pair>,
+    mc: Arc<dyn Mc>,
+    /// Owns the host copies (returned to their pool on drop).
+    _scratch: Vec<Scratch>,
+}
+
+/// Whether the p2p TL stages `mem_type` in a library with `mcs`.
+pub(crate) fn stages(mem_type: MemType, mcs: &McSet) -> bool {
+    STAGED.contains(&mem_type) && mcs.get(mem_type).is_ok()
+}
+
+impl Staging {
+    /// Host copies of `init`'s buffers (allocated once; a persistent
+    /// request reuses them at every post).
+    pub(crate) fn new(init: &CollInit, mcs: &McSet) -> Result<Staging> {
+        let mc = mcs.get(init.mem_type)?.clone();
+        let is_root = init.rank == init.root;
+        let mut pairs = Vec::new();
+        let mut scratch = Vec::new();
+        let mut host_buf = |buf: &Option<Buf>, copy_in: bool, copy_out: bool| -> Result<Option<Buf>> {
+            let Some(b) = buf else { return Ok(None) };
+            if b.mem.mem_type() != init.mem_type {
+                return Err(Error::not_supported(format!(
+                    "p2p staging of {}: a buffer is {} memory, not {}",
+                    init.coll,
+                    b.mem.mem_type(),
+                    init.mem_type
+                )));
+            }
+            let s = alloc_host(mc.as_ref(), mcs, b.mem.len())?;
+            let host = s.mem();
+            scratch.push(s);
+            if !b.mem.is_empty() && (copy_in || copy_out) {
+                pairs.push(Pair { user: b.mem, host, copy_in, copy_out });
+            }
+            Ok(Some(Buf { mem: host, ..b.clone() }))
+        };
+        let (src, dst) = if init.coll == CollType::Bcast {
+            (host_buf(&init.src, is_root, !is_root)?, None)
+        } else {
+            let partial = init.in_place || init.dst.as_ref().is_some_and(|d| d.v.is_some());
+            (host_buf(&init.src, true, false)?, host_buf(&init.dst, partial, true)?)
+        };
+        let host = Arc::new(CollInit { mem_type: MemType::Host, src, dst, ..init.clone() });
+        Ok(Staging { host, pairs, mc, _scratch: scratch })
+    }
+
+    /// The arguments the host algorithm runs on.
+    pub(crate) fn host_init(&self) -> &Arc<CollInit> {
+        &self.host
+    }
+
+    /// Copy the inputs to the host (at post).
+    pub(crate) fn copy_in(&self) -> Result<()> {
+        for p in self.pairs.iter().filter(|p| p.copy_in) {
+            self.mc.copy(p.host, p.user).map_err(|e| e.prefixed(format!("staging {} input", self.host.coll)))?;
+        }
+        Ok(())
+    }
+
+    /// Copy the outputs back (at completion).
+    pub(crate) fn copy_out(&self) -> Result<()> {
+        for p in self.pairs.iter().filter(|p| p.copy_out) {
+            self.mc.copy(p.user, p.host).map_err(|e| e.prefixed(format!("staging {} output", self.host.coll)))?;
+        }
+        Ok(())
+    }
+}
+
+/// Host memory for staging: the component's pinned memory when it has
+/// some, else ordinary host scratch (slower copies, same results).
+fn alloc_host(mc: &dyn Mc, mcs: &McSet, len: usize) -> Result<Scratch> {
+    match mc.alloc_host(len) {
+        Ok(s) => Ok(s),
+        Err(e) if e.status() == Status::NotSupported => mcs.get(MemType::Host)?.alloc(len),
+        Err(e) => Err(e.prefixed(format!("{} bytes of {} staging memory", len, mc.name()))),
+    }
+}
