@@ -27,7 +27,9 @@
 //! memory, or device memory through the TL's staging), not by kernels on
 //! the stream; stream-native executors (NCCL, our kernels) are not wired
 //! to the engine yet. The engine makes its stream's context current on
-//! whichever thread calls it. No driver (no `libcuda.so.1`) is
+//! whichever thread calls it. When the engine and the last request
+//! triggered on it are gone, the stream is synchronised before the flag is
+//! freed: use one engine per stream. No driver (no `libcuda.so.1`) is
 //! `NotSupported` at creation, never a panic.
 
 mod driver;

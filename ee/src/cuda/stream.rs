@@ -121,7 +121,9 @@ impl CudaStreamEe {
     /// `stream` must be a valid stream handle, or the legacy default stream
     /// (null) while a context is current on this thread; the stream and its
     /// context must stay valid until this engine and every request
-    /// triggered on it have been dropped.
+    /// triggered on it have been dropped. Dropping the last of them
+    /// synchronises the stream (the engine's flag must outlive the stream's
+    /// waits on it).
     pub unsafe fn from_raw(stream: *mut c_void) -> Result<CudaStreamEe> {
         probe()?;
         let stream: Raw<CUstream_st> = Raw(stream.cast());
