@@ -1,0 +1,462 @@
+//! Collectives on CUDA memory: the p2p TL's staging path.
+//!
+//! - Everywhere: without a CUDA memory component a collective on `cuda`
+//!   memory is a clean `NotSupported` naming the memory type; and every
+//!   collective runs through the staging path on *emulated* CUDA memory
+//!   (host memory labelled `cuda`, served by a stand-in component whose
+//!   copies are memmove), so the wrapper's copy-in/copy-out logic is tested
+//!   on machines without a GPU.
+//! - On a GPU: allreduce, bcast and reduce_scatter (and a slice of every
+//!   other collective) on device and managed memory over teams of 2 and 4
+//!   threads sharing the GPU, and over teams of 2 and 4 processes.
+//!
+//! Results are checked against the conformance suite's independent
+//! references (`ferrocoll_tests::setup` / `runner::verify`), outputs
+//! poisoned before every run.
+
+mod gpu_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrocoll::core::backend::{Mc, ReduceSpec, Scratch};
+use ferrocoll::{
+    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, Components, Config, Context, ContextParams,
+    Error, Lib, LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
+};
+use ferrocoll_mc::HostMc;
+use ferrocoll_tests::cases::{Case, matrix};
+use ferrocoll_tests::gpu::skip_unless_gpu;
+use ferrocoll_tests::procs::{Job, ROLE, free_port};
+use ferrocoll_tests::runner::verify;
+use ferrocoll_tests::setup::setup;
+use ferrocoll_tests::world::TEST_TIMEOUT;
+use gpu_support::{DevBuf, Kind};
+
+/// The collectives the issue names for CUDA memory.
+const MAIN: [CollType; 3] = [CollType::Allreduce, CollType::Bcast, CollType::ReduceScatter];
+
+/// Every collective that moves data.
+fn data_colls() -> impl Iterator<Item = CollType> {
+    CollType::ALL.into_iter().filter(|c| !c.is_synchronisation())
+}
+
+/// Where a case's buffers live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Host memory labelled `cuda` (with [`EmulatedCuda`] in the library).
+    Emulated,
+    /// `cuMemAlloc` memory.
+    Device,
+    /// `cuMemAllocManaged` memory.
+    Managed,
+}
+
+/// One buffer of a case.
+enum Block {
+    Host(Vec<u8>),
+    Dev(DevBuf),
+}
+
+impl Block {
+    fn new(place: Place, bytes: &[u8]) -> Block {
+        match place {
+            Place::Emulated => Block::Host(bytes.to_vec()),
+            Place::Device => Block::Dev(DevBuf::from_host(bytes, Kind::Device)),
+            Place::Managed => Block::Dev(DevBuf::from_host(bytes, Kind::Managed)),
+        }
+    }
+
+    fn addr(&mut self) -> *mut u8 {
+        match self {
+            Block::Host(v) => v.as_mut_ptr(),
+            Block::Dev(d) => d.addr(),
+        }
+    }
+
+    fn read(&self) -> Vec<u8> {
+        match self {
+            Block::Host(v) => v.clone(),
+            Block::Dev(d) => d.read(),
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        match self {
+            Block::Host(v) => v.copy_from_slice(bytes),
+            Block::Dev(d) => d.write(bytes),
+        }
+    }
+}
+
+/// A stand-in for the CUDA component on machines without a GPU: "cuda"
+/// memory that is host memory, copied with memmove. It offers no pinned
+/// memory, so staging falls back to host scratch, and no reductions (the
+/// staged algorithms reduce on the host).
+struct EmulatedCuda(HostMc);
+
+impl Mc for EmulatedCuda {
+    fn name(&self) -> &'static str {
+        "emulated_cuda"
+    }
+
+    fn mem_type(&self) -> MemType {
+        MemType::Cuda
+    }
+
+    fn alloc(&self, len: usize) -> Result<Scratch> {
+        self.0.alloc(len)
+    }
+
+    fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        if dst.len() != src.len() {
+            return Err(Error::invalid_param(format!("copy of {} bytes into {}", src.len(), dst.len())));
+        }
+        if !dst.is_empty() {
+            // SAFETY: in these tests every "cuda" MemRef is host memory
+            // (a Vec of the case) and every other one host scratch, each
+            // live for len bytes while the request runs; ptr::copy is memmove.
+            unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, _dst: MemRef, _srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
+        Err(Error::not_supported(format!("emulated cuda memory is never reduced in place ({})", spec.op)))
+    }
+}
+
+/// The default components with only the host memory component.
+fn host_only() -> Components {
+    let mut c = ferrocoll::default_components();
+    c.mcs.retain(|m| m.mem_type() == MemType::Host);
+    c
+}
+
+/// The host-only components plus [`EmulatedCuda`].
+fn emulated() -> Components {
+    let mut c = host_only();
+    c.mcs.push(Arc::new(EmulatedCuda(HostMc::new())));
+    c
+}
+
+/// Run `f` on `size` thread ranks of a library over `components` (as
+/// `ferrocoll_tests::world::run`, which always uses the default components).
+fn world<R, F>(size: usize, components: fn() -> Components, f: F) -> Vec<R>
+where
+    R: Send + 'static,
+    F: Fn(&Team) -> R + Send + Sync + 'static,
+{
+    let mut config = Config::new();
+    config.set("TL_SELF_TUNE", "0");
+    let lib = Lib::with_components(LibParams { config, ..LibParams::default() }, components()).expect("library");
+    let f = Arc::new(f);
+    let leave = Arc::new(std::sync::Barrier::new(size));
+    let handles: Vec<_> = ThreadOob::group(size)
+        .into_iter()
+        .map(|oob| {
+            let (lib, f, leave) = (lib.clone(), f.clone(), leave.clone());
+            std::thread::spawn(move || {
+                let ctx = Context::new(&lib, ContextParams::with_oob(oob)).expect("context");
+                let team = Team::create(&ctx, TeamParams::default()).expect("team");
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&team)));
+                leave.wait();
+                out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+}
+
+/// Counts or displacements as the raw API reads them.
+fn packed(v: &[usize], wide: bool) -> Vec<u8> {
+    if wide {
+        v.iter().flat_map(|&x| (x as u64).to_le_bytes()).collect()
+    } else {
+        v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
+    }
+}
+
+/// The memory type a case tells ferrocoll: the real one, or (every other
+/// case, on a GPU) `Unknown`, so that the pointer query resolves it.
+fn told(place: Place, case: &Case) -> MemType {
+    match place {
+        Place::Emulated => MemType::Cuda,
+        _ if case.seed % 2 == 1 => MemType::Unknown,
+        Place::Device => MemType::Cuda,
+        Place::Managed => MemType::CudaManaged,
+    }
+}
+
+fn side(
+    block: &mut Option<Block>,
+    count: usize,
+    v: &Option<(Vec<usize>, Vec<usize>)>,
+    case: &Case,
+    mem_type: MemType,
+    arrays: &mut Vec<Vec<u8>>,
+) -> CollBuffer {
+    let Some(b) = block.as_mut() else { return CollBuffer::None };
+    let buffer = b.addr();
+    match v {
+        None => CollBuffer::Info(BufferInfo { buffer, count: count as u64, datatype: case.dtype, mem_type }),
+        Some((counts, displs)) => {
+            arrays.push(packed(counts, case.wide_counts));
+            let counts = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
+            arrays.push(packed(displs, case.wide_counts));
+            let displacements = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
+            CollBuffer::InfoV(BufferInfoV { buffer, counts, displacements, datatype: case.dtype, mem_type })
+        }
+    }
+}
+
+/// Run `case` on this rank with its buffers in `place`; check the result.
+fn run_case_on(team: &Team, case: &Case, place: Place) -> std::result::Result<(), String> {
+    let (rank, size) = (team.rank(), team.size());
+    let fresh = setup(case, rank, size);
+    let mut src = fresh.src.as_deref().map(|b| Block::new(place, b));
+    let mut dst = fresh.dst.as_deref().map(|b| Block::new(place, b));
+    let mut arrays = Vec::new();
+    let mt = told(place, case);
+    let mut a = CollArgs::new(case.coll);
+    a.op = case.op;
+    a.root = case.root as u64;
+    a.flags = CollFlags::TIMEOUT;
+    a.timeout = TEST_TIMEOUT.as_secs_f64();
+    if case.in_place {
+        a.flags |= CollFlags::IN_PLACE;
+    }
+    if case.persistent {
+        a.flags |= CollFlags::PERSISTENT;
+    }
+    if case.wide_counts {
+        a.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
+    }
+    a.src = side(&mut src, fresh.src_count, &fresh.src_v, case, mt, &mut arrays);
+    a.dst = side(&mut dst, fresh.dst_count, &fresh.dst_v, case, mt, &mut arrays);
+    let fail = |what: &str, e: Error| format!("{case} on {place:?} memory, rank {rank}: {what}: {e}");
+    // SAFETY: every pointer in `a` points into `src`, `dst` or `arrays`,
+    // which live (unmoved: blocks are rewritten in place) until the end of
+    // this function, after the request is finalized.
+    let mut req = unsafe { team.collective_init(&a) }.map_err(|e| fail("init", e))?;
+    if !req.selected().starts_with("p2p/") && req.selected() != "none/zero-size" {
+        return Err(format!("{case}: {} ran, not the p2p TL", req.selected()));
+    }
+    let posts = if case.persistent { 3 } else { 1 };
+    for i in 0..posts {
+        if i > 0 {
+            // Fresh inputs and a fresh poison for every post.
+            if let (Some(b), Some(f)) = (src.as_mut(), fresh.src.as_ref()) {
+                b.write(f);
+            }
+            if let (Some(b), Some(f)) = (dst.as_mut(), fresh.dst.as_ref()) {
+                b.write(f);
+            }
+        }
+        req.post().map_err(|e| fail("post", e))?;
+        req.wait().map_err(|e| fail(&format!("wait (post {})", i + 1), e))?;
+        let mut got = fresh.clone();
+        got.dst = dst.as_ref().map(Block::read);
+        verify(case, rank, size, &got)
+            .map_err(|e| format!("{case} on {place:?} memory, rank {rank}, post {}: {e}", i + 1))?;
+        if case.coll == CollType::Bcast {
+            let want = setup(case, case.root, size).src;
+            let have = src.as_ref().map(Block::read);
+            if have != want {
+                return Err(format!(
+                    "{case} on {place:?} memory, rank {rank}: the bcast buffer differs from the root's"
+                ));
+            }
+        }
+    }
+    req.finalize().map_err(|e| fail("finalize", e))?;
+    Ok(())
+}
+
+/// Run every `every`-th case of `colls` on each rank of a thread world.
+fn thread_world(size: usize, components: fn() -> Components, colls: Vec<CollType>, place: Place, every: usize) {
+    let results = world(size, components, move |team| {
+        if place != Place::Emulated {
+            gpu_support::bind();
+        }
+        let mut n = 0;
+        for &coll in &colls {
+            for case in matrix(coll, size, 500 + coll.index() as u64).iter().step_by(every) {
+                run_case_on(team, case, place)?;
+                n += 1;
+            }
+        }
+        Ok::<usize, String>(n)
+    });
+    for (rank, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(n) => assert!(n > 0, "rank {rank} ran no case"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn cuda_memory_without_a_cuda_component_is_not_supported() {
+    for mt in [MemType::Cuda, MemType::CudaManaged] {
+        let errors = world(2, host_only, move |team| {
+            let src = [1.0f32; 4];
+            let mut dst = [0.0f32; 4];
+            let mut a = CollArgs::new(CollType::Allreduce);
+            a.op = ReduceOp::Sum;
+            a.src = CollBuffer::Info(BufferInfo {
+                buffer: src.as_ptr().cast_mut().cast(),
+                count: 4,
+                datatype: ferrocoll::DataType::Float32,
+                mem_type: mt,
+            });
+            a.dst = CollBuffer::Info(BufferInfo {
+                buffer: dst.as_mut_ptr().cast(),
+                count: 4,
+                datatype: ferrocoll::DataType::Float32,
+                mem_type: mt,
+            });
+            // SAFETY: the buffers outlive the request; the init fails before any use.
+            unsafe { team.collective_init(&a) }.err()
+        });
+        for e in errors {
+            let e = e.unwrap_or_else(|| panic!("a collective on {mt} memory was accepted without a CUDA component"));
+            assert_eq!(e.status(), Status::NotSupported, "{e}");
+            assert!(e.to_string().contains(mt.name()), "the error does not name {mt}: {e}");
+        }
+    }
+}
+
+#[test]
+fn every_collective_runs_staged_on_emulated_cuda_memory_2_ranks() {
+    thread_world(2, emulated, data_colls().collect(), Place::Emulated, 1);
+}
+
+#[test]
+fn every_collective_runs_staged_on_emulated_cuda_memory_3_ranks() {
+    thread_world(3, emulated, data_colls().collect(), Place::Emulated, 1);
+}
+
+#[test]
+fn every_collective_runs_staged_on_emulated_cuda_memory_4_ranks() {
+    thread_world(4, emulated, data_colls().collect(), Place::Emulated, 1);
+}
+
+fn default_components() -> Components {
+    ferrocoll::default_components()
+}
+
+#[test]
+fn allreduce_bcast_reduce_scatter_on_device_memory_2_threads() {
+    if skip_unless_gpu("allreduce_bcast_reduce_scatter_on_device_memory_2_threads") {
+        return;
+    }
+    thread_world(2, default_components, MAIN.to_vec(), Place::Device, 1);
+}
+
+#[test]
+fn allreduce_bcast_reduce_scatter_on_device_memory_4_threads() {
+    if skip_unless_gpu("allreduce_bcast_reduce_scatter_on_device_memory_4_threads") {
+        return;
+    }
+    thread_world(4, default_components, MAIN.to_vec(), Place::Device, 2);
+}
+
+#[test]
+fn allreduce_bcast_reduce_scatter_on_managed_memory_2_threads() {
+    if skip_unless_gpu("allreduce_bcast_reduce_scatter_on_managed_memory_2_threads") {
+        return;
+    }
+    thread_world(2, default_components, MAIN.to_vec(), Place::Managed, 5);
+}
+
+#[test]
+fn every_collective_on_device_memory_3_threads() {
+    if skip_unless_gpu("every_collective_on_device_memory_3_threads") {
+        return;
+    }
+    thread_world(3, default_components, data_colls().collect(), Place::Device, 7);
+}
+
+/// One rank of a process job started by [`process_job`] (a no-op when run directly).
+#[test]
+fn gpu_rank_body() {
+    let Ok(role) = std::env::var(ROLE) else { return };
+    let code = match role.as_str() {
+        "gpu_colls" => gpu_colls_rank(),
+        other => {
+            println!("FAIL unknown role {other}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn gpu_colls_rank() -> i32 {
+    let setup = || -> Result<(ferrocoll::Lib, Context)> {
+        let lib = ferrocoll::Lib::new()?;
+        let ctx = Context::new(&lib, ContextParams::with_oob(TcpOob::from_env()?))?;
+        Ok((lib, ctx))
+    };
+    let (_lib, ctx) = match setup() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("FAIL context: {e}");
+            return 1;
+        }
+    };
+    let team = match Team::create(&ctx, TeamParams::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            println!("FAIL team: {e}");
+            return 1;
+        }
+    };
+    gpu_support::bind();
+    let size = team.size();
+    let mut n = 0;
+    for coll in MAIN {
+        for case in matrix(coll, size, 900 + coll.index() as u64).iter().step_by(2) {
+            let place = if case.seed % 5 == 0 { Place::Managed } else { Place::Device };
+            if let Err(e) = run_case_on(&team, case, place) {
+                println!("FAIL {e}");
+                return 1;
+            }
+            n += 1;
+        }
+    }
+    println!("DONE {n}");
+    0
+}
+
+/// `size` processes of this binary, each one rank, running [`gpu_colls_rank`].
+fn process_job(size: usize) {
+    let token = format!("gpu-{:x}-{:x}", std::process::id(), free_port());
+    let job = Job::start("gpu_rank_body", "gpu_colls", size, 0..size, &token, free_port(), &|_| Vec::new());
+    for o in job.finish(Duration::from_secs(300)) {
+        assert!(
+            o.success == Some(true) && o.lines("FAIL").is_empty() && !o.lines("DONE ").is_empty(),
+            "rank {}: {:?}\n{}\n{}",
+            o.rank,
+            o.success,
+            o.stdout,
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn allreduce_bcast_reduce_scatter_on_device_memory_2_processes() {
+    if skip_unless_gpu("allreduce_bcast_reduce_scatter_on_device_memory_2_processes") {
+        return;
+    }
+    process_job(2);
+}
+
+#[test]
+fn allreduce_bcast_reduce_scatter_on_device_memory_4_processes() {
+    if skip_unless_gpu("allreduce_bcast_reduce_scatter_on_device_memory_4_processes") {
+        return;
+    }
+    process_job(4);
+}

@@ -1,0 +1,322 @@
+//! The CUDA memory component on a GPU: scratch allocation, pinned memory,
+//! the pointer query, copies in every direction, and device reductions of
+//! every dtype × op with 1 to 9 sources against the host kernels.
+//!
+//! Every test skips (printing why) where there is no GPU, and fails
+//! instead under `REQUIRE_GPU=1`.
+
+mod gpu_support;
+
+use ferrocoll::core::backend::{Mc, McSet, ReduceSpec};
+use ferrocoll::{DataType, MemRef, MemType, ReduceOp, Status};
+use ferrocoll_mc::{CudaMc, HostMc, reduce_slices};
+use ferrocoll_tests::dtypes::{Val, decode, elem_size, expected, input, matches, reduction_pairs};
+use ferrocoll_tests::gpu::skip_unless_gpu;
+use ferrocoll_tests::rng::{Rng, hash};
+use gpu_support::{DevBuf, Kind, bind};
+
+/// The component, after the gate said there is a GPU.
+fn mc() -> CudaMc {
+    CudaMc::probe().expect("a GPU is present, so the probe must succeed")
+}
+
+/// A fresh seed per run (printed, so a failure can be replayed by hand).
+fn fresh_seed(test: &str) -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let seed = hash(&[t, u64::from(std::process::id())]);
+    eprintln!("{test}: seed {seed}");
+    seed
+}
+
+/// `MemRef` over a test block.
+fn mem(b: &DevBuf, mt: MemType) -> MemRef {
+    // SAFETY: the block outlives every use of the MemRef in these tests, and
+    // nothing else touches it while ferrocoll does.
+    unsafe { MemRef::new(b.addr(), b.len(), mt) }
+}
+
+fn kind_type(k: Kind) -> MemType {
+    match k {
+        Kind::Device => MemType::Cuda,
+        Kind::Managed => MemType::CudaManaged,
+        Kind::Pinned => MemType::Host,
+    }
+}
+
+#[test]
+fn probe_finds_the_device_and_joins_the_default_set() {
+    if skip_unless_gpu("probe_finds_the_device_and_joins_the_default_set") {
+        return;
+    }
+    let mc = mc();
+    assert!(mc.device_count() >= 1);
+    let (major, minor) = mc.compute_capability(0).unwrap();
+    assert!(major >= 7, "compute capability {major}.{minor}");
+    let names: Vec<_> = ferrocoll_mc::default_mcs().iter().map(|m| m.name()).collect();
+    assert_eq!(names, ["host", "cuda", "cuda_managed"]);
+    assert_eq!(mc.managed().mem_type(), MemType::CudaManaged);
+    let bad = mc.compute_capability(1 << 20).unwrap_err();
+    assert_eq!(bad.status(), Status::InvalidParam, "{bad}");
+}
+
+#[test]
+fn scratch_is_device_memory_from_a_pool() {
+    if skip_unless_gpu("scratch_is_device_memory_from_a_pool") {
+        return;
+    }
+    let mc = mc();
+    for len in [1usize, 255, 4096, 1 << 20, (1 << 20) + 3] {
+        let s = mc.alloc(len).unwrap();
+        let m = s.mem();
+        assert_eq!((m.len(), m.mem_type()), (len, MemType::Cuda));
+        assert_eq!(m.addr() as usize % 256, 0, "driver alignment");
+        assert_eq!(mc.resolve(m.addr()), MemType::Cuda);
+        assert_eq!(mc.device_of(m.addr()), Some(0));
+        // The last byte is inside the allocation: the query still says device.
+        assert_eq!(mc.resolve(m.addr().wrapping_add(len - 1)), MemType::Cuda);
+        let addr = m.addr();
+        drop(s);
+        assert!(mc.cached_bytes().unwrap() >= len, "freed scratch is cached");
+        let again = mc.alloc(len).unwrap();
+        assert_eq!(again.mem().addr(), addr, "the same size class reuses the block");
+    }
+    assert!(mc.alloc(0).unwrap().mem().is_empty());
+    let managed = mc.managed();
+    let s = managed.alloc(1000).unwrap();
+    assert_eq!(s.mem().mem_type(), MemType::CudaManaged);
+    assert_eq!(mc.resolve(s.mem().addr()), MemType::CudaManaged);
+    assert!(managed.owns(s.mem().addr()) && !mc.owns(s.mem().addr()));
+    let staging = mc.alloc_host(4096).unwrap();
+    assert_eq!(staging.mem().mem_type(), MemType::Host);
+    assert_eq!(mc.resolve(staging.mem().addr()), MemType::Host, "pinned staging is host memory");
+}
+
+#[test]
+fn pinned_memory_is_mapped_for_the_device() {
+    if skip_unless_gpu("pinned_memory_is_mapped_for_the_device") {
+        return;
+    }
+    let mc = mc();
+    let p = mc.alloc_pinned(4096).unwrap();
+    assert_eq!(p.len(), 4096);
+    assert_ne!(p.device_ptr(), 0);
+    assert_eq!(mc.resolve(p.host_ptr()), MemType::Host);
+    let pattern: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    // SAFETY: the block has 4096 bytes and nothing else uses it now.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), p.host_ptr(), 4096) };
+    // Copy from the device view into device memory, and back through the host view.
+    let dev = DevBuf::new(4096, Kind::Device);
+    // SAFETY: device_ptr maps the same 4096 bytes, live while p is.
+    let via_device = unsafe { MemRef::new(p.device_ptr() as *mut u8, 4096, MemType::Cuda) };
+    mc.copy(mem(&dev, MemType::Cuda), via_device).unwrap();
+    assert_eq!(dev.read(), pattern);
+    dev.fill(0x5a);
+    // SAFETY: p outlives the MemRef.
+    mc.copy(unsafe { p.mem() }, mem(&dev, MemType::Cuda)).unwrap();
+    // SAFETY: the copy has finished (synchronous) and nothing writes the block.
+    let back = unsafe { std::slice::from_raw_parts(p.host_ptr(), 4096) };
+    assert!(back.iter().all(|&b| b == 0x5a));
+}
+
+#[test]
+fn the_pointer_query_tells_every_kind_of_memory_apart() {
+    if skip_unless_gpu("the_pointer_query_tells_every_kind_of_memory_apart") {
+        return;
+    }
+    let mc = mc();
+    let mcs = McSet::new(ferrocoll_mc::default_mcs());
+    let host = [1u8; 64];
+    let dev = DevBuf::new(1 << 16, Kind::Device);
+    let managed = DevBuf::new(1 << 16, Kind::Managed);
+    let pinned = DevBuf::new(1 << 16, Kind::Pinned);
+    let cases: [(&str, *const u8, MemType); 6] = [
+        ("pageable host", host.as_ptr(), MemType::Host),
+        ("null", std::ptr::null(), MemType::Host),
+        ("device", dev.addr(), MemType::Cuda),
+        ("inside device", dev.addr().wrapping_add(1000), MemType::Cuda),
+        ("managed", managed.addr(), MemType::CudaManaged),
+        ("pinned host", pinned.addr(), MemType::Host),
+    ];
+    for (what, p, want) in cases {
+        assert_eq!(mc.resolve(p), want, "{what}");
+        assert_eq!(mcs.resolve(p), want, "{what} through the library's set");
+    }
+    // From a thread that has no current context.
+    let addr = dev.addr() as usize;
+    let got = std::thread::spawn(move || CudaMc::probe().unwrap().resolve(addr as *const u8)).join().unwrap();
+    assert_eq!(got, MemType::Cuda);
+}
+
+#[test]
+fn copies_work_between_every_pair_of_memory_kinds() {
+    if skip_unless_gpu("copies_work_between_every_pair_of_memory_kinds") {
+        return;
+    }
+    let mc = mc();
+    let mut rng = Rng::new(fresh_seed("copies_work_between_every_pair_of_memory_kinds"));
+    let kinds = [None, Some(Kind::Pinned), Some(Kind::Device), Some(Kind::Managed)];
+    for len in [1usize, 4099, 3 << 20] {
+        for src_kind in kinds {
+            for dst_kind in kinds {
+                let mut data = vec![0u8; len];
+                rng.fill(&mut data);
+                let mut host_src = data.clone();
+                let mut host_dst = vec![0xa5u8; len];
+                let src_dev = src_kind.map(|k| DevBuf::from_host(&data, k));
+                let dst_dev = dst_kind.map(|k| DevBuf::from_host(&host_dst, k));
+                let src = match (&src_dev, src_kind) {
+                    (Some(b), Some(k)) => mem(b, kind_type(k)),
+                    // SAFETY: host_src lives to the end of the iteration and is not touched meanwhile.
+                    _ => unsafe { MemRef::from_mut_slice(&mut host_src) },
+                };
+                let dst = match (&dst_dev, dst_kind) {
+                    (Some(b), Some(k)) => mem(b, kind_type(k)),
+                    // SAFETY: as above.
+                    _ => unsafe { MemRef::from_mut_slice(&mut host_dst) },
+                };
+                mc.copy(dst, src).unwrap_or_else(|e| panic!("{src_kind:?} -> {dst_kind:?}, {len} bytes: {e}"));
+                let got = dst_dev.as_ref().map_or_else(|| host_dst.clone(), DevBuf::read);
+                assert!(got == data, "{src_kind:?} -> {dst_kind:?}, {len} bytes: wrong data");
+            }
+        }
+    }
+    // Overlapping device ranges behave as memmove.
+    let data: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+    let b = DevBuf::from_host(&data, Kind::Device);
+    let whole = mem(&b, MemType::Cuda);
+    mc.copy(whole.range(100, 8000).unwrap(), whole.range(0, 8000).unwrap()).unwrap();
+    let got = b.read();
+    assert_eq!(&got[100..8100], &data[..8000]);
+    assert_eq!(&got[..100], &data[..100]);
+    // Errors name the problem.
+    let e = mc.copy(whole.range(0, 10).unwrap(), whole.range(100, 11).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("11 source bytes"), "{e}");
+    // SAFETY: never dereferenced: the memory type is refused first.
+    let rocm = unsafe { MemRef::new(b.addr(), 16, MemType::Rocm) };
+    assert_eq!(mc.copy(rocm, whole.range(0, 16).unwrap()).unwrap_err().status(), Status::InvalidParam);
+}
+
+/// Sources one kernel launch folds (more are reduced in rounds).
+const LAUNCH_SOURCES: usize = 8;
+
+/// Element counts of the reduce matrix: one, odd, past one block of vectors, large.
+const COUNTS: [usize; 4] = [1, 37, 4099, 70_001];
+
+/// The device result of one reduction against the host kernels (bit-exact
+/// where the device promises it) and against the float64 reference.
+#[allow(clippy::too_many_arguments)]
+fn check_reduction(
+    mc: &CudaMc,
+    dt: DataType,
+    op: ReduceOp,
+    nsrcs: usize,
+    count: usize,
+    seed: u64,
+    offset: usize,
+    in_place: bool,
+) {
+    let es = elem_size(dt, Some(op));
+    let bytes = count * es;
+    let srcs: Vec<Vec<u8>> = (0..nsrcs)
+        .map(|s| {
+            let mut v = vec![0u8; bytes];
+            for (i, e) in v.chunks_exact_mut(es).enumerate() {
+                input(dt, Some(op), seed, s, i, e);
+            }
+            v
+        })
+        .collect();
+    let divisor = (op == ReduceOp::Avg).then_some(nsrcs);
+    let spec = ReduceSpec { dtype: dt, op, count, avg_divisor: divisor };
+    let mut host = vec![0u8; bytes];
+    let refs: Vec<&[u8]> = srcs.iter().map(Vec::as_slice).collect();
+    reduce_slices(&mut host, &refs, &spec).unwrap();
+    // Device operands, `offset` bytes into their blocks (misaligned when offset is not a multiple of 16).
+    let blocks: Vec<DevBuf> = srcs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut padded = vec![0x5au8; offset + bytes];
+            padded[offset..].copy_from_slice(s);
+            DevBuf::from_host(&padded, if i % 3 == 2 { Kind::Managed } else { Kind::Device })
+        })
+        .collect();
+    let operand = |i: usize| {
+        let mt = if i % 3 == 2 { MemType::CudaManaged } else { MemType::Cuda };
+        mem(&blocks[i], mt).range(offset, bytes).unwrap()
+    };
+    let dst_block = (!in_place).then(|| DevBuf::new(offset + bytes, Kind::Device));
+    let dst = match &dst_block {
+        None => operand(0),
+        Some(b) => {
+            b.fill(0xa5); // poison: an unwritten element shows
+            mem(b, MemType::Cuda).range(offset, bytes).unwrap()
+        }
+    };
+    let operands: Vec<MemRef> = (0..nsrcs).map(operand).collect();
+    let what =
+        format!("{op} on {dt}, {nsrcs} sources, count {count}, offset {offset}, in place {in_place}, seed {seed}");
+    mc.reduce(dst, &operands, &spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let whole = dst_block.as_ref().unwrap_or(&blocks[0]).read();
+    let got = &whole[offset..offset + bytes];
+    // Beyond 8 sources a narrow float is rounded between launches: only the reference applies.
+    let exact = nsrcs <= LAUNCH_SOURCES || !dt.is_narrow_float();
+    for (i, (g, h)) in got.chunks_exact(es).zip(host.chunks_exact(es)).enumerate() {
+        let gv = decode(dt, op, g);
+        let contrib: Vec<_> = refs.iter().map(|s| decode(dt, op, &s[i * es..(i + 1) * es])).collect();
+        let want = expected(dt, op, &contrib);
+        assert!(matches(dt, op, &gv, &want), "{what}: element {i} is {gv:?}, the float64 reference {want:?}");
+        if exact && g != h {
+            // NaN payloads are not promised (see the kernels' docs); NaN is.
+            let both_nan =
+                matches!((&gv, decode(dt, op, h)), (Val::Float(a), Val::Float(b)) if a.is_nan() && b.is_nan());
+            assert!(both_nan, "{what}: element {i} is {g:02x?}, the host kernels give {h:02x?}");
+        }
+    }
+}
+
+#[test]
+fn device_reductions_match_the_host_for_every_dtype_and_op() {
+    if skip_unless_gpu("device_reductions_match_the_host_for_every_dtype_and_op") {
+        return;
+    }
+    let mc = mc();
+    bind();
+    let base = fresh_seed("device_reductions_match_the_host_for_every_dtype_and_op");
+    let mut k = 0u64;
+    for (dt, op) in reduction_pairs() {
+        for nsrcs in 1..=9 {
+            k += 1;
+            let count = COUNTS[(k as usize) % COUNTS.len()];
+            let offset = [0, elem_size(dt, Some(op)), 1][(k as usize / 4) % 3];
+            let in_place = k.is_multiple_of(5);
+            check_reduction(&mc, dt, op, nsrcs, count, hash(&[base, k]), offset, in_place);
+        }
+    }
+}
+
+#[test]
+fn device_reduction_errors_name_the_problem() {
+    if skip_unless_gpu("device_reduction_errors_name_the_problem") {
+        return;
+    }
+    let mc = mc();
+    let a = DevBuf::new(64, Kind::Device);
+    let b = DevBuf::new(64, Kind::Device);
+    let spec = ReduceSpec { dtype: DataType::Float32, op: ReduceOp::Bxor, count: 16, avg_divisor: None };
+    let e = mc.reduce(mem(&a, MemType::Cuda), &[mem(&b, MemType::Cuda)], &spec).unwrap_err();
+    assert!(e.to_string().contains("float32") && e.to_string().contains("bxor"), "{e}");
+    let host = vec![0u8; 64];
+    // SAFETY: never dereferenced: host memory is refused first.
+    let h = unsafe { MemRef::from_slice(&host) };
+    let sum = ReduceSpec { op: ReduceOp::Sum, ..spec };
+    let e = mc.reduce(mem(&a, MemType::Cuda), &[h], &sum).unwrap_err();
+    assert!(e.to_string().contains("host memory"), "{e}");
+    // The host component refuses device memory just as clearly.
+    let e = HostMc::new().reduce(mem(&a, MemType::Cuda), &[mem(&b, MemType::Cuda)], &sum).unwrap_err();
+    assert!(e.to_string().contains("cuda memory"), "{e}");
+    // Zero elements is a no-op, not a launch.
+    let zero = ReduceSpec { count: 0, ..sum };
+    let empty = MemRef::empty(MemType::Cuda);
+    mc.reduce(empty, &[empty], &zero).unwrap();
+}
