@@ -23,10 +23,15 @@ static_assert(sizeof(i128) == 16 && sizeof(float) == 4 && sizeof(double) == 8, "
 
 #define FC_INLINE __device__ __forceinline__
 
+// FC_UNROLL: unroll completely (loops over the lanes of a vector or the bytes
+// of an element). FC_ROLLED: keep the loop (over sources): NVVM would
+// otherwise unroll it a few times and multiply the code of every kernel.
 #ifdef __CUDACC__
 #define FC_UNROLL _Pragma("unroll")
+#define FC_ROLLED _Pragma("unroll 1")
 #else
 #define FC_UNROLL
+#define FC_ROLLED
 #endif
 
 // Mirrors ferrocoll_kernels::MAX_SOURCES.
@@ -42,13 +47,19 @@ struct ReduceArgs {
     u32 avg_divisor; // avg kernels divide the sum by it when non-zero
 };
 
+// No padding (every field is naturally aligned in declaration order), so the
+// size pins the offsets: 0, 8, 72, 80, 88, 92 as in Rust. NVRTC has no
+// offsetof; g++ (the CPU emulation test) checks the offsets themselves.
 static_assert(sizeof(ReduceArgs) == 96, "ReduceArgs size differs from the Rust struct");
+static_assert(alignof(ReduceArgs) == 8, "ReduceArgs alignment differs from the Rust struct");
+#ifndef __CUDACC_RTC__
 static_assert(__builtin_offsetof(ReduceArgs, dst) == 0, "ReduceArgs.dst");
 static_assert(__builtin_offsetof(ReduceArgs, srcs) == 8, "ReduceArgs.srcs");
 static_assert(__builtin_offsetof(ReduceArgs, src_stride) == 72, "ReduceArgs.src_stride");
 static_assert(__builtin_offsetof(ReduceArgs, count) == 80, "ReduceArgs.count");
 static_assert(__builtin_offsetof(ReduceArgs, nsrcs) == 88, "ReduceArgs.nsrcs");
 static_assert(__builtin_offsetof(ReduceArgs, avg_divisor) == 92, "ReduceArgs.avg_divisor");
+#endif
 
 // Reinterpret the bits of a value as another type of the same size.
 template <class To, class From> FC_INLINE To fc_pun(From x) {
@@ -67,3 +78,25 @@ FC_INLINE u32 fc_bits(float x) { return fc_pun<u32>(x); }
 // This thread's index in the grid and the number of threads in the grid.
 FC_INLINE u64 fc_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 FC_INLINE u64 fc_threads() { return (u64)gridDim.x * blockDim.x; }
+
+// 16-byte global load and store. On the device: explicit ld/st.global, so the
+// compiler knows they cannot touch local memory (generic accesses would make
+// it re-read spilled values after every store).
+FC_INLINE uint4 fc_load16(u64 addr) {
+#ifdef __CUDA_ARCH__
+    uint4 v;
+    asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(addr));
+    return v;
+#else
+    return *(const uint4*)addr;
+#endif
+}
+
+FC_INLINE void fc_store16(u64 addr, uint4 v) {
+#ifdef __CUDA_ARCH__
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+#else
+    *(uint4*)addr = v;
+#endif
+}

@@ -65,6 +65,7 @@ mod tests {
         let src = crate::source();
         for needle in [
             "sizeof(ReduceArgs) == 96",
+            "alignof(ReduceArgs) == 8",
             "__builtin_offsetof(ReduceArgs, dst) == 0",
             "__builtin_offsetof(ReduceArgs, srcs) == 8",
             "__builtin_offsetof(ReduceArgs, src_stride) == 72",
