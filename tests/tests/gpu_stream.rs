@@ -2,10 +2,10 @@
 //! that they skipped (and fail under `REQUIRE_GPU=1`), except the first,
 //! which checks that the engine is refused cleanly where no driver is.
 //!
-//! The collectives run on pinned host memory mapped into the device: the
-//! host-driven TLs read and write it, while the stream's work (memset of the
-//! input, copy of the output) touches it through its device pointers —
-//! which tests the stream ordering as well as device buffers would.
+//! The ordering test runs on pinned host memory mapped into the device (the
+//! host-driven TLs read and write it, the stream's work reaches it through
+//! its device pointers) and on device memory (the p2p TL stages it through
+//! pinned host copies on its own streams).
 
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
@@ -25,60 +25,90 @@ fn ok(r: CUresult, what: &str) {
     assert_eq!(r, E::CUDA_SUCCESS, "{what}");
 }
 
-/// `n` u32 of pinned host memory mapped into the device; freed on drop.
-struct Pinned {
-    host: *mut u32,
+/// `n` u32 that the stream reaches at `dev` and the collective at `coll`:
+/// pinned host memory mapped into the device, or device memory. Freed on drop.
+struct Buf {
     dev: CUdeviceptr,
+    coll: *mut u32,
+    mem_type: MemType,
     n: usize,
 }
 
-impl Pinned {
-    /// The stream engine's context must be current.
-    fn new(n: usize) -> Pinned {
+impl Buf {
+    /// Pinned host memory; the stream engine's context must be current.
+    fn pinned(n: usize) -> Buf {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the caller made a context current.
         ok(unsafe { sys::cuMemHostAlloc(&mut p, n * 4, sys::CU_MEMHOSTALLOC_DEVICEMAP) }, "cuMemHostAlloc");
         let mut dev = 0;
         // SAFETY: p is a DEVICEMAP allocation of the current context.
         ok(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, p, 0) }, "cuMemHostGetDevicePointer");
-        Pinned { host: p.cast(), dev, n }
+        Buf { dev, coll: p.cast(), mem_type: MemType::Host, n }
     }
 
-    /// Host writes; the stream must not be using the memory.
+    /// Device memory; the stream engine's context must be current.
+    fn device(n: usize) -> Buf {
+        let mut dev = 0;
+        // SAFETY: valid out-pointer; the caller made a context current.
+        ok(unsafe { sys::cuMemAlloc_v2(&mut dev, n * 4) }, "cuMemAlloc");
+        Buf { dev, coll: dev as *mut u32, mem_type: MemType::Cuda, n }
+    }
+
+    fn new(mem_type: MemType, n: usize) -> Buf {
+        if mem_type == MemType::Cuda { Buf::device(n) } else { Buf::pinned(n) }
+    }
+
+    /// Host writes (pinned only); the stream must not be using the memory.
     fn fill(&self, v: u32) {
-        // SAFETY: n elements, ours; no stream work on them is pending (callers synchronise first).
-        (0..self.n).for_each(|i| unsafe { self.host.add(i).write_volatile(v) });
+        assert_eq!(self.mem_type, MemType::Host);
+        // SAFETY: n elements of pinned memory, ours; no stream work on them is pending (callers synchronise first).
+        (0..self.n).for_each(|i| unsafe { self.coll.add(i).write_volatile(v) });
     }
 
+    /// Host reads (pinned only), as for `fill`.
     fn read(&self) -> Vec<u32> {
+        assert_eq!(self.mem_type, MemType::Host);
         // SAFETY: as for fill.
-        (0..self.n).map(|i| unsafe { self.host.add(i).read_volatile() }).collect()
+        (0..self.n).map(|i| unsafe { self.coll.add(i).read_volatile() }).collect()
+    }
+
+    /// Enqueue a fill with `v` on `stream`.
+    fn memset(&self, v: u32, stream: CUstream) {
+        // SAFETY: the device address of n live elements; the engine's stream.
+        ok(unsafe { sys::cuMemsetD32Async(self.dev, v, self.n, stream) }, "cuMemsetD32Async");
     }
 }
 
-impl Drop for Pinned {
+impl Drop for Buf {
     fn drop(&mut self) {
-        // SAFETY: allocated by cuMemHostAlloc; every stream using it was synchronised.
-        unsafe { sys::cuMemFreeHost(self.host.cast()) };
+        // SAFETY: allocated above in a context that is still current; every
+        // stream using it was synchronised.
+        unsafe {
+            if self.mem_type == MemType::Cuda {
+                sys::cuMemFree_v2(self.dev);
+            } else {
+                sys::cuMemFreeHost(self.coll.cast());
+            }
+        }
     }
 }
 
-/// A persistent allreduce (sum of u32) on pinned buffers.
+/// A persistent allreduce (sum of u32).
 ///
 /// # Safety
 /// The buffers must outlive the request.
-unsafe fn allreduce(team: &Team, src: &Pinned, dst: &Pinned, timeout: Duration) -> Request<'static> {
-    let info = |p: *mut u32| {
+unsafe fn allreduce(team: &Team, src: &Buf, dst: &Buf, timeout: Duration) -> Request<'static> {
+    let info = |b: &Buf| {
         CollBuffer::Info(BufferInfo {
-            buffer: p.cast(),
-            count: src.n as u64,
+            buffer: b.coll.cast(),
+            count: b.n as u64,
             datatype: DataType::Uint32,
-            mem_type: MemType::Host,
+            mem_type: b.mem_type,
         })
     };
     let mut args = CollArgs::new(CollType::Allreduce);
-    args.src = info(src.host);
-    args.dst = info(dst.host);
+    args.src = info(src);
+    args.dst = info(dst);
     args.op = ReduceOp::Sum;
     args.flags = CollFlags::PERSISTENT | CollFlags::TIMEOUT;
     args.timeout = timeout.as_secs_f64();
@@ -117,6 +147,10 @@ fn a_cuda_engine_is_refused_cleanly_where_it_cannot_run() {
             let e = CudaStreamEe::new_stream(count + 1000).expect_err("no such device");
             assert_eq!(e.status(), Status::InvalidParam);
             assert!(e.context().contains(&format!("CUDA device {}", count + 1000)), "{e}");
+            // SAFETY: refused before any use of the handle.
+            let e = unsafe { CudaStreamEe::from_raw(std::ptr::null_mut()) }.expect_err("the legacy default stream");
+            assert_eq!(e.status(), Status::InvalidParam);
+            assert!(e.context().contains("default stream"), "{e}");
             let (ee, _) = engine();
             let e = ee.set_event(COMPUTE).expect_err("set_event on a stream engine");
             assert_eq!(e.status(), Status::NotSupported);
@@ -126,9 +160,10 @@ fn a_cuda_engine_is_refused_cleanly_where_it_cannot_run() {
     }
 }
 
-/// memset writes the input on the stream → triggered allreduce → copy of
-/// the output on the same stream → one stream synchronisation → check; a
-/// large memset first keeps the stream busy at the time of the post.
+/// memset poisons the output and writes the input on the stream →
+/// triggered allreduce → copy of the output on the same stream → one stream
+/// synchronisation → check; a large memset first keeps the stream busy at
+/// the time of the post. On pinned host memory and on device memory.
 #[test]
 fn a_triggered_allreduce_is_ordered_with_its_stream() {
     if skip_unless_gpu("a_triggered_allreduce_is_ordered_with_its_stream") {
@@ -137,45 +172,38 @@ fn a_triggered_allreduce_is_ordered_with_its_stream() {
     const N: usize = 4096;
     const ROUNDS: u32 = 200;
     const BUSY: usize = 256 << 20;
-    for size in [1, 2, 3] {
-        world::run(size, &Config::new(), move |team, _| {
-            let (ee, stream) = engine();
-            let (src, dst, out) = (Pinned::new(N), Pinned::new(N), Pinned::new(N));
-            let mut busy = 0;
-            // SAFETY: valid out-pointer; the engine's context is current.
-            ok(unsafe { sys::cuMemAlloc_v2(&mut busy, BUSY) }, "cuMemAlloc");
-            // SAFETY: the buffers outlive the request (dropped before them, below).
-            let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
-            let value = |rank: usize, round: u32| (rank as u32 + 1) * 1000 + round;
-            for round in 0..ROUNDS {
-                let what = format!("rank {} of {size}, round {round}", team.rank());
-                src.fill(POISON);
-                dst.fill(POISON);
-                out.fill(POISON);
-                // SAFETY: device pointers of live allocations, sizes within them; the stream is the engine's.
-                unsafe {
-                    ok(sys::cuMemsetD8Async(busy, round as u8, BUSY, stream), "memset busy");
-                    ok(sys::cuMemsetD32Async(src.dev, value(team.rank(), round), N, stream), "memset input");
+    for mem_type in [MemType::Host, MemType::Cuda] {
+        for size in [1, 2, 3] {
+            world::run(size, &Config::new(), move |team, _| {
+                let (ee, stream) = engine();
+                let (src, dst, out) = (Buf::new(mem_type, N), Buf::new(mem_type, N), Buf::pinned(N));
+                let busy = Buf::device(BUSY / 4);
+                // SAFETY: the buffers outlive the request (dropped before them, below).
+                let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
+                let value = |rank: usize, round: u32| (rank as u32 + 1) * 1000 + round;
+                for round in 0..ROUNDS {
+                    let what = format!("{mem_type} memory, rank {} of {size}, round {round}", team.rank());
+                    out.fill(POISON);
+                    busy.memset(round, stream);
+                    dst.memset(POISON, stream);
+                    src.memset(value(team.rank(), round), stream);
+                    req.triggered_post(&ee, &COMPUTE).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    // SAFETY: live buffers; out is pinned, so the copy is asynchronous.
+                    ok(unsafe { sys::cuMemcpyDtoHAsync_v2(out.coll.cast(), dst.dev, N * 4, stream) }, "copy");
+                    req.wait().unwrap_or_else(|e| panic!("{what}: {e}"));
+                    sync(stream);
+                    let want: u32 = (0..size).map(|r| value(r, round)).sum();
+                    let got = out.read();
+                    let bad = got.iter().position(|&v| v != want);
+                    assert!(bad.is_none(), "{what}: the stream's copy saw {:#x} at {bad:?}, want {want:#x}", got[0]);
+                    for ty in [EventType::CollectivePost, EventType::CollectiveComplete] {
+                        let ev = ee.get_event().unwrap_or_else(|| panic!("{what}: no {ty}"));
+                        assert_eq!(ev, Event::with_request(ty, req.id()), "{what}");
+                        ee.ack_event(&ev).expect("ack");
+                    }
                 }
-                req.triggered_post(&ee, &COMPUTE).unwrap_or_else(|e| panic!("{what}: {e}"));
-                // SAFETY: as above; out is pinned, so the copy is asynchronous.
-                ok(unsafe { sys::cuMemcpyDtoHAsync_v2(out.host.cast(), dst.dev, N * 4, stream) }, "copy output");
-                req.wait().unwrap_or_else(|e| panic!("{what}: {e}"));
-                sync(stream);
-                let want: u32 = (0..size).map(|r| value(r, round)).sum();
-                let got = out.read();
-                assert!(got.iter().all(|&v| v == want), "{what}: stream copy saw {:#x}, want {want:#x}", got[0]);
-                assert_eq!(dst.read()[N - 1], want, "{what}");
-                for ty in [EventType::CollectivePost, EventType::CollectiveComplete] {
-                    let ev = ee.get_event().unwrap_or_else(|| panic!("{what}: no {ty}"));
-                    assert_eq!(ev, Event::with_request(ty, req.id()), "{what}");
-                    ee.ack_event(&ev).expect("ack");
-                }
-            }
-            drop(req);
-            // SAFETY: allocated above; the stream was synchronised.
-            unsafe { sys::cuMemFree_v2(busy) };
-        });
+            });
+        }
     }
 }
 
@@ -205,14 +233,14 @@ fn a_failed_or_dropped_triggered_post_releases_its_stream() {
             return;
         }
         let (ee, stream) = engine();
-        let (src, dst, out) = (Pinned::new(64), Pinned::new(64), Pinned::new(64));
+        let (src, dst, out) = (Buf::pinned(64), Buf::pinned(64), Buf::pinned(64));
         for drop_it in [false, true] {
             let timeout = if drop_it { TEST_TIMEOUT } else { Duration::from_millis(300) };
             // SAFETY: the buffers outlive the request.
             let mut req = unsafe { allreduce(team, &src, &dst, timeout) };
             req.triggered_post(&ee, &COMPUTE).expect("triggered_post");
             // SAFETY: live pinned buffers, the engine's stream.
-            ok(unsafe { sys::cuMemcpyDtoHAsync_v2(out.host.cast(), dst.dev, 64 * 4, stream) }, "copy");
+            ok(unsafe { sys::cuMemcpyDtoHAsync_v2(out.coll.cast(), dst.dev, 64 * 4, stream) }, "copy");
             let start = Instant::now();
             while start.elapsed() < Duration::from_millis(100) {
                 ctx.progress().expect("progress");
@@ -241,7 +269,7 @@ fn the_time_a_triggered_post_adds_to_a_stream() {
     }
     world::run(1, &Config::new(), |team, _| {
         let (ee, stream) = engine();
-        let (src, dst) = (Pinned::new(1), Pinned::new(1));
+        let (src, dst) = (Buf::pinned(1), Buf::pinned(1));
         let (mut e0, mut e1) = (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: valid out-pointers; the engine's context is current.
         unsafe {

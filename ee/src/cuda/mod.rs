@@ -29,7 +29,10 @@
 //! to the engine yet. The engine makes its stream's context current on
 //! whichever thread calls it. When the engine and the last request
 //! triggered on it are gone, the stream is synchronised before the flag is
-//! freed: use one engine per stream. No driver (no `libcuda.so.1`) is
+//! freed: use one engine per stream. Default streams are refused (the
+//! memory component stages device buffers on the per-thread default
+//! stream, which waits for the legacy one); likewise, work on the legacy
+//! default stream while a post blocks a blocking stream would wait for it. No driver (no `libcuda.so.1`) is
 //! `NotSupported` at creation, never a panic.
 
 mod driver;

@@ -117,21 +117,31 @@ impl CudaStreamEe {
     /// Enqueues one wait that is already satisfied on the stream (it checks
     /// that the stream takes stream-memory-op waits).
     ///
+    /// The default streams are refused (`InvalidParam`): the legacy one (null,
+    /// `CU_STREAM_LEGACY`) synchronises with every blocking stream, and the
+    /// per-thread one (`CU_STREAM_PER_THREAD`) is where the memory component
+    /// stages device buffers, so a collective blocked behind its own wait
+    /// there could never finish.
+    ///
     /// # Safety
-    /// `stream` must be a valid stream handle, or the legacy default stream
-    /// (null) while a context is current on this thread; the stream and its
-    /// context must stay valid until this engine and every request
-    /// triggered on it have been dropped. Dropping the last of them
+    /// `stream` must be a valid stream handle; the stream and its context
+    /// must stay valid until this engine and every request triggered on it
+    /// have been dropped. Dropping the last of them
     /// synchronises the stream (the engine's flag must outlive the stream's
     /// waits on it).
     pub unsafe fn from_raw(stream: *mut c_void) -> Result<CudaStreamEe> {
         probe()?;
+        if matches!(stream as usize, 0..=2) {
+            return Err(Error::invalid_param(format!(
+                "stream {stream:p} is a default stream (legacy or per-thread), which the collective's own device \
+                 copies may wait on; pass a created stream"
+            )));
+        }
         let stream: Raw<CUstream_st> = Raw(stream.cast());
         let mut ctx = std::ptr::null_mut();
         // SAFETY: the caller promises a valid stream; ctx is a valid out-pointer.
-        check(unsafe { sys::cuStreamGetCtx(stream.0, &mut ctx) }, "cuStreamGetCtx").map_err(|e| {
-            e.prefixed(format_args!("stream {:p} (the default stream needs a current context)", stream.0))
-        })?;
+        check(unsafe { sys::cuStreamGetCtx(stream.0, &mut ctx) }, "cuStreamGetCtx")
+            .map_err(|e| e.prefixed(format_args!("stream {:p}", stream.0)))?;
         Self::with_parts(stream, Raw(ctx), None)
     }
 
