@@ -58,8 +58,8 @@ pub trait EeTrigger: Send {
     fn poll_ready(&mut self) -> Poll<Result<()>>;
 
     /// What it waits for, for timeout and watchdog messages: "a ComputeComplete
-    /// event set on CPU EE #3".
-    fn waiting_for(&self) -> String;
+    /// event set on CPU EE #3". Asked once per post (an engine may keep it made).
+    fn waiting_for(&self) -> Arc<str>;
 
     /// Queue an event for the user on the engine (`CollectivePost`, `CollectiveComplete`).
     fn emit(&self, ev: Event);
@@ -114,7 +114,7 @@ impl Drop for Armed {
 /// run the collective, release the engine and produce `CollectiveComplete`.
 pub(crate) fn triggered_task(mut armed: Armed, diag: Arc<TaskDiag>, start: StartFn) -> TaskFuture {
     armed.posted = true;
-    let what: Arc<str> = armed.trigger.waiting_for().into();
+    let what = armed.trigger.waiting_for();
     Box::pin(async move {
         diag.waiting_for_trigger(Some(what));
         // An error or a drop from here on reaches `Armed::drop`, which releases the engine.
@@ -146,7 +146,7 @@ mod tests {
         fn poll_ready(&mut self) -> Poll<Result<()>> {
             if self.go.load(Ordering::Acquire) { Poll::Ready(Ok(())) } else { Poll::Pending }
         }
-        fn waiting_for(&self) -> String {
+        fn waiting_for(&self) -> Arc<str> {
             "the probe".into()
         }
         fn emit(&self, ev: Event) {

@@ -30,8 +30,8 @@ impl EeTrigger for CpuTrigger {
         if self.fired.load(Ordering::Acquire) { Poll::Ready(Ok(())) } else { Poll::Pending }
     }
 
-    fn waiting_for(&self) -> String {
-        format!("{} set on {} (set_event)", self.filter, self.shared.describe())
+    fn waiting_for(&self) -> Arc<str> {
+        format!("{} set on {} (set_event)", self.filter, self.shared.describe()).into()
     }
 
     fn emit(&self, ev: Event) {

@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     pub(crate) flag: Flag,
     pub(crate) events: EventPool,
     pub(crate) outbound: Outbound,
+    /// What its triggers wait for, made once for timeout messages.
+    pub(crate) waiting_for: Arc<str>,
     _owned: Option<Owned>,
 }
 
@@ -183,8 +185,16 @@ impl CudaStreamEe {
         let attr = Attr::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS;
         // SAFETY: wide is a valid out-pointer; device came from the driver.
         check(unsafe { sys::cuDeviceGetAttribute(&mut wide, attr, device) }, "cuDeviceGetAttribute")?;
+        // Relaxed: numbers only need to be unique.
+        let number = NEXT_NUMBER.fetch_add(1, Ordering::Relaxed);
+        let waiting_for = format!(
+            "the work enqueued on CUDA stream EE #{number} (stream {:p}, device {device}) before triggered_post \
+             to complete (cuEventQuery)",
+            stream.0
+        )
+        .into();
         let shared = Shared {
-            number: NEXT_NUMBER.fetch_add(1, Ordering::Relaxed),
+            number,
             stream,
             ctx,
             device,
@@ -192,6 +202,7 @@ impl CudaStreamEe {
             flag: Flag::new(ctx)?,
             events: EventPool::new(ctx),
             outbound: Outbound::default(),
+            waiting_for,
             _owned: owned,
         };
         // A wait that is already met (flag ≥ 0) checks that the stream takes them.

@@ -65,12 +65,8 @@ impl EeTrigger for StreamTrigger {
         }
     }
 
-    fn waiting_for(&self) -> String {
-        format!(
-            "the work enqueued on {} before triggered_post to complete (input event of stream wait {})",
-            self.shared.describe(),
-            self.seq
-        )
+    fn waiting_for(&self) -> Arc<str> {
+        self.shared.waiting_for.clone()
     }
 
     fn emit(&self, ev: Event) {
