@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Run ferrocoll's GPU tests on a machine with a GPU, from binaries built
+# elsewhere (the GPU machine need not have a Rust toolchain).
+#
+# usage:
+#   scripts/gpu-check.sh [build] [DIR]   build the release test binaries here and
+#                                        collect the GPU-relevant ones into DIR
+#                                        (default: target/gpu-check), at most 64 MiB
+#   scripts/gpu-check.sh run [DIR]       on the GPU machine: run every test binary
+#                                        in DIR with REQUIRE_GPU=1 (a skipped GPU
+#                                        test fails) and the nvidia wheels' library
+#                                        folders on LD_LIBRARY_PATH; exit non-zero
+#                                        if any binary fails
+#
+# What is collected: the test binaries named gpu_* and ee_* (tests/), every
+# test binary of ferrocoll-kernels and the unit tests of ferrocoll-mc and
+# ferrocoll-ee, into DIR/tests; ferrocoll-perftest, ferrocoll-run and
+# ferrocoll-info into DIR/tools (for benchmarks; not run here).
+#
+# With the device tool: build here, then
+#   run(command="scripts/gpu-check.sh run target/gpu-check", carry=["target/gpu-check"])
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+mode="build"
+case "${1:-}" in
+    build | run) mode="$1"; shift ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+esac
+dir="${1:-$root/target/gpu-check}"
+limit_bytes=$((64 * 1024 * 1024))
+
+die() { echo "gpu-check: $*" >&2; exit 1; }
+
+# Which test binaries matter on a GPU: (package, target name, target kind).
+wanted() {
+    local pkg="$1" name="$2" kind="$3"
+    case "$name" in gpu_* | ee_*) return 0 ;; esac
+    case "$pkg" in ferrocoll-kernels) return 0 ;; esac
+    if [ "$kind" = lib ]; then
+        case "$pkg" in ferrocoll-mc | ferrocoll-ee) return 0 ;; esac
+    fi
+    return 1
+}
+
+build() {
+    command -v cargo >/dev/null || die "cargo is not installed here"
+    command -v python3 >/dev/null || die "python3 is needed to read cargo's JSON output"
+    cd "$root"
+    rm -rf "$dir"
+    mkdir -p "$dir/tests" "$dir/tools"
+    local json="$dir/.cargo.json"
+    # Release builds are ~1-2 MB a binary (debug ones ~30 MB): they fit the carry limit.
+    cargo test --release --no-run --workspace --message-format=json >"$json"
+    cargo build --release -p ferrocoll-bench --bins
+    # One line per test executable: package, target name, kind, path.
+    cargo metadata --no-deps --format-version 1 >"$json.meta"
+    python3 - "$json" "$json.meta" >"$dir/.list" <<'PY'
+import json, sys
+# Package names by manifest (package ids are not meant to be parsed).
+names = {p["manifest_path"]: p["name"] for p in json.load(open(sys.argv[2]))["packages"]}
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    if not m.get("profile", {}).get("test"):
+        continue
+    pkg = names.get(m.get("manifest_path"), "?")
+    print(pkg, m["target"]["name"], m["target"]["kind"][0], m["executable"], sep="\t")
+PY
+    local n=0 pkg name kind exe out
+    while IFS=$'\t' read -r pkg name kind exe; do
+        if wanted "$pkg" "$name" "$kind"; then
+            out="$name"
+            [ "$kind" = lib ] && out="$pkg-unit"
+            cp "$exe" "$dir/tests/$out"
+            n=$((n + 1))
+        fi
+    done <"$dir/.list"
+    rm -f "$dir/.list" "$json" "$json.meta"
+    [ "$n" -gt 0 ] || die "no GPU test binary was found in cargo's output"
+    for tool in ferrocoll-perftest ferrocoll-run ferrocoll-info; do
+        [ -x "target/release/$tool" ] && cp "target/release/$tool" "$dir/tools/"
+    done
+    local size
+    size="$(du -sb "$dir" | cut -f1)"
+    if [ "$size" -gt "$limit_bytes" ]; then
+        # Line tables are the bulk; a stripped binary still runs every test.
+        command -v strip >/dev/null && strip "$dir"/tests/* "$dir"/tools/*
+        size="$(du -sb "$dir" | cut -f1)"
+        [ "$size" -le "$limit_bytes" ] || die "$dir holds $size bytes, more than the 64 MiB a run can carry"
+    fi
+    echo "gpu-check: $n test binaries and the tools in $dir ($((size / 1024)) KiB):"
+    ls -l "$dir/tests" "$dir/tools"
+}
+
+# The folders of the nvidia-* wheels that hold shared libraries, one per line.
+wheel_lib_dirs() {
+    python3 - <<'PY' 2>/dev/null || true
+import os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit(0)
+seen = set()
+for base in list(nvidia.__path__):
+    for here, _dirs, files in os.walk(base):
+        if any(f.startswith("lib") and ".so" in f for f in files) and here not in seen:
+            seen.add(here)
+            print(here)
+PY
+}
+
+run() {
+    [ -d "$dir/tests" ] || die "$dir/tests does not exist: build first (scripts/gpu-check.sh build $dir)"
+    local libs="" d
+    while IFS= read -r d; do
+        [ -n "$d" ] && libs="${libs:+$libs:}$d"
+    done < <(wheel_lib_dirs)
+    # cudarc asks for libnccl.so, the wheel ships libnccl.so.2: link it (NATIVE-DEPS.md).
+    local shim
+    shim="$(mktemp -d)"
+    local dirs=()
+    [ -n "$libs" ] && IFS=':' read -ra dirs <<<"$libs"
+    for d in "${dirs[@]}"; do
+        if [ -e "$d/libnccl.so.2" ]; then
+            ln -sf "$d/libnccl.so.2" "$shim/libnccl.so"
+            break
+        fi
+    done
+    export LD_LIBRARY_PATH="$shim${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export REQUIRE_GPU=1
+    echo "gpu-check: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    if command -v nvidia-smi >/dev/null; then nvidia-smi -L || true; fi
+    local failed=() passed=0 t status
+    for t in "$dir"/tests/*; do
+        [ -x "$t" ] || continue
+        echo "=== $(basename "$t")"
+        set +e
+        "$t" --test-threads=4
+        status=$?
+        set -e
+        if [ "$status" -eq 0 ]; then
+            passed=$((passed + 1))
+        else
+            failed+=("$(basename "$t") (exit $status)")
+        fi
+    done
+    rm -rf "$shim"
+    echo "gpu-check: $passed binaries passed, ${#failed[@]} failed"
+    if [ "${#failed[@]}" -gt 0 ]; then
+        printf 'gpu-check: FAILED: %s\n' "${failed[@]}"
+        exit 1
+    fi
+}
+
+"$mode"
