@@ -35,9 +35,8 @@ template <> struct fc_uint<16> { typedef u128 type; };
 
 template <class V, int P> struct fc_pair_layout {
     typedef typename V::raw R;
-    static const int SIZE = (int)sizeof(R);
-    static const int ALIGN = SIZE > 4 ? SIZE : 4;
-    static const int INDEX = SIZE >= 4 ? SIZE : 4;
+    // Compile-time constants without storage (static const members become device globals).
+    enum { SIZE = (int)sizeof(R), ALIGN = SIZE > 4 ? SIZE : 4, INDEX = SIZE >= 4 ? SIZE : 4 };
     static_assert(P == (SIZE + 4 + ALIGN - 1) / ALIGN * ALIGN, "P must be C's size of { T value; int32_t index; }");
 
     // The value bits (little-endian, from byte 0).

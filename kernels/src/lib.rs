@@ -16,7 +16,9 @@
 //! - [`ptx_for_arch`]: the PTX of all of them for one compute capability,
 //!   compiled once per process (and cached on disk); [`nvrtc_probe`] says
 //!   whether NVRTC can be loaded, as an error that names `libnvrtc.so.13`
-//!   rather than cudarc's panic.
+//!   rather than cudarc's panic. [`compile_cubin`] compiles to machine code
+//!   for one real architecture instead (NVRTC's built-in ptxas), which checks
+//!   the inline PTX without a GPU and lets a caller skip the driver's JIT.
 //!
 //! ## Design decisions
 //! - **Same bits as the host.** The kernels follow the host memory component
@@ -62,6 +64,7 @@
 mod args;
 mod cache;
 mod compile;
+mod cubin;
 mod launch;
 mod names;
 mod source;
@@ -69,6 +72,7 @@ mod source;
 pub use args::{MAX_SOURCES, ReduceArgs};
 pub use cache::{disk_cache_dir, entry_names, ptx_for_arch};
 pub use compile::{NVRTC_LIBRARY, compile_options, compile_source, nvrtc_probe, nvrtc_version};
+pub use cubin::compile_cubin;
 pub use cudarc::nvrtc::Ptx;
 pub use launch::{BLOCK, MAX_GRID, launch_dims};
 pub use names::{

@@ -125,3 +125,20 @@ fn a_broken_source_gives_the_compiler_log() {
     let err = compile_source("a\0b", 8, 0).unwrap_err();
     assert_eq!(err.status(), Status::InvalidParam, "{err}");
 }
+
+#[test]
+fn every_kernel_assembles_for_sm90() {
+    // NVRTC's built-in ptxas: the inline PTX (f16 conversions, global vector
+    // accesses) is only checked here, not by the PTX compilation above.
+    if !run_here("every_kernel_assembles_for_sm90") {
+        return;
+    }
+    let start = Instant::now();
+    let cubin = ferrocoll_kernels::compile_cubin(&source(), 9, 0).unwrap();
+    eprintln!("sm_90: {} bytes of CUBIN in {:.1?}", cubin.len(), start.elapsed());
+    assert!(cubin.starts_with(b"\x7fELF"), "a CUBIN is an ELF image");
+    for name in all_kernel_names() {
+        let needle: Vec<u8> = [name.as_bytes(), b"\0"].concat();
+        assert!(cubin.windows(needle.len()).any(|w| w == needle.as_slice()), "{name} missing from the CUBIN");
+    }
+}
