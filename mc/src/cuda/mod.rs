@@ -37,7 +37,10 @@
 //!   query tells them apart (`CU_POINTER_ATTRIBUTE_IS_MANAGED`), so
 //!   `MemType::Unknown` resolves to host, cuda or cuda_managed.
 //!
-//! Limits: reductions are one kernel launch per 8 sources (rounds beyond);
+//! Limits: buffers must belong to a device's primary context (as those of
+//! the CUDA runtime and the frameworks over it do; memory of a context made
+//! with `cuCtxCreate` is copied correctly but may not be reduced);
+//! reductions are one kernel launch per 8 sources (rounds beyond);
 //! the kernels are compiled with NVRTC on first use (`libnvrtc.so.13` must
 //! be on the loader path then); ROCm is not handled.
 

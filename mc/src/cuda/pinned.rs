@@ -1,5 +1,7 @@
 //! [`PinnedHost`]: page-locked host memory that the device can read and
-//! write directly (`cuMemHostAlloc` with `PORTABLE | DEVICEMAP`).
+//! write directly (page-aligned heap memory registered with
+//! `cuMemHostRegister`, `PORTABLE | DEVICEMAP`; see `pool.rs` for why not
+//! `cuMemHostAlloc`).
 //!
 //! Two uses: fast staging between host and device (DMA without a bounce
 //! through pageable memory), and flags that both sides see — the CUDA
@@ -45,7 +47,8 @@ impl PinnedHost {
     /// `len` bytes (at least one) of pinned host memory mapped into `device`'s address space.
     pub(crate) fn alloc(device: &Arc<Device>, len: usize) -> Result<PinnedHost> {
         let backing = PinnedBacking { ctx: super::pool::Ctx(device.ctx()) };
-        let host = backing.alloc(len.max(1))?;
+        let size = len.max(1);
+        let host = backing.alloc(size)?;
         let mut dptr: sys::CUdeviceptr = 0;
         let mapped = {
             let _bound = device.bind()?;
@@ -54,7 +57,7 @@ impl PinnedHost {
             check("cuMemHostGetDevicePointer", unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) })
         };
         if let Err(e) = mapped {
-            backing.free(host);
+            backing.free(host, size);
             return Err(e.prefixed(format!("mapping {len} bytes of pinned memory on CUDA device {}", device.ordinal)));
         }
         Ok(PinnedHost { host, device: dptr, len, backing, _device: device.clone() })
@@ -95,7 +98,7 @@ impl PinnedHost {
 
 impl Drop for PinnedHost {
     fn drop(&mut self) {
-        self.backing.free(self.host);
+        self.backing.free(self.host, self.len.max(1));
     }
 }
 

@@ -1,8 +1,8 @@
 //! Scratch pools for CUDA memory: device, managed and pinned host blocks in
 //! power-of-two size classes, cached on free lists up to a byte cap — the
 //! host pool's policy (see `host/pool.rs`) over driver allocations, which
-//! are far slower than `malloc` (`cuMemAlloc` and `cuMemHostAlloc` may take
-//! milliseconds and synchronise the device), so caching matters more here.
+//! are far slower than `malloc` (`cuMemAlloc` and `cuMemHostRegister` may
+//! take milliseconds and synchronise the device), so caching matters more here.
 //!
 //! Blocks of at most the cap go to the class of the next power of two (at
 //! least [`MIN_BLOCK`] bytes); larger ones are allocated at their own size
@@ -38,8 +38,8 @@ pub(crate) trait Backing: Send + Sync {
     const WHAT: &'static str;
     /// Allocate `size` bytes.
     fn alloc(&self, size: usize) -> Result<*mut u8>;
-    /// Free a block from `alloc` (errors are logged: this runs in drops).
-    fn free(&self, ptr: *mut u8);
+    /// Free a block of `size` bytes from `alloc` (errors are logged: this runs in drops).
+    fn free(&self, ptr: *mut u8, size: usize);
 }
 
 /// Device memory of one device (`cuMemAlloc` in its primary context).
@@ -54,7 +54,14 @@ pub(crate) struct ManagedBacking {
     pub ctx: Ctx,
 }
 
-/// Pinned host memory (`cuMemHostAlloc`, portable and device-mapped).
+/// Pinned host memory: page-aligned heap memory registered with
+/// `cuMemHostRegister` (portable, device-mapped).
+///
+/// Why not `cuMemHostAlloc`: its pages are mapped from the driver
+/// (`VM_IO | VM_PFNMAP`), which `process_vm_readv` cannot read, so the
+/// shared-memory transport's single-copy CMA would fail on staged buffers
+/// of processes. Registered heap pages are ordinary anonymous memory that
+/// CMA reads, and the device reaches them by DMA all the same.
 pub(crate) struct PinnedBacking {
     pub ctx: Ctx,
 }
@@ -78,7 +85,7 @@ impl Backing for DeviceBacking {
         Ok(p as *mut u8)
     }
 
-    fn free(&self, ptr: *mut u8) {
+    fn free(&self, ptr: *mut u8, _size: usize) {
         let Ok(_bound) = bind(self.ctx.0) else { return };
         // SAFETY: ptr came from cuMemAlloc in this context and is freed once
         // (the pool hands each block out to one Scratch at a time).
@@ -100,7 +107,7 @@ impl Backing for ManagedBacking {
         Ok(p as *mut u8)
     }
 
-    fn free(&self, ptr: *mut u8) {
+    fn free(&self, ptr: *mut u8, _size: usize) {
         let Ok(_bound) = bind(self.ctx.0) else { return };
         // SAFETY: ptr came from cuMemAllocManaged and is freed once.
         log_free("cuMemFree", unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) });
@@ -112,23 +119,46 @@ impl Backing for PinnedBacking {
     const WHAT: &'static str = "pinned host memory";
 
     fn alloc(&self, size: usize) -> Result<*mut u8> {
-        let _bound = bind(self.ctx.0)?;
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        // SAFETY: a context is current (bound above); the call writes one pointer.
-        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut p, size, flags) })
-            .map_err(|e| e.prefixed(format!("{size} bytes of pinned host memory")))?;
+        let layout = page_layout(size)?;
+        // SAFETY: the layout is at least one page, never zero-sized.
+        let p = unsafe { std::alloc::alloc(layout) };
         if p.is_null() {
-            return Err(Error::no_memory(format!("cuMemHostAlloc of {size} bytes returned null")));
+            return Err(Error::no_memory(format!("allocating {size} bytes of host memory to pin failed")));
         }
-        Ok(p.cast())
+        let registered = bind(self.ctx.0).and_then(|_bound| {
+            let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+            // SAFETY: p..p+layout.size() is a live heap allocation of whole pages that
+            // stays registered until `free` unregisters it before freeing;
+            // a context is current (bound here).
+            check("cuMemHostRegister", unsafe { sys::cuMemHostRegister_v2(p.cast(), layout.size(), flags) })
+        });
+        if let Err(e) = registered {
+            // SAFETY: p came from alloc with this layout and was not registered.
+            unsafe { std::alloc::dealloc(p, layout) };
+            return Err(e.prefixed(format!("pinning {size} bytes of host memory")));
+        }
+        Ok(p)
     }
 
-    fn free(&self, ptr: *mut u8) {
-        let Ok(_bound) = bind(self.ctx.0) else { return };
-        // SAFETY: ptr came from cuMemHostAlloc and is freed once.
-        log_free("cuMemFreeHost", unsafe { sys::cuMemFreeHost(ptr.cast()) });
+    fn free(&self, ptr: *mut u8, size: usize) {
+        let Ok(layout) = page_layout(size) else { return };
+        if let Ok(_bound) = bind(self.ctx.0) {
+            // SAFETY: ptr was registered in `alloc` and is unregistered once, here.
+            log_free("cuMemHostUnregister", unsafe { sys::cuMemHostUnregister(ptr.cast()) });
+        }
+        // SAFETY: ptr came from std::alloc::alloc with the layout of this
+        // size (the pool passes the size it allocated) and is freed once.
+        unsafe { std::alloc::dealloc(ptr, layout) };
     }
+}
+
+/// Whole pages for `size` bytes: registration pins pages, so no two blocks may share one.
+fn page_layout(size: usize) -> Result<std::alloc::Layout> {
+    const PAGE: usize = 4096;
+    size.max(1)
+        .checked_next_multiple_of(PAGE)
+        .and_then(|n| std::alloc::Layout::from_size_align(n, PAGE).ok())
+        .ok_or_else(|| Error::no_memory(format!("{size} bytes of pinned host memory have no valid layout")))
 }
 
 struct Lists {
@@ -211,15 +241,17 @@ impl<B: Backing> ScratchOwner for Pool<B> {
                 }
             }
         }
-        self.backing.free(mem.addr());
+        self.backing.free(mem.addr(), size);
     }
 }
 
 impl<B: Backing> Drop for Pool<B> {
     fn drop(&mut self) {
         let lists = self.lists.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for block in lists.free.drain(..).flatten() {
-            self.backing.free(block as *mut u8);
+        for (k, list) in lists.free.drain(..).enumerate() {
+            for block in list {
+                self.backing.free(block as *mut u8, 1 << k);
+            }
         }
         lists.cached = 0;
     }
@@ -238,6 +270,15 @@ mod tests {
         assert_eq!(class(usize::MAX, 1 << 20), None);
     }
 
+    #[test]
+    fn pinned_blocks_are_whole_pages() {
+        let l = page_layout(1).unwrap();
+        assert_eq!((l.size(), l.align()), (4096, 4096));
+        assert_eq!(page_layout(4097).unwrap().size(), 8192);
+        assert_eq!(page_layout(1 << 20).unwrap().size(), 1 << 20);
+        assert!(page_layout(usize::MAX).unwrap_err().to_string().contains(&usize::MAX.to_string()));
+    }
+
     /// Host memory standing in for the driver, counting live blocks.
     struct Fake {
         live: std::sync::atomic::AtomicIsize,
@@ -253,7 +294,7 @@ mod tests {
             Ok(Box::into_raw(vec![0u8; size].into_boxed_slice()).cast())
         }
 
-        fn free(&self, _ptr: *mut u8) {
+        fn free(&self, _ptr: *mut u8, _size: usize) {
             // The test leaks the few bytes rather than remember each size.
             self.live.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
