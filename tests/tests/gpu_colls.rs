@@ -328,6 +328,11 @@ fn cuda_memory_without_a_cuda_component_is_not_supported() {
 }
 
 #[test]
+fn every_collective_runs_staged_on_emulated_cuda_memory_1_rank() {
+    thread_world(1, emulated, data_colls().collect(), Place::Emulated, 1);
+}
+
+#[test]
 fn every_collective_runs_staged_on_emulated_cuda_memory_2_ranks() {
     thread_world(2, emulated, data_colls().collect(), Place::Emulated, 1);
 }
