@@ -128,7 +128,7 @@ fn bad_options_are_usage_errors_naming_the_option() {
 #[test]
 fn unsupported_requests_say_so() {
     for (args, says) in [
-        (&["-m", "cuda"][..], "cuda memory is not supported"),
+        (&["-m", "rocm"][..], "ROCm memory is not supported"),
         (&["-T"][..], "triggered post"),
         (&["-o", "band", "-d", "float32"][..], "band"),
     ] {
@@ -140,6 +140,19 @@ fn unsupported_requests_say_so() {
     let o = perftest(&["--threads", "2", "-c", "bcast", "-r", "5", "-n", "1", "-w", "0"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("-r 5"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn cuda_memory_without_a_driver_is_refused_naming_it() {
+    let o = perftest(&["--threads", "2", "-m", "cuda", "-b", "4", "-e", "4", "-n", "1", "-w", "0", "--check"]);
+    let err = text(&o.stderr);
+    if o.status.success() {
+        // A machine with a CUDA driver and device: the run must have checked out.
+        eprintln!("cuda_memory_without_a_driver_is_refused_naming_it: a CUDA device is present; the run passed");
+        return;
+    }
+    assert!(err.contains("libcuda") || err.contains("CUDA"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 /// Whether the process bootstrap works yet; prints why not if it does not.

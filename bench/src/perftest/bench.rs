@@ -9,6 +9,7 @@ use ferrocoll::{Coll, CollType, Error, Request, Result, Team};
 
 use super::buffers::SizeBuffers;
 use super::check::{Shape, Verifier};
+use super::device::DeviceMirror;
 use super::layout::{busbw_bytes, gbps, has_data, layout, printed_count};
 use super::options::Options;
 use super::pattern::Inputs;
@@ -77,7 +78,8 @@ pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Resul
         let mut bufs = SizeBuffers::new(&shape, lay, inputs, o.check).map_err(|e| e.prefixed(format!("count {c}")))?;
         let mut verifier = o.check.then(|| Verifier::new(&shape, inputs));
         let (iters, warmups) = iterations(o, bufs.max_bytes());
-        let timed = run_size(team, o, &shape, &mut bufs, verifier.as_mut(), iters, warmups)?;
+        let mirror = DeviceMirror::new(o.mem, &bufs).map_err(|e| e.prefixed(format!("count {c}")))?;
+        let timed = run_size(team, o, &shape, &mut bufs, mirror.as_ref(), verifier.as_mut(), iters, warmups)?;
         // Every rank's (mean µs, wrong) reaches every rank, over ferrocoll.
         let mine = [timed.mean_us, if timed.wrong { 1.0 } else { 0.0 }];
         let mut all = vec![0.0f64; 2 * p];
@@ -125,19 +127,31 @@ fn run_size(
     o: &Options,
     shape: &Shape,
     bufs: &mut SizeBuffers,
+    mirror: Option<&DeviceMirror>,
     mut verifier: Option<&mut Verifier>,
     iters: usize,
     warmups: usize,
 ) -> Result<Timed> {
     bufs.prepare(o.coll, 0);
+    if let Some(m) = mirror {
+        m.upload(bufs)?;
+    }
+    // The collective's arguments: over the host buffers, or their device mirrors.
+    let args_for = |bufs: &mut SizeBuffers, persistent: bool| {
+        let mut args = bufs.args(shape, o.dtype, o.op, persistent);
+        if let Some(m) = mirror {
+            m.retarget(&mut args);
+        }
+        args
+    };
     barrier(team)?;
     let mut selected = String::new();
     let mut total = 0.0f64;
     let mut wrong = false;
     let mut persistent: Option<Request<'static>> = None;
     if o.persistent {
-        let args = bufs.args(shape, o.dtype, o.op, true);
-        // SAFETY: `args` points into `bufs`, which outlives the request
+        let args = args_for(bufs, true);
+        // SAFETY: `args` points into `bufs` (or `mirror`), which outlives the request
         // (dropped at the end of this function, before `bufs` can move or
         // be freed). Between posts the buffers are touched only after
         // wait() returned, when the request no longer accesses them.
@@ -148,6 +162,9 @@ fn run_size(
     for i in 0..warmups + iters {
         if verifier.is_some() && i > 0 {
             bufs.prepare(o.coll, i);
+            if let Some(m) = mirror {
+                m.upload(bufs)?;
+            }
         }
         let t0 = Instant::now();
         match persistent.as_mut() {
@@ -156,8 +173,8 @@ fn run_size(
                 req.wait()?;
             }
             None => {
-                let args = bufs.args(shape, o.dtype, o.op, false);
-                // SAFETY: `args` points into `bufs`, which is neither moved,
+                let args = args_for(bufs, false);
+                // SAFETY: `args` points into `bufs` (or `mirror`), which is neither moved,
                 // read nor written until this request is dropped at the end
                 // of the block, after wait() returned.
                 let mut req = unsafe { team.collective_init(&args)? };
@@ -173,6 +190,9 @@ fn run_size(
             total += dt;
         }
         if let Some(v) = verifier.as_deref_mut().filter(|_| !wrong) {
+            if let Some(m) = mirror {
+                m.download(bufs)?;
+            }
             if let Err(m) = v.check(bufs.src.bytes(), bufs.dst.bytes()) {
                 wrong = true;
                 crate::errln!(

@@ -37,6 +37,7 @@ pub mod bootstrap;
 pub mod buffers;
 pub mod check;
 pub mod codec;
+pub mod device;
 pub mod layout;
 pub mod options;
 pub mod pattern;

@@ -25,7 +25,7 @@ usage: ferrocoll-perftest [options]
                     float64_complex, float128_complex, float8_e4m3, float8_e5m2
   -o <op>           sum (default), prod, max, min, land, lor, lxor, band, bor,
                     bxor, maxloc, minloc, avg
-  -m <memtype>      host (default); cuda is not supported yet
+  -m <memtype>      host (default), cuda or cuda-mng (device buffers; inputs and checks staged outside the timing)
   -n <iterations>   timed iterations (default 1000, 200 from 64 KiB up)
   -w <warmups>      warm-up iterations (default 100, 20 from 64 KiB up)
   -i                in place
@@ -117,7 +117,7 @@ impl Default for Options {
 pub enum OptError {
     /// Malformed: exit code 2, with the usage.
     Usage(String),
-    /// Well-formed but not supported (`-m cuda`, `-T`): exit code 1.
+    /// Well-formed but not supported (`-m rocm`, `-T`): exit code 1.
     NotSupported(String),
 }
 
@@ -224,12 +224,14 @@ fn set_short(o: &mut Options, ch: char, opt: &str, v: &str) -> Result<(), OptErr
         'm' => {
             o.mem = match v.trim().to_ascii_lowercase().as_str() {
                 "host" => MemType::Host,
-                "cuda" | "cuda-mng" | "cuda_managed" | "rocm" | "rocm_managed" => {
+                "cuda" => MemType::Cuda,
+                "cuda-mng" | "cuda_managed" => MemType::CudaManaged,
+                "rocm" | "rocm_managed" => {
                     return Err(OptError::NotSupported(format!(
-                        "-m {v}: {v} memory is not supported by ferrocoll-perftest yet (NotSupported); use -m host"
+                        "-m {v}: ROCm memory is not supported by ferrocoll (NotSupported); use -m host or -m cuda"
                     )));
                 }
-                _ => return Err(usage(format!("-m {v:?}: unknown memory type; expected host or cuda"))),
+                _ => return Err(usage(format!("-m {v:?}: unknown memory type; expected host, cuda or cuda-mng"))),
             }
         }
         'n' => o.iters = Some(number(opt, v)?),
@@ -336,7 +338,9 @@ mod tests {
         assert!(u("--threads 2 --np 2").contains("--np"));
         assert!(u("--emulate-hosts 2").contains("--emulate-hosts"));
         assert!(u("stray").contains("stray"));
-        assert!(matches!(p("-m cuda"), Err(OptError::NotSupported(m)) if m.contains("cuda")));
+        assert!(matches!(p("-m rocm"), Err(OptError::NotSupported(m)) if m.contains("ROCm")));
+        assert_eq!(run("-m cuda").mem, MemType::Cuda);
+        assert_eq!(run("-m cuda-mng").mem, MemType::CudaManaged);
         assert!(matches!(p("-T"), Err(OptError::NotSupported(m)) if m.contains("-T")));
         assert!(matches!(p("-o band -d float32"), Err(OptError::NotSupported(m)) if m.contains("band")));
         assert!(matches!(p("-h"), Ok(Parsed::Help)));
