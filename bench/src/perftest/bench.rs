@@ -79,7 +79,7 @@ pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Resul
         let mut verifier = o.check.then(|| Verifier::new(&shape, inputs));
         let (iters, warmups) = iterations(o, bufs.max_bytes());
         let mirror = DeviceMirror::new(o.mem, &bufs).map_err(|e| e.prefixed(format!("count {c}")))?;
-        let timed = run_size(team, o, &shape, &mut bufs, mirror.as_ref(), verifier.as_mut(), iters, warmups)?;
+        let timed = run_size(team, o, &shape, &mut bufs, mirror.as_ref(), verifier.as_mut(), (iters, warmups))?;
         // Every rank's (mean µs, wrong) reaches every rank, over ferrocoll.
         let mine = [timed.mean_us, if timed.wrong { 1.0 } else { 0.0 }];
         let mut all = vec![0.0f64; 2 * p];
@@ -129,8 +129,7 @@ fn run_size(
     bufs: &mut SizeBuffers,
     mirror: Option<&DeviceMirror>,
     mut verifier: Option<&mut Verifier>,
-    iters: usize,
-    warmups: usize,
+    (iters, warmups): (usize, usize),
 ) -> Result<Timed> {
     bufs.prepare(o.coll, 0);
     if let Some(m) = mirror {
