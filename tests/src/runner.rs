@@ -57,7 +57,9 @@ fn side(
     }
 }
 
-fn args(case: &Case, live: &mut Live) -> CollArgs {
+/// A case's arguments without buffers: collective, op, root, the test
+/// timeout and the flags its axes ask for.
+pub fn case_args(case: &Case) -> CollArgs {
     let mut a = CollArgs::new(case.coll);
     a.op = case.op;
     a.root = case.root as u64;
@@ -72,6 +74,11 @@ fn args(case: &Case, live: &mut Live) -> CollArgs {
     if case.wide_counts {
         a.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
     }
+    a
+}
+
+fn args(case: &Case, live: &mut Live) -> CollArgs {
+    let mut a = case_args(case);
     let s = &mut live.setup;
     a.src = side(&mut s.src, s.src_count, &s.src_v, case, &mut live.arrays);
     a.dst = side(&mut s.dst, s.dst_count, &s.dst_v, case, &mut live.arrays);

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use ferrocoll::core::backend::{Mc, ReduceSpec, Scratch};
 use ferrocoll::{
-    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, Components, Config, Context, ContextParams,
-    Error, Lib, LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
+    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollType, Components, Config, Context, ContextParams, Error, Lib,
+    LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_mc::HostMc;
 use ferrocoll_tests::cases::{Case, matrix};
@@ -30,7 +30,6 @@ use ferrocoll_tests::gpu::skip_unless_gpu;
 use ferrocoll_tests::procs::{Job, ROLE, free_port};
 use ferrocoll_tests::runner::verify;
 use ferrocoll_tests::setup::setup;
-use ferrocoll_tests::world::TEST_TIMEOUT;
 use gpu_support::{DevBuf, Kind};
 
 /// The collectives the issue names for CUDA memory.
@@ -218,20 +217,7 @@ fn run_case_on(team: &Team, case: &Case, place: Place) -> std::result::Result<()
     let mut dst = fresh.dst.as_deref().map(|b| Block::new(place, b));
     let mut arrays = Vec::new();
     let mt = told(place, case);
-    let mut a = CollArgs::new(case.coll);
-    a.op = case.op;
-    a.root = case.root as u64;
-    a.flags = CollFlags::TIMEOUT;
-    a.timeout = TEST_TIMEOUT.as_secs_f64();
-    if case.in_place {
-        a.flags |= CollFlags::IN_PLACE;
-    }
-    if case.persistent {
-        a.flags |= CollFlags::PERSISTENT;
-    }
-    if case.wide_counts {
-        a.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
-    }
+    let mut a = ferrocoll_tests::runner::case_args(case);
     a.src = side(&mut src, fresh.src_count, &fresh.src_v, case, mt, &mut arrays);
     a.dst = side(&mut dst, fresh.dst_count, &fresh.dst_v, case, mt, &mut arrays);
     let fail = |what: &str, e: Error| format!("{case} on {place:?} memory, rank {rank}: {what}: {e}");
