@@ -9,6 +9,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub(crate) mod base;
 pub mod p2p;
 mod proc_alive;
 pub mod self_;

@@ -22,12 +22,24 @@
 //!
 //! When a block count does not divide evenly (in-place reduce_scatter), the
 //! first `total % P` blocks hold one extra element ([`block_offset`]).
+//!
+//! Validation ([`CollInit::validate`], one file per collective under
+//! `validate/`) turns these arguments into a [`CollInit`]: what the engine
+//! needs to select and run the collective, and the [`Operands`] its
+//! algorithms work on.
 
+mod blocks;
+mod init;
+mod operands;
+mod reducer;
 mod validate;
 
 use std::sync::Arc;
 
-pub use validate::{Buf, CollInit, VLayout, block_count, block_offset};
+pub use blocks::{Blocked, Blocks, block_count, block_offset};
+pub use init::CollInit;
+pub use operands::{Allgather, Allreduce, Alltoall, Bcast, Gather, Operands, Reduce, ReduceScatter, Scatter};
+pub use reducer::Reducer;
 
 use crate::error::Status;
 use crate::types::{CollType, DataType, MemType, ReduceOp};
@@ -126,6 +138,17 @@ pub struct ActiveSet {
     pub stride: i64,
     /// Number of members.
     pub size: u64,
+}
+
+impl ActiveSet {
+    /// The members' team ranks, in set order. Meaningful for a validated
+    /// set (every member inside the team); members outside `usize` are skipped.
+    pub fn members(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.size).filter_map(move |i| {
+            let m = i128::from(self.start) + i128::from(i) * i128::from(self.stride);
+            usize::try_from(m).ok()
+        })
+    }
 }
 
 /// Called once when a request completes, with its status (UCC's `cb`).

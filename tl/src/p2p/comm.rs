@@ -7,10 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
 use ferrocoll_core::engine::{TaskDiag, try_join_all};
-use ferrocoll_core::{Error, MemRef, ReduceOp, Result};
+use ferrocoll_core::{Error, MemRef, Result};
 
 use super::team::TeamShared;
 use super::transport::{MsgKey, SendHandle};
@@ -109,21 +108,14 @@ impl Comm {
         self.team.mcs.get(dst.mem_type())?.copy(dst, src)
     }
 
-    /// `dst = op(srcs...)` over `count` elements of the collective's datatype,
-    /// combined in the order given (keep it the same on every rank that must
-    /// produce identical bits). `dst` may be one of the sources. With
-    /// `last`, an average is divided by the team size (do it on the step that
-    /// produces final values, so narrow floats are rounded once).
-    pub fn reduce(&self, args: &CollInit, dst: MemRef, srcs: &[MemRef], count: usize, last: bool) -> Result<()> {
-        if count == 0 {
+    /// `dst = op(srcs...)` as `spec` says (its count, and whether it
+    /// finishes: see [`Reducer`](ferrocoll_core::args::Reducer)), combined in
+    /// the order given (keep it the same on every rank that must produce
+    /// identical bits). `dst` may be one of the sources.
+    pub fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: ReduceSpec) -> Result<()> {
+        if spec.count == 0 {
             return Ok(());
         }
-        let spec = ReduceSpec {
-            dtype: args.dtype,
-            op: args.op,
-            count,
-            avg_divisor: (last && args.op == ReduceOp::Avg).then_some(args.size),
-        };
         let mc = self.team.mcs.get(dst.mem_type())?;
         match srcs.iter().skip(1).position(|s| *s == dst) {
             // The memory component accepts dst only as the first operand; keep

@@ -3,6 +3,8 @@
 use ferrocoll_core::config::{Config, ConfigField};
 use ferrocoll_core::{Error, Result};
 
+use crate::base::knobs::{self, Knob, Unit};
+
 /// Tuning knobs of the p2p algorithms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct P2pConfig {
@@ -36,23 +38,22 @@ pub struct P2pConfig {
     pub alltoall_pairwise_num_posts: usize,
 }
 
-struct Knob {
-    field: ConfigField,
-    get: fn(&mut P2pConfig) -> &mut usize,
-    min: usize,
-}
+/// Largest radix (or window) accepted: far above any team a radix helps.
+const MAX_RADIX: usize = 1 << 20;
 
 macro_rules! knob {
     ($name:literal, $default:literal, $min:literal, $field:ident, $doc:literal) => {
         Knob {
             field: ConfigField { name: concat!("UCC_TL_P2P_", $name), default: stringify!($default), doc: $doc },
-            get: |c| &mut c.$field,
+            unit: Unit::Count,
             min: $min,
+            max: MAX_RADIX,
+            slot: |c| &mut c.$field,
         }
     };
 }
 
-const KNOBS: &[Knob] = &[
+const KNOBS: &[Knob<P2pConfig>] = &[
     knob!("ALLREDUCE_KN_RADIX", 4, 2, allreduce_kn_radix, "Radix of knomial allreduce."),
     knob!("ALLREDUCE_SRA_KN_RADIX", 2, 2, allreduce_sra_kn_radix, "Radix of sra_knomial allreduce (Rabenseifner)."),
     knob!("BCAST_KN_RADIX", 4, 2, bcast_kn_radix, "Radix of knomial bcast."),
@@ -89,8 +90,13 @@ const TUNE: ConfigField = ConfigField {
     doc: "Score-map overrides, e.g. allreduce:0-4k:@knomial#allreduce:4k-inf:@ring (UCC_TL_UCP_TUNE is read when unset).",
 };
 
-impl Default for P2pConfig {
-    fn default() -> Self {
+impl P2pConfig {
+    /// Read from a configuration; a bad value is an error naming the variable.
+    pub fn from_config(config: &Config) -> Result<P2pConfig> {
+        let all: usize = config.parse_or(KN_RADIX.name, 0)?;
+        if all == 1 || all > MAX_RADIX {
+            return Err(Error::invalid_param(format!("{}={all} is outside 2..={MAX_RADIX}", KN_RADIX.name)));
+        }
         let mut c = P2pConfig {
             allreduce_kn_radix: 0,
             allreduce_sra_kn_radix: 0,
@@ -107,34 +113,15 @@ impl Default for P2pConfig {
             scatter_kn_radix: 0,
             alltoall_pairwise_num_posts: 0,
         };
-        for k in KNOBS {
-            *(k.get)(&mut c) = k.field.default.parse().unwrap_or(k.min);
-        }
-        c
-    }
-}
-
-impl P2pConfig {
-    /// Read from a configuration; a bad value is an error naming the variable.
-    pub fn from_config(config: &Config) -> Result<P2pConfig> {
-        let mut c = P2pConfig::default();
-        let all: usize = config.parse_or(KN_RADIX.name, 0)?;
-        for k in KNOBS {
-            let is_radix = k.field.name.ends_with("_RADIX");
-            let default = if is_radix && all > 0 { all } else { *(k.get)(&mut c) };
-            let v: usize = config.parse_or(k.field.name, default)?;
-            if v < k.min {
-                return Err(Error::invalid_param(format!("{}={v} is below its minimum {}", k.field.name, k.min)));
-            }
-            *(k.get)(&mut c) = v;
-        }
+        let default_of = |k: &Knob<P2pConfig>| (all > 0 && k.field.name.ends_with("_RADIX")).then_some(all);
+        knobs::read(config, KNOBS, &mut c, &default_of)?;
         Ok(c)
     }
 
     /// The variables, for `ferrocoll-info -c`.
     pub fn fields() -> Vec<ConfigField> {
         let mut f = vec![TUNE, KN_RADIX];
-        f.extend(KNOBS.iter().map(|k| k.field));
+        f.extend(knobs::fields(KNOBS));
         f.extend_from_slice(super::transport::shm::CONFIG_FIELDS);
         f.extend_from_slice(super::transport::tcp::CONFIG_FIELDS);
         f
@@ -148,8 +135,7 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let d = P2pConfig::from_config(&Config::new()).unwrap();
-        assert_eq!(d, P2pConfig::default());
-        assert_eq!(d.allreduce_kn_radix, 4);
+        assert_eq!((d.allreduce_kn_radix, d.allreduce_sra_kn_radix, d.alltoall_pairwise_num_posts), (4, 2, 4));
         let mut c = Config::new();
         c.set("TL_P2P_KN_RADIX", "3").set("TL_P2P_BCAST_KN_RADIX", "8");
         let p = P2pConfig::from_config(&c).unwrap();

@@ -72,7 +72,7 @@ impl TlComponent for P2pTl {
     }
 
     fn algorithms(&self) -> &'static [AlgInfo] {
-        alg::infos()
+        alg::registry().infos()
     }
 
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {

@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use ferrocoll_core::args::{Buf, CollInit};
+use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{Mc, McSet, Scratch};
 use ferrocoll_core::{CollType, Error, MemRef, MemType, Result, Status};
 
@@ -58,37 +58,44 @@ pub(crate) fn stages(mem_type: MemType, mcs: &McSet) -> bool {
 
 impl Staging {
     /// Host copies of `init`'s buffers (allocated once; a persistent
-    /// request reuses them at every post).
+    /// request reuses them at every post), and `init`'s operands moved onto them.
     pub(crate) fn new(init: &CollInit, mcs: &McSet) -> Result<Staging> {
         let mc = mcs.get(init.mem_type)?.clone();
         let is_root = init.rank == init.root;
         let mut pairs = Vec::new();
         let mut scratch = Vec::new();
-        let mut host_buf = |buf: &Option<Buf>, copy_in: bool, copy_out: bool| -> Result<Option<Buf>> {
-            let Some(b) = buf else { return Ok(None) };
-            if b.mem.mem_type() != init.mem_type {
+        let mut host_copy = |user: Option<MemRef>, copy_in: bool, copy_out: bool| -> Result<Option<(MemRef, MemRef)>> {
+            let Some(user) = user else { return Ok(None) };
+            if user.mem_type() != init.mem_type {
                 return Err(Error::not_supported(format!(
                     "p2p staging of {}: a buffer is {} memory, not {}",
                     init.coll,
-                    b.mem.mem_type(),
+                    user.mem_type(),
                     init.mem_type
                 )));
             }
-            let s = alloc_host(mc.as_ref(), mcs, b.mem.len())?;
+            let s = alloc_host(mc.as_ref(), mcs, user.len())?;
             let host = s.mem();
             scratch.push(s);
-            if !b.mem.is_empty() && (copy_in || copy_out) {
-                pairs.push(Pair { user: b.mem, host, copy_in, copy_out });
+            if !user.is_empty() && (copy_in || copy_out) {
+                pairs.push(Pair { user, host, copy_in, copy_out });
             }
-            Ok(Some(Buf { mem: host, ..b.clone() }))
+            Ok(Some((user, host)))
         };
         let (src, dst) = if init.coll == CollType::Bcast {
-            (host_buf(&init.src, is_root, !is_root)?, None)
+            (host_copy(init.src, is_root, !is_root)?, None)
         } else {
-            let partial = init.in_place || init.dst.as_ref().is_some_and(|d| d.v.is_some());
-            (host_buf(&init.src, true, false)?, host_buf(&init.dst, partial, true)?)
+            (host_copy(init.src, true, false)?, host_copy(init.dst, !init.dst_fully_written, true)?)
         };
-        let host = Arc::new(CollInit { mem_type: MemType::Host, src, dst, ..init.clone() });
+        let homes: Vec<(MemRef, MemRef)> = src.into_iter().chain(dst).collect();
+        let ops = init.ops.map_mem(&|m| host_range(&homes, m))?;
+        let host = Arc::new(CollInit {
+            mem_type: MemType::Host,
+            src: src.map(|(_, h)| h),
+            dst: dst.map(|(_, h)| h),
+            ops,
+            ..init.clone()
+        });
         Ok(Staging { host, pairs, mc, _scratch: scratch })
     }
 
@@ -112,6 +119,25 @@ impl Staging {
         }
         Ok(())
     }
+}
+
+/// The host copy of `m`, a range of one of the user's buffers (`homes`:
+/// each buffer with its host copy). Ranges of one buffer map into the same
+/// copy, so in-place aliasing is kept.
+fn host_range(homes: &[(MemRef, MemRef)], m: MemRef) -> Result<MemRef> {
+    if m.is_empty() {
+        return Ok(MemRef::empty(MemType::Host));
+    }
+    let at = m.addr() as usize;
+    for (user, host) in homes {
+        let start = user.addr() as usize;
+        if let Some(off) = at.checked_sub(start) {
+            if off.checked_add(m.len()).is_some_and(|end| end <= user.len()) {
+                return host.range(off, m.len());
+            }
+        }
+    }
+    Err(Error::internal(format!("an operand of {} bytes lies outside the staged buffers", m.len())))
 }
 
 /// Host memory for staging: the component's pinned memory when it has

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
-use ferrocoll_core::score::{AlgId, Score, ScoreEntry};
-use ferrocoll_core::{CollType, CollTypeSet, Error, MemType, Result};
+use ferrocoll_core::score::Score;
+use ferrocoll_core::{Error, MemType, Result};
 
-use super::alg::{self, RunFn};
 use super::staging::{self, Staging};
 use super::transport::Router;
-use super::{Comm, P2pConfig};
+use super::{Comm, P2pConfig, alg};
+use crate::base::local::team_of_one;
+use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// What every task of a team shares.
 pub(crate) struct TeamShared {
@@ -43,7 +44,7 @@ impl P2pTeam {
         handshake(&shared, diag).await?;
         let staged = staging::STAGED.into_iter().filter(|&m| staging::stages(m, &shared.mcs));
         let mems = std::iter::once(MemType::Host).chain(staged).collect();
-        Ok(Arc::new(P2pTeam { shared, score, mems }))
+        Ok(Arc::new(TeamOf(Arc::new(P2pTeam { shared, score, mems }))))
     }
 }
 
@@ -55,57 +56,47 @@ async fn handshake(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>) -> Result<()> 
     alg::barrier::knomial::knomial_sync(&comm, shared.config.barrier_kn_radix).await
 }
 
-impl TlTeam for P2pTeam {
-    fn colls(&self) -> CollTypeSet {
-        alg::infos().iter().map(|a| a.coll).collect()
+impl AlgTeam for P2pTeam {
+    type Exec = Comm;
+    const TL: &'static str = "p2p";
+
+    fn registry(&self) -> &'static Registry<Comm> {
+        alg::registry()
     }
 
     fn mem_types(&self) -> &[MemType] {
         &self.mems
     }
 
-    /// The same entries for every memory type: CUDA memory runs the host
-    /// algorithms on staged copies (see [`staging`]).
-    fn default_scores(&self) -> Vec<ScoreEntry> {
-        self.mems
-            .iter()
-            .flat_map(|&mem| {
-                alg::defaults().filter(|d| alg::find(d.coll, 0).is_some()).flat_map(move |d| {
-                    d.ranges.iter().map(move |&(range, alg)| ScoreEntry {
-                        coll: d.coll,
-                        mem,
-                        range,
-                        score: self.score,
-                        alg,
-                    })
-                })
-            })
-            .collect()
+    fn score(&self) -> Score {
+        self.score
     }
 
-    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
-        let a = alg::find(init.coll, alg)
-            .ok_or_else(|| Error::not_supported(format!("p2p has no {} algorithm {alg}", init.coll)))?;
+    /// The same entries for every memory type: CUDA memory runs the host
+    /// algorithms on staged copies (see [`staging`]).
+    fn defaults(&self) -> Vec<DefaultAlg> {
+        alg::defaults()
+    }
+
+    fn accepts(&self, init: &CollInit) -> Result<()> {
+        if self.mems.contains(&init.mem_type) {
+            return Ok(());
+        }
+        Err(Error::not_supported(format!(
+            "p2p moves host memory, and cuda or cuda_managed memory when the library has the CUDA \
+             memory component (it has: {}); not {}",
+            self.shared.mcs.names().join(", "),
+            init.mem_type
+        )))
+    }
+
+    fn task(self: &Arc<Self>, alg: &'static Alg<Comm>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
         let staging = match init.mem_type {
             MemType::Host => None,
-            mt if staging::stages(mt, &self.shared.mcs) => Some(Arc::new(Staging::new(init, &self.shared.mcs)?)),
-            mt => {
-                return Err(Error::not_supported(format!(
-                    "p2p moves host memory, and cuda or cuda_managed memory when the library has the CUDA \
-                     memory component (it has: {}); not {mt}",
-                    self.shared.mcs.names().join(", ")
-                )));
-            }
+            _ => Some(Arc::new(Staging::new(init, &self.shared.mcs)?)),
         };
-        let run_init = staging.as_ref().map_or(init, |s| s.host_init());
-        (a.check)(run_init)?;
-        Ok(Box::new(AlgTask {
-            team: self.shared.clone(),
-            init: run_init.clone(),
-            run: a.run,
-            coll: init.coll,
-            staging,
-        }))
+        let init = staging.as_ref().map_or(init, |s| s.host_init()).clone();
+        Ok(Box::new(AlgTask { team: self.shared.clone(), init, run: alg.run, staging }))
     }
 }
 
@@ -114,27 +105,23 @@ struct AlgTask {
     team: Arc<TeamShared>,
     /// The arguments the algorithm runs on (host copies when staged).
     init: Arc<CollInit>,
-    run: RunFn,
-    coll: CollType,
+    run: Run<Comm>,
     /// Host copies of CUDA buffers, copied in at post and out at completion.
     staging: Option<Arc<Staging>>,
 }
 
 impl CollTask for AlgTask {
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
-        debug_assert_eq!(self.coll, self.init.coll);
         let comm = Comm::new(self.team.clone(), post.seq, post.diag.clone());
         if let Some(s) = &self.staging {
             s.copy_in()?;
         }
         let run = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
-            let init = self.init.clone();
-            let result =
-                alg::local::team_of_one(&init, &|d, s| comm.copy(d, s), &|d, s, n| comm.reduce(&init, d, s, n, true));
+            let result = team_of_one(&self.init.ops, &|d, s| comm.copy(d, s), &|d, s, spec| comm.reduce(d, s, spec));
             Box::pin(std::future::ready(result))
         } else {
-            (self.run)(comm, self.init.clone())
+            self.run.start(comm, &self.init)?
         };
         match self.staging.clone() {
             None => Ok(run),

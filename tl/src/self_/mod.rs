@@ -9,28 +9,40 @@ use std::sync::{Arc, LazyLock};
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{
-    AlgInfo, CollTask, McSet, PostInfo, ReduceSpec, TlComponent, TlContext, TlContextParams, TlTeam, TlTeamFuture,
-    TlTeamParams,
+    AlgInfo, CollTask, McSet, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams,
 };
 use ferrocoll_core::config::ConfigField;
 use ferrocoll_core::engine::TaskFuture;
-use ferrocoll_core::score::{AlgId, MsgRange, Score, ScoreEntry};
-use ferrocoll_core::{CollType, CollTypeSet, Error, MemType, Result};
+use ferrocoll_core::score::{MsgRange, Score};
+use ferrocoll_core::{CollType, Error, MemRef, MemType, Result};
 
-use crate::p2p::alg::local;
+use crate::base::local::team_of_one;
+use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// The self TL component.
 #[derive(Debug, Default)]
 pub struct SelfTl;
 
-static ALGS: LazyLock<Vec<AlgInfo>> = LazyLock::new(|| {
-    CollType::ALL
+/// Every collective's `copy`, one entry each.
+static REGISTRY: LazyLock<Registry<McSet>> = LazyLock::new(|| {
+    let algs: Vec<Alg<McSet>> = CollType::ALL
         .iter()
-        .map(|&coll| AlgInfo { coll, id: 0, name: "copy", description: "local copy of this rank's data (team of one)" })
-        .collect()
+        .map(|&coll| Alg::new(coll, 0, "copy", "local copy of this rank's data (team of one)", Run::Any(copy)))
+        .collect();
+    Registry::new(&[&algs])
 });
 
 const SCORE: Score = Score(50);
+
+const FIELDS: &[ConfigField] =
+    &[ConfigField { name: "UCC_TL_SELF_TUNE", default: "", doc: "Score-map overrides for the self TL." }];
+
+/// The collective of a team of one, through the library's memory components.
+fn copy(mcs: McSet, init: Arc<CollInit>) -> AlgFuture {
+    let copy = |d: MemRef, s: MemRef| if d.is_empty() || d == s { Ok(()) } else { mcs.get(d.mem_type())?.copy(d, s) };
+    let reduce = |dst: MemRef, srcs: &[MemRef], spec| mcs.get(dst.mem_type())?.reduce(dst, srcs, &spec);
+    Box::pin(std::future::ready(team_of_one(&init.ops, &copy, &reduce)))
+}
 
 impl TlComponent for SelfTl {
     fn name(&self) -> &'static str {
@@ -46,11 +58,11 @@ impl TlComponent for SelfTl {
     }
 
     fn config_fields(&self) -> Vec<ConfigField> {
-        vec![ConfigField { name: "UCC_TL_SELF_TUNE", default: "", doc: "Score-map overrides for the self TL." }]
+        FIELDS.to_vec()
     }
 
     fn algorithms(&self) -> &'static [AlgInfo] {
-        &ALGS
+        REGISTRY.infos()
     }
 
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {
@@ -67,7 +79,7 @@ impl TlContext for SelfContext {
         Vec::new()
     }
 
-    fn connect(&self, _peers: &[ferrocoll_core::backend::TlPeer]) -> Result<()> {
+    fn connect(&self, _peers: &[TlPeer]) -> Result<()> {
         Ok(())
     }
 
@@ -79,7 +91,8 @@ impl TlContext for SelfContext {
         if params.size != 1 {
             return Err(Error::not_supported(format!("self serves teams of one rank, not {}", params.size)));
         }
-        let team: Arc<dyn TlTeam> = Arc::new(SelfTeam { mcs: self.mcs.clone() });
+        let team: Arc<dyn ferrocoll_core::backend::TlTeam> =
+            Arc::new(TeamOf(Arc::new(SelfTeam { mcs: self.mcs.clone() })));
         Ok(Box::pin(std::future::ready(Ok(team))))
     }
 
@@ -90,45 +103,39 @@ struct SelfTeam {
     mcs: McSet,
 }
 
-impl TlTeam for SelfTeam {
-    fn colls(&self) -> CollTypeSet {
-        CollTypeSet::ALL
+impl AlgTeam for SelfTeam {
+    type Exec = McSet;
+    const TL: &'static str = "self";
+
+    fn registry(&self) -> &'static Registry<McSet> {
+        &REGISTRY
     }
 
     fn mem_types(&self) -> &[MemType] {
         &[MemType::Host]
     }
 
-    fn default_scores(&self) -> Vec<ScoreEntry> {
-        CollType::ALL
-            .iter()
-            .map(|&coll| ScoreEntry { coll, mem: MemType::Host, range: MsgRange::ALL, score: SCORE, alg: 0 })
-            .collect()
+    fn score(&self) -> Score {
+        SCORE
     }
 
-    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
-        if alg != 0 {
-            return Err(Error::not_supported(format!("self has no {} algorithm {alg}", init.coll)));
-        }
-        Ok(Box::new(SelfTask { mcs: self.mcs.clone(), init: init.clone() }))
+    fn defaults(&self) -> Vec<DefaultAlg> {
+        CollType::ALL.iter().map(|&coll| DefaultAlg { coll, range: MsgRange::ALL, alg: 0 }).collect()
+    }
+
+    fn task(self: &Arc<Self>, alg: &'static Alg<McSet>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+        Ok(Box::new(SelfTask { mcs: self.mcs.clone(), init: init.clone(), run: alg.run }))
     }
 }
 
 struct SelfTask {
     mcs: McSet,
     init: Arc<CollInit>,
+    run: Run<McSet>,
 }
 
 impl CollTask for SelfTask {
     fn start(&self, _post: &PostInfo) -> Result<TaskFuture> {
-        let copy = |d: ferrocoll_core::MemRef, s: ferrocoll_core::MemRef| {
-            if d.is_empty() || d == s { Ok(()) } else { self.mcs.get(d.mem_type())?.copy(d, s) }
-        };
-        let reduce = |dst: ferrocoll_core::MemRef, srcs: &[ferrocoll_core::MemRef], count: usize| {
-            let spec = ReduceSpec { dtype: self.init.dtype, op: self.init.op, count, avg_divisor: Some(1) };
-            self.mcs.get(dst.mem_type())?.reduce(dst, srcs, &spec)
-        };
-        let result = local::team_of_one(&self.init, &copy, &reduce);
-        Ok(Box::pin(std::future::ready(result)))
+        self.run.start(self.mcs.clone(), &self.init)
     }
 }

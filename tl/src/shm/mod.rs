@@ -27,10 +27,12 @@ mod team;
 
 use std::sync::Arc;
 
+use ferrocoll_core::Result;
 use ferrocoll_core::backend::{AlgInfo, TlComponent, TlContext, TlContextParams};
 use ferrocoll_core::config::{Config, ConfigField};
 use ferrocoll_core::score::Score;
-use ferrocoll_core::{Error, Result};
+
+use crate::base::knobs::{self, Knob, Unit};
 
 /// The shm TL's score: above p2p (10), below self (50) for teams of one.
 pub(crate) const SCORE: Score = Score(40);
@@ -40,7 +42,7 @@ pub(crate) const SCORE: Score = Score(40);
 pub struct ShmTl;
 
 /// Settings of the shm TL.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ShmConfig {
     /// Bytes of one half of a rank's data area.
     pub data_size: usize,
@@ -48,32 +50,39 @@ pub(crate) struct ShmConfig {
     pub rsag_threshold: usize,
 }
 
-const FIELDS: &[ConfigField] = &[
-    ConfigField {
-        name: "UCC_TL_SHM_DATA_SIZE",
-        default: "256K",
-        doc: "Bytes of each of the two halves of a rank's area in a team segment: the chunk of a large message per round.",
+const KNOBS: &[Knob<ShmConfig>] = &[
+    Knob {
+        field: ConfigField {
+            name: "UCC_TL_SHM_DATA_SIZE",
+            default: "256K",
+            doc: "Bytes of each of the two halves of a rank's area in a team segment: the chunk of a large message per round.",
+        },
+        unit: Unit::Bytes,
+        min: 4096,
+        max: 1 << 30,
+        slot: |c| &mut c.data_size,
     },
-    ConfigField {
-        name: "UCC_TL_SHM_RSAG_THRESHOLD",
-        default: "16K",
-        doc: "Allreduce and reduce messages from this size up use rsag (reduce-scatter + allgather) instead of onestep.",
+    Knob {
+        field: ConfigField {
+            name: "UCC_TL_SHM_RSAG_THRESHOLD",
+            default: "16K",
+            doc: "Allreduce and reduce messages from this size up use rsag (reduce-scatter + allgather) instead of onestep.",
+        },
+        unit: Unit::Bytes,
+        min: 0,
+        max: usize::MAX,
+        slot: |c| &mut c.rsag_threshold,
     },
-    ConfigField { name: "UCC_TL_SHM_TUNE", default: "", doc: "Score-map overrides for the shm TL." },
 ];
+
+const TUNE: ConfigField =
+    ConfigField { name: "UCC_TL_SHM_TUNE", default: "", doc: "Score-map overrides for the shm TL." };
 
 impl ShmConfig {
     pub(crate) fn from_config(c: &Config) -> Result<ShmConfig> {
-        let size = |name: &str, default: &str| -> Result<usize> {
-            let v = c.get(name).unwrap_or(default);
-            let n = ferrocoll_core::config::parse_size(v).map_err(|e| e.prefixed(format!("UCC_{name}")))?;
-            usize::try_from(n).map_err(|_| Error::invalid_param(format!("UCC_{name}={v} is too large")))
-        };
-        let data_size = size("TL_SHM_DATA_SIZE", "256K")?;
-        if data_size < 4096 {
-            return Err(Error::invalid_param(format!("UCC_TL_SHM_DATA_SIZE={data_size} is below the minimum of 4K")));
-        }
-        Ok(ShmConfig { data_size, rsag_threshold: size("TL_SHM_RSAG_THRESHOLD", "16K")? })
+        let mut config = ShmConfig::default();
+        knobs::read(c, KNOBS, &mut config, &|_| None)?;
+        Ok(config)
     }
 }
 
@@ -91,11 +100,11 @@ impl TlComponent for ShmTl {
     }
 
     fn config_fields(&self) -> Vec<ConfigField> {
-        FIELDS.to_vec()
+        knobs::fields(KNOBS).chain([TUNE]).collect()
     }
 
     fn algorithms(&self) -> &'static [AlgInfo] {
-        alg::infos()
+        alg::registry().infos()
     }
 
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {

@@ -12,18 +12,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 
 use ferrocoll_core::args::CollInit;
-use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
-use ferrocoll_core::engine::{BoxFuture, TaskFuture};
-use ferrocoll_core::score::{AlgId, ScoreEntry};
-use ferrocoll_core::{CollTypeSet, Error, MemRef, MemType, ReduceOp, Result};
+use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
+use ferrocoll_core::engine::TaskFuture;
+use ferrocoll_core::score::Score;
+use ferrocoll_core::{Error, MemRef, MemType, Result};
 
-use super::alg;
+use super::alg::{self, Exec};
 use super::layout::Layout;
 use super::segment::Segment;
 use super::{SCORE, ShmConfig};
-
-/// Runs one collective on a team.
-pub(crate) type RunFn = fn(Arc<ShmTeam>, Arc<CollInit>) -> BoxFuture<'static, Result<()>>;
+use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// One rank's view of a shm team.
 pub(crate) struct ShmTeam {
@@ -74,7 +72,7 @@ impl ShmTeam {
             std::future::poll_fn(|_| if seg.attached() + 1 >= size { Poll::Ready(()) } else { Poll::Pending }).await;
             seg.unlink();
         }
-        Ok(Arc::new(ShmTeamHandle(Arc::new(ShmTeam {
+        Ok(Arc::new(TeamOf(Arc::new(ShmTeam {
             seg,
             rank,
             size,
@@ -111,17 +109,11 @@ impl ShmTeam {
         self.mcs.get(MemType::Host)?.copy(dst, src)
     }
 
-    /// `dst = op(srcs...)` over `count` elements, in the order given.
-    pub(crate) fn reduce(&self, args: &CollInit, dst: MemRef, srcs: &[MemRef], count: usize) -> Result<()> {
-        if count == 0 {
+    /// `dst = op(srcs...)` as `spec` says, in the order given.
+    pub(crate) fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: ReduceSpec) -> Result<()> {
+        if spec.count == 0 {
             return Ok(());
         }
-        let spec = ferrocoll_core::backend::ReduceSpec {
-            dtype: args.dtype,
-            op: args.op,
-            count,
-            avg_divisor: (args.op == ReduceOp::Avg).then_some(args.size),
-        };
         self.mcs.get(MemType::Host)?.reduce(dst, srcs, &spec)
     }
 }
@@ -135,42 +127,42 @@ impl Drop for ShmTeam {
     }
 }
 
-/// The `TlTeam` the engine holds.
-struct ShmTeamHandle(Arc<ShmTeam>);
+impl AlgTeam for ShmTeam {
+    type Exec = Exec;
+    const TL: &'static str = "shm";
 
-impl TlTeam for ShmTeamHandle {
-    fn colls(&self) -> CollTypeSet {
-        alg::infos().iter().map(|a| a.coll).collect()
+    fn registry(&self) -> &'static Registry<Exec> {
+        alg::registry()
     }
 
     fn mem_types(&self) -> &[MemType] {
         &[MemType::Host]
     }
 
-    fn default_scores(&self) -> Vec<ScoreEntry> {
-        alg::defaults(&self.0.config, self.0.size)
-            .into_iter()
-            .map(|(coll, range, alg)| ScoreEntry { coll, mem: MemType::Host, range, score: SCORE, alg })
-            .collect()
+    fn score(&self) -> Score {
+        SCORE
     }
 
-    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
-        let run = alg::find(init.coll, alg)
-            .ok_or_else(|| Error::not_supported(format!("shm has no {} algorithm {alg}", init.coll)))?;
-        if init.mem_type != MemType::Host {
-            return Err(Error::not_supported(format!("shm handles host memory only, not {}", init.mem_type)));
-        }
+    fn defaults(&self) -> Vec<DefaultAlg> {
+        alg::defaults(&self.config, self.size)
+    }
+
+    fn accepts(&self, init: &CollInit) -> Result<()> {
         if init.active_set.is_some() {
             return Err(Error::not_supported("shm does not run active-set collectives"));
         }
-        Ok(Box::new(ShmTask { team: self.0.clone(), init: init.clone(), run }))
+        Ok(())
+    }
+
+    fn task(self: &Arc<Self>, alg: &'static Alg<Exec>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+        Ok(Box::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run }))
     }
 }
 
 struct ShmTask {
     team: Arc<ShmTeam>,
     init: Arc<CollInit>,
-    run: RunFn,
+    run: Run<Exec>,
 }
 
 impl CollTask for ShmTask {
@@ -182,7 +174,10 @@ impl CollTask for ShmTask {
         let watched = team.clone();
         let inner = async move {
             let mut turn = Turn::take(waiting, ticket).await?;
-            let result = run(team.clone(), init).await;
+            let result = match run.start(team.clone(), &init) {
+                Ok(collective) => collective.await,
+                Err(e) => Err(e),
+            };
             turn.ok = result.is_ok();
             result
         };

@@ -1,27 +1,29 @@
 //! Bcast: the root publishes a half's worth of the buffer per round; the
 //! others copy it out.
 
-use std::sync::Arc;
+use ferrocoll_core::CollType::Bcast;
+use ferrocoll_core::Result;
+use ferrocoll_core::args;
 
-use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{Error, Result};
-
-use super::common::{piece_of, rounds};
+use super::rounds::{piece_of, rounds};
+use super::{Exec, STAGED};
+use crate::base::{Alg, Run};
 use crate::shm::epoch::Flag;
-use crate::shm::team::ShmTeam;
 
-pub(crate) async fn staged(team: Arc<ShmTeam>, args: Arc<CollInit>) -> Result<()> {
-    let buf = args.src.as_ref().ok_or_else(|| Error::internal("bcast without a buffer"))?.mem;
+pub(crate) const ALGS: &[Alg<Exec>] =
+    &[Alg::new(Bcast, 0, "staged", STAGED, Run::Bcast(|t, o| Box::pin(staged(t, o))))];
+
+async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
     let cap = team.seg.layout().data;
-    for k in 0..rounds(buf.len(), cap) {
+    for k in 0..rounds(o.buf.len(), cap) {
         let e = team.begin().await?;
-        let part = piece_of(buf, cap, k)?;
-        if team.rank == args.root {
+        let part = piece_of(o.buf, cap, k)?;
+        if team.rank == o.root {
             team.copy(team.seg.data(team.rank, e)?.range(0, part.len())?, part)?;
             team.publish(Flag::Arrive, e)?;
         } else {
-            team.wait(Flag::Arrive, &[args.root], e).await?;
-            team.copy(part, team.seg.data(args.root, e)?.range(0, part.len())?)?;
+            team.wait(Flag::Arrive, &[o.root], e).await?;
+            team.copy(part, team.seg.data(o.root, e)?.range(0, part.len())?)?;
         }
         team.publish(Flag::Done, e)?;
     }

@@ -5,7 +5,7 @@
 
 use ferrocoll_core::{CollType, Error, Result};
 
-use super::common::max_len;
+use super::rounds::max_len;
 use crate::shm::epoch::Flag;
 use crate::shm::team::ShmTeam;
 

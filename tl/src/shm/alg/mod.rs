@@ -1,86 +1,60 @@
-//! The shm algorithms and their default selection.
+//! The shm algorithms — one file per collective, its v-variant beside it
+//! when they share the code — and their default selection.
+//!
+//! Every algorithm walks the same epochs on every rank (see `epoch.rs`):
+//! small messages in one round, large ones in rounds of half a rank's area
+//! (or a P-th of it, a slot, when every rank gives every rank something).
+//! The engines the collectives share: [`reduction`] (onestep and
+//! reduce-scatter + allgather of slices), [`exchange`] (publish a block or
+//! a slot per rank, take what is yours), [`meta`] (agreeing on the sizes of
+//! v-variants) and [`rounds`] (cutting data into rounds).
 
+pub(crate) mod allgather;
 pub(crate) mod allreduce;
+pub(crate) mod alltoall;
+pub(crate) mod barrier;
 pub(crate) mod bcast;
-pub(crate) mod common;
+pub(crate) mod exchange;
 pub(crate) mod gather;
 pub(crate) mod meta;
+pub(crate) mod reduce;
 pub(crate) mod reduce_scatter;
+pub(crate) mod reduction;
+pub(crate) mod rounds;
 pub(crate) mod scatter;
-pub(crate) mod sync;
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use ferrocoll_core::CollType::{self, *};
-use ferrocoll_core::backend::AlgInfo;
-use ferrocoll_core::score::{AlgId, MsgRange};
+use ferrocoll_core::score::MsgRange;
 
 use super::ShmConfig;
-use super::team::RunFn;
+use super::team::ShmTeam;
+use crate::base::{DefaultAlg, Registry};
 
-struct Entry {
-    info: AlgInfo,
-    run: RunFn,
-}
+/// What a shm algorithm runs with: the rank's view of the team.
+pub(crate) type Exec = Arc<ShmTeam>;
 
-const fn info(coll: CollType, id: AlgId, name: &'static str, description: &'static str) -> AlgInfo {
-    AlgInfo { coll, id, name, description }
-}
+/// What every staged algorithm says of itself.
+pub(crate) const STAGED: &str = "through the team segment, a half of each rank's area per round";
 
-const STAGED: &str = "through the team segment, a half of each rank's area per round";
-
-static TABLE: LazyLock<Vec<Entry>> = LazyLock::new(|| {
-    let mut t = vec![
-        Entry {
-            info: info(
-                Allreduce,
-                0,
-                "onestep",
-                "every rank publishes its input and reduces all of them: one synchronisation",
-            ),
-            run: |t, a| Box::pin(allreduce::onestep(t, a)),
-        },
-        Entry {
-            info: info(Allreduce, 1, "rsag", "reduce-scatter + allgather of slices through the segment, chunked"),
-            run: |t, a| Box::pin(allreduce::rsag(t, a)),
-        },
-        Entry {
-            info: info(Reduce, 0, "onestep", "every rank publishes its input; the root reduces all of them"),
-            run: |t, a| Box::pin(allreduce::onestep(t, a)),
-        },
-        Entry {
-            info: info(Reduce, 1, "rsag", "every rank reduces a slice; the root gathers the slices"),
-            run: |t, a| Box::pin(allreduce::rsag(t, a)),
-        },
-        Entry { info: info(Bcast, 0, "staged", STAGED), run: |t, a| Box::pin(bcast::staged(t, a)) },
-        Entry { info: info(ReduceScatter, 0, "staged", STAGED), run: |t, a| Box::pin(reduce_scatter::staged(t, a)) },
-        Entry { info: info(ReduceScatterv, 0, "staged", STAGED), run: |t, a| Box::pin(reduce_scatter::staged(t, a)) },
-    ];
-    for coll in [Allgather, Allgatherv, Gather, Gatherv] {
-        t.push(Entry { info: info(coll, 0, "staged", STAGED), run: |t, a| Box::pin(gather::staged(t, a)) });
-    }
-    for coll in [Scatter, Scatterv, Alltoall, Alltoallv] {
-        t.push(Entry { info: info(coll, 0, "staged", STAGED), run: |t, a| Box::pin(scatter::staged(t, a)) });
-    }
-    for coll in [Barrier, Fanin, Fanout] {
-        t.push(Entry {
-            info: info(coll, 0, "flags", "one epoch of flags in the control lines"),
-            run: |t, a| Box::pin(sync::flags(t, a)),
-        });
-    }
-    t
+static REGISTRY: LazyLock<Registry<Exec>> = LazyLock::new(|| {
+    Registry::new(&[
+        allreduce::ALGS,
+        reduce::ALGS,
+        bcast::ALGS,
+        allgather::ALGS,
+        gather::ALGS,
+        scatter::ALGS,
+        alltoall::ALGS,
+        reduce_scatter::ALGS,
+        barrier::ALGS,
+    ])
 });
 
-static INFOS: LazyLock<Vec<AlgInfo>> = LazyLock::new(|| TABLE.iter().map(|e| e.info).collect());
-
 /// Every algorithm.
-pub(crate) fn infos() -> &'static [AlgInfo] {
-    &INFOS
-}
-
-/// The function of algorithm `id` of `coll`.
-pub(crate) fn find(coll: CollType, id: AlgId) -> Option<RunFn> {
-    TABLE.iter().find(|e| e.info.coll == coll && e.info.id == id).map(|e| e.run)
+pub(crate) fn registry() -> &'static Registry<Exec> {
+    &REGISTRY
 }
 
 /// Default (collective, message range, algorithm) entries for a team of `size`.
@@ -92,14 +66,14 @@ pub(crate) fn find(coll: CollType, id: AlgId) -> Option<RunFn> {
 /// two ranks p2p wins mid-size and large alltoall, allgather, reduce_scatter
 /// and allreduce; with more ranks than cores the segment's one-step
 /// exchanges win nearly everywhere. `UCC_TL_SHM_TUNE` changes any of this.
-pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<(CollType, MsgRange, AlgId)> {
+pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<DefaultAlg> {
     const K: u64 = 1 << 10;
     const M: u64 = 1 << 20;
     const INF: u64 = u64::MAX;
     let two = size == 2;
     let t = config.rsag_threshold as u64;
-    let mut d =
-        vec![(Reduce, MsgRange::new(0, t), 0), (Reduce, MsgRange::new(t, INF), 1), (Allreduce, MsgRange::new(0, t), 0)];
+    let entry = |coll, lo, hi, alg| DefaultAlg { coll, range: MsgRange::new(lo, hi), alg };
+    let mut d = vec![entry(Reduce, 0, t, 0), entry(Reduce, t, INF, 1), entry(Allreduce, 0, t, 0)];
     // The ranges of each collective the segment serves (the rest goes to p2p).
     let ranges: &[(CollType, u64, u64)] = if two {
         &[
@@ -117,12 +91,31 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<(CollType, MsgRan
     for &(coll, lo, hi) in ranges {
         let lo = if coll == Allreduce { lo.max(t) } else { lo };
         if lo < hi {
-            d.push((coll, MsgRange::new(lo, hi), if coll == Allreduce { 1 } else { 0 }));
+            d.push(entry(coll, lo, hi, if coll == Allreduce { 1 } else { 0 }));
         }
     }
-    for e in TABLE.iter().filter(|e| !matches!(e.info.coll, Allreduce | Reduce | Alltoall | Allgather | ReduceScatter))
+    for a in registry()
+        .infos()
+        .iter()
+        .filter(|a| !matches!(a.coll, Allreduce | Reduce | Alltoall | Allgather | ReduceScatter))
     {
-        d.push((e.info.coll, MsgRange::ALL, e.info.id));
+        d.push(entry(a.coll, 0, INF, a.id));
     }
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent_and_defaults_name_existing_algorithms() {
+        registry().check().unwrap();
+        let config = ShmConfig { data_size: 1 << 18, rsag_threshold: 16 << 10 };
+        for size in [2, 3, 8] {
+            for d in defaults(&config, size) {
+                assert!(registry().find(d.coll, d.alg).is_some(), "{d:?}");
+            }
+        }
+    }
 }

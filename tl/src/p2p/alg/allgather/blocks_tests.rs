@@ -8,7 +8,7 @@ use ferrocoll_core::MemRef;
 use super::harness::run_ranks;
 use super::{knomial, ring};
 use crate::p2p::P2pConfig;
-use crate::p2p::alg::blocks::Blocks;
+use ferrocoll_core::args::Blocks;
 
 const ES: usize = 4;
 const POISON: u8 = 0xab;
@@ -64,15 +64,16 @@ fn check(alg: &Alg, layouts: &[(Blocks, usize)]) {
         buf
     };
     let bufs = (0..size).map(|r| start(r, false)).collect();
-    let results = run_ranks(bufs, &P2pConfig::default(), |comm, mem: MemRef| {
-        let blocks = layouts[comm.rank()].0.clone();
-        async move {
-            match alg {
-                Alg::Ring => ring::allgather_blocks(&comm, mem, &blocks).await,
-                Alg::Knomial(radix) => knomial::allgather_blocks(&comm, mem, &blocks, *radix).await,
+    let results =
+        run_ranks(bufs, &P2pConfig::from_config(&ferrocoll_core::Config::new()).unwrap(), |comm, mem: MemRef| {
+            let blocks = layouts[comm.rank()].0.clone();
+            async move {
+                match alg {
+                    Alg::Ring => ring::allgather_blocks(&comm, mem, &blocks).await,
+                    Alg::Knomial(radix) => knomial::allgather_blocks(&comm, mem, &blocks, *radix).await,
+                }
             }
-        }
-    });
+        });
     for (r, res) in results.into_iter().enumerate() {
         let got = res.unwrap_or_else(|e| panic!("rank {r} of {size}: {e}"));
         assert!(got == start(r, true), "rank {r} of {size}: wrong result");
@@ -118,9 +119,11 @@ fn scrambled_layouts_with_empty_and_large_blocks() {
 
 #[test]
 fn wrong_layout_is_an_error() {
-    let results = run_ranks(vec![vec![0u8; 8]; 2], &P2pConfig::default(), |comm, mem| async move {
-        ring::allgather_blocks(&comm, mem, &Blocks::even(2, 3, ES)).await
-    });
+    let results = run_ranks(
+        vec![vec![0u8; 8]; 2],
+        &P2pConfig::from_config(&ferrocoll_core::Config::new()).unwrap(),
+        |comm, mem| async move { ring::allgather_blocks(&comm, mem, &Blocks::even(2, 3, ES)).await },
+    );
     for r in results {
         let e = r.unwrap_err().to_string();
         assert!(e.contains("3 blocks in a team of 2"), "{e}");

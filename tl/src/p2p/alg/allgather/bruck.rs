@@ -9,41 +9,31 @@
 //! power of two is needed. A final local rotation copies slot i to block
 //! `rank + i` of dst (two contiguous copies).
 //!
-//! Slots must be of equal size, which allgather guarantees (dst holds P
-//! blocks of N elements); [`check`] refuses anything else.
+//! Slots must be of equal size and the destination a plain array of them,
+//! which allgather guarantees (dst holds P blocks of N elements); [`check`]
+//! refuses anything else.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{Allgather, CollInit, Operands};
 use ferrocoll_core::{Error, Result};
 
 use crate::p2p::Comm;
 
-/// Refuses a destination that is not P equal blocks.
-pub(crate) fn check(args: &CollInit) -> Result<()> {
-    if !args.count.is_multiple_of(args.size.max(1)) {
-        return Err(Error::not_supported(format!(
-            "allgather/bruck needs equal blocks: count {} is not divisible by team size {}",
-            args.count, args.size
-        )));
+/// Refuses a destination that is not P equal blocks, one after the other.
+pub(crate) fn check(init: &CollInit) -> Result<()> {
+    match &init.ops {
+        Operands::Allgather(o) if o.dst.blocks.uniform().is_some() => Ok(()),
+        _ => Err(Error::not_supported(format!(
+            "{}/bruck needs P equal blocks one after the other in dst (count {} over team size {})",
+            init.coll, init.count, init.size
+        ))),
     }
-    Ok(())
 }
 
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    check(&args)?;
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgather without dst"))?;
-    let (rank, size) = (comm.rank(), comm.size());
-    let n = dst.mem.len() / size;
-    let own = match &args.src {
-        Some(src) => src.mem,
-        None => dst.mem.range(rank * n, n)?,
-    };
+pub(crate) async fn run(comm: Comm, o: Allgather) -> Result<()> {
+    let (rank, size, dst, own) = (comm.rank(), comm.size(), o.dst.mem, o.src);
+    let n = o.dst.blocks.uniform().ok_or_else(|| Error::internal("allgather/bruck over unequal blocks"))?;
     if n == 0 {
         return Ok(());
-    }
-    if size == 1 {
-        return comm.copy(dst.mem, own);
     }
     let scratch = comm.scratch(size * n)?;
     let slots = |first: usize, count: usize| scratch.mem().range(first * n, count * n);
@@ -54,8 +44,8 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
     }
     // Slot i holds rank (rank + i)'s block: slots 0..P−rank go to blocks rank..P, the rest to 0..rank.
     let head = size - rank;
-    comm.copy(dst.mem.range(rank * n, head * n)?, slots(0, head)?)?;
-    comm.copy(dst.mem.range(0, rank * n)?, slots(head, rank)?)
+    comm.copy(dst.range(rank * n, head * n)?, slots(0, head)?)?;
+    comm.copy(dst.range(0, rank * n)?, slots(head, rank)?)
 }
 
 /// One step of Bruck allgather, from one rank's point of view.

@@ -18,17 +18,14 @@
 //! Blocks may be uneven or empty; message sizes depend on block counts only.
 
 use std::ops::Range;
-use std::sync::Arc;
 
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{Allgather, Blocks};
 use ferrocoll_core::engine::try_join_all;
-use ferrocoll_core::{Error, MemRef, Result};
+use ferrocoll_core::{MemRef, Result};
 
 use super::ring::check_layout;
 use super::runs::Staged;
 use crate::p2p::Comm;
-use crate::p2p::alg::blocks::Blocks;
-use crate::p2p::alg::local;
 use crate::p2p::pattern::{KnomialExchange, Role};
 
 const TAG_TO_PROXY: u32 = 0;
@@ -36,16 +33,9 @@ const TAG_TO_PROXY: u32 = 0;
 const TAG_FROM_PROXY: u32 = 1;
 const TAG_STEP: u32 = 3;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allgather without dst"))?;
-    local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
-    let blocks = Blocks::of_buf(dst, comm.size());
-    allgather_blocks(&comm, dst.mem, &blocks, comm.config().allgather_kn_radix).await
+pub(crate) async fn run(comm: Comm, o: Allgather) -> Result<()> {
+    comm.copy(o.dst.block(comm.rank())?, o.src)?;
+    allgather_blocks(&comm, o.dst.mem, &o.dst.blocks, comm.config().allgather_kn_radix).await
 }
 
 /// Knomial (recursive k-ing) allgather over an arbitrary block layout, same

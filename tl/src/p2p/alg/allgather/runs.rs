@@ -14,7 +14,7 @@ use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::{MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::blocks::Blocks;
+use ferrocoll_core::args::Blocks;
 
 /// The `(byte offset, byte length)` that the blocks of `run` cover when they
 /// lie back to back in the buffer (empty blocks are ignored; a run of only

@@ -7,31 +7,20 @@
 //! Every member of a group combines the same partial results in rank order,
 //! so every rank ends with identical bits.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{Error, MemRef, Result};
+use ferrocoll_core::args::Allreduce;
+use ferrocoll_core::{MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::local;
 use crate::p2p::pattern::{KnomialExchange, Role};
 
 const TAG_TO_PROXY: u32 = 0;
 const TAG_FROM_PROXY: u32 = 1;
 const TAG_STEP: u32 = 2;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allreduce without dst"))?.mem;
-    local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
-    let (rank, size, count) = (comm.rank(), comm.size(), args.count);
-    if size == 1 {
-        return Ok(());
-    }
+pub(crate) async fn run(comm: Comm, o: Allreduce) -> Result<()> {
+    let (dst, count, reducer) = (o.dst, o.count, o.reducer);
+    comm.copy(dst, o.src)?;
+    let (rank, size) = (comm.rank(), comm.size());
     let pat = KnomialExchange::new(size, comm.config().allreduce_kn_radix);
     let bytes = dst.len();
     let role = pat.role(rank);
@@ -48,7 +37,7 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
             // The proxy's rank is below its extras': rank order is proxy first.
             let mut srcs = vec![dst];
             srcs.extend(slots);
-            comm.reduce(&args, dst, &srcs, count, pat.steps == 0)?;
+            comm.reduce(dst, &srcs, reducer.step(count, pat.steps == 0))?;
         }
         Role::Core => {}
     }
@@ -70,7 +59,7 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
                 }
             }
             comm.exchange(TAG_STEP + step as u32, dst, &recvs).await?;
-            comm.reduce(&args, dst, &srcs, count, step + 1 == pat.steps)?;
+            comm.reduce(dst, &srcs, reducer.step(count, step + 1 == pat.steps))?;
         }
     }
     if let Role::Proxy(extras) = &role {

@@ -10,30 +10,16 @@
 //! owner to every rank, so every rank ends with identical bits. Each phase
 //! moves (P-1)/P of the vector in P-1 steps.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::Result;
+use ferrocoll_core::args::{Allreduce, Blocks};
 
 use crate::p2p::Comm;
 use crate::p2p::alg::allgather::ring::allgather_blocks;
-use crate::p2p::alg::blocks::Blocks;
 use crate::p2p::alg::reduce_scatter::ring::reduce_scatter_blocks;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allreduce without dst"))?.mem;
-    let input = match (&args.src, args.in_place) {
-        (_, true) => dst,
-        (Some(src), false) => src.mem,
-        (None, false) => return Err(Error::internal("allreduce without src and not in place")),
-    };
-    let blocks = Blocks::even(args.count, comm.size(), args.elem_size());
-    let mine = blocks.of(dst, comm.rank())?;
-    reduce_scatter_blocks(&comm, &args, input, &blocks, mine).await?;
-    allgather_blocks(&comm.phase(1), dst, &blocks).await
+pub(crate) async fn run(comm: Comm, o: Allreduce) -> Result<()> {
+    let blocks = Blocks::even(o.count, comm.size(), o.reducer.elem_size);
+    let mine = blocks.of(o.dst, comm.rank())?;
+    reduce_scatter_blocks(&comm, &o.reducer, o.src, &blocks, mine).await?;
+    allgather_blocks(&comm.phase(1), o.dst, &blocks).await
 }

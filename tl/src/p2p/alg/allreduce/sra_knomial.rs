@@ -18,11 +18,9 @@
 //! `dst` is the input. Moves about 2(P-1)/P of the vector per rank in
 //! 2·log_radix(full) steps (plus one each way for extras).
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::Allreduce;
 use ferrocoll_core::engine::try_join_all;
-use ferrocoll_core::{Error, MemRef, Result};
+use ferrocoll_core::{MemRef, Result};
 
 use crate::p2p::Comm;
 use crate::p2p::alg::reduce_scatter::knomial::{elems, knomial_reduce_scatter, step_parts};
@@ -33,26 +31,15 @@ const TAG_FROM_PROXY: u32 = 0;
 /// In phase 1: allgather step `s` uses `TAG_STEP + s`.
 const TAG_STEP: u32 = 1;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let (rank, size) = (comm.rank(), comm.size());
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("allreduce without dst"))?.mem;
-    let input = match (&args.src, args.in_place) {
-        (_, true) => dst,
-        (Some(src), false) => src.mem,
-        (None, false) => return Err(Error::internal("allreduce without src and not in place")),
-    };
+pub(crate) async fn run(comm: Comm, o: Allreduce) -> Result<()> {
+    let (rank, size, dst) = (comm.rank(), comm.size(), o.dst);
     let pat = KnomialExchange::new(size, comm.config().allreduce_sra_kn_radix);
-    knomial_reduce_scatter(&comm, &args, &pat, input, dst, args.count).await?;
+    knomial_reduce_scatter(&comm, &o.reducer, &pat, o.src, dst, o.count).await?;
     let comm = comm.phase(1);
     match pat.role(rank) {
         Role::Extra(proxy) => comm.recv(proxy, TAG_FROM_PROXY, dst).await,
         role => {
-            allgather(&comm, &pat, dst, args.count, args.elem_size()).await?;
+            allgather(&comm, &pat, dst, o.count, o.reducer.elem_size).await?;
             if let Role::Proxy(extras) = role {
                 let sends = extras.iter().map(|&e| comm.isend(e, TAG_FROM_PROXY, dst)).collect::<Result<Vec<_>>>()?;
                 try_join_all(sends).await?;

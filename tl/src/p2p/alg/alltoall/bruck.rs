@@ -15,35 +15,28 @@
 //! holds P blocks of N elements; [`check`] refuses anything else). In
 //! place, the rotation reads dst before anything is written to it.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{Alltoall, CollInit, Operands};
 use ferrocoll_core::{Error, Result};
 
 use crate::p2p::Comm;
 
-/// Refuses buffers that are not P equal blocks.
-pub(crate) fn check(args: &CollInit) -> Result<()> {
-    if !args.count.is_multiple_of(args.size.max(1)) {
-        return Err(Error::not_supported(format!(
-            "alltoall/bruck needs equal blocks: count {} is not divisible by team size {}",
-            args.count, args.size
-        )));
+/// Refuses buffers that are not P equal blocks, one after the other.
+pub(crate) fn check(init: &CollInit) -> Result<()> {
+    match &init.ops {
+        Operands::Alltoall(o) if o.src.blocks.uniform().is_some() && o.dst.blocks.uniform().is_some() => Ok(()),
+        _ => Err(Error::not_supported(format!(
+            "{}/bruck needs P equal blocks one after the other (count {} over team size {})",
+            init.coll, init.count, init.size
+        ))),
     }
-    Ok(())
 }
 
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    check(&args)?;
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("alltoall without dst"))?.mem;
-    let src = args.src.as_ref().map_or(dst, |s| s.mem);
+pub(crate) async fn run(comm: Comm, o: Alltoall) -> Result<()> {
+    let (dst, src) = (o.dst.mem, o.src.mem);
     let (rank, size) = (comm.rank(), comm.size());
-    let n = dst.len() / size;
+    let n = o.dst.blocks.uniform().ok_or_else(|| Error::internal("alltoall/bruck over unequal blocks"))?;
     if n == 0 {
         return Ok(());
-    }
-    if size == 1 {
-        return comm.copy(dst, src);
     }
     let slots = comm.scratch(size * n)?;
     let slot = |i: usize| slots.mem().range(i * n, n);

@@ -7,7 +7,7 @@ use ferrocoll_core::MemRef;
 use super::pairwise::exchange_blocks;
 use crate::p2p::P2pConfig;
 use crate::p2p::alg::allgather::harness::run_ranks;
-use crate::p2p::alg::blocks::Blocks;
+use ferrocoll_core::args::Blocks;
 
 const ES: usize = 8;
 const POISON: u8 = 0xab;
@@ -77,13 +77,17 @@ fn every_block_reaches_its_peer() {
                         buf
                     })
                     .collect();
-                let results = run_ranks(bufs, &P2pConfig::default(), |comm, mem: MemRef| {
-                    let (src, src_len, dst, dst_len) = &sides[comm.rank()];
-                    async move {
-                        let (s, d) = (mem.range(0, *src_len)?, mem.range(*src_len, *dst_len)?);
-                        exchange_blocks(&comm, s, src, d, dst, window).await
-                    }
-                });
+                let results = run_ranks(
+                    bufs,
+                    &P2pConfig::from_config(&ferrocoll_core::Config::new()).unwrap(),
+                    |comm, mem: MemRef| {
+                        let (src, src_len, dst, dst_len) = &sides[comm.rank()];
+                        async move {
+                            let (s, d) = (mem.range(0, *src_len)?, mem.range(*src_len, *dst_len)?);
+                            exchange_blocks(&comm, s, src, d, dst, window).await
+                        }
+                    },
+                );
                 for (r, res) in results.into_iter().enumerate() {
                     let got = res.unwrap_or_else(|e| panic!("rank {r} of {size}, window {window}: {e}"));
                     let (src, src_len, dst, dst_len) = &sides[r];
@@ -105,11 +109,15 @@ fn every_block_reaches_its_peer() {
 #[test]
 fn disagreeing_counts_are_reported() {
     // Rank 0 sends 4 bytes to rank 1, which expects 8.
-    let results = run_ranks(vec![vec![0u8; 16]; 2], &P2pConfig::default(), |comm, mem| async move {
-        let src = Blocks::from_counts(&[4, 4], &[0, 4], 1);
-        let dst = if comm.rank() == 0 { src.clone() } else { Blocks::from_counts(&[8, 0], &[0, 0], 1) };
-        exchange_blocks(&comm, mem.range(0, 8)?, &src, mem.range(8, 8)?, &dst, 4).await
-    });
+    let results = run_ranks(
+        vec![vec![0u8; 16]; 2],
+        &P2pConfig::from_config(&ferrocoll_core::Config::new()).unwrap(),
+        |comm, mem| async move {
+            let src = Blocks::from_counts(&[4, 4], &[0, 4], 1);
+            let dst = if comm.rank() == 0 { src.clone() } else { Blocks::from_counts(&[8, 0], &[0, 0], 1) };
+            exchange_blocks(&comm, mem.range(0, 8)?, &src, mem.range(8, 8)?, &dst, 4).await
+        },
+    );
     assert!(results[0].is_ok());
     let e = results[1].as_ref().unwrap_err().to_string();
     assert!(e.contains("rank 0"), "{e}");

@@ -6,32 +6,28 @@ pub(crate) mod pairwise;
 #[cfg(test)]
 mod exchange_tests;
 
-use super::{Alg, Defaults, INF, range};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Alltoall;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[
-    Alg {
-        info: AlgInfo {
-            coll: Alltoall,
-            id: 0,
-            name: "pairwise",
-            description: "P-1 steps, each exchanging one block with one peer (a window of them in flight)",
-        },
-        run: |c, a| Box::pin(pairwise::run(c, a)),
-        check: pairwise::check,
-    },
-    Alg {
-        info: AlgInfo {
-            coll: Alltoall,
-            id: 1,
-            name: "bruck",
-            description: "ceil(log2 P) steps of packed blocks; best for small blocks and many ranks",
-        },
-        run: |c, a| Box::pin(bruck::run(c, a)),
-        check: bruck::check,
-    },
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        Alltoall,
+        0,
+        "pairwise",
+        "P-1 steps, each exchanging one block with one peer (a window of them in flight)",
+        Run::Alltoall(|c, o| Box::pin(pairwise::run(c, o))),
+    ),
+    Alg::new(
+        Alltoall,
+        1,
+        "bruck",
+        "ceil(log2 P) steps of packed blocks; best for small blocks and many ranks",
+        Run::Alltoall(|c, o| Box::pin(bruck::run(c, o))),
+    )
+    .with_check(bruck::check),
 ];
 
-pub(crate) const DEFAULTS: Defaults =
-    Defaults { coll: Alltoall, ranges: &[(range(0, 16 << 10), 1), (range(16 << 10, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 16 << 10), 1), (range(16 << 10, INF), 0)];

@@ -17,38 +17,29 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::Poll;
 
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{Alltoall, Blocks};
 use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::blocks::Blocks;
-use crate::p2p::alg::local;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+/// Alltoall or alltoallv with `alltoall_pairwise_num_posts` exchanges in flight.
+pub(crate) async fn run(comm: Comm, o: Alltoall) -> Result<()> {
     let window = comm.config().alltoall_pairwise_num_posts;
-    run_with_window(&comm, &args, window).await
+    run_with_window(&comm, &o, window).await
 }
 
 /// Alltoall or alltoallv with `window` exchanges in flight: the own block
 /// is copied locally, every other one exchanged with [`exchange_blocks`].
-pub(crate) async fn run_with_window(comm: &Comm, args: &CollInit, window: usize) -> Result<()> {
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal(format!("{} without dst", args.coll)))?;
-    let size = comm.size();
-    let dst_blocks = Blocks::of_buf(dst, size);
-    let input = Input::new(comm, args)?;
-    if !args.in_place && (input.blocks.bytes(comm.rank()) > 0 || dst_blocks.bytes(comm.rank()) > 0) {
-        local::copy_own_block(args, &|d, s| comm.copy(d, s))?;
+pub(crate) async fn run_with_window(comm: &Comm, o: &Alltoall, window: usize) -> Result<()> {
+    let rank = comm.rank();
+    let input = Input::new(comm, o)?;
+    if !o.in_place {
+        comm.copy(o.dst.block(rank)?, o.src.block(rank)?)?;
     }
-    exchange_blocks(comm, input.mem, &input.blocks, dst.mem, &dst_blocks, window).await
+    exchange_blocks(comm, input.mem, &input.blocks, o.dst.mem, &o.dst.blocks, window).await
 }
 
 /// The input of an alltoall(v): src with its layout, or in place a scratch
@@ -63,21 +54,14 @@ pub(crate) struct Input {
 }
 
 impl Input {
-    /// The input of `args` (copying dst when in place).
-    pub(crate) fn new(comm: &Comm, args: &CollInit) -> Result<Input> {
-        let size = comm.size();
-        match (&args.src, &args.dst) {
-            (Some(src), _) => Ok(Input { mem: src.mem, blocks: Blocks::of_buf(src, size), _scratch: None }),
-            (None, Some(dst)) if dst.mem.is_empty() => {
-                Ok(Input { mem: dst.mem, blocks: Blocks::of_buf(dst, size), _scratch: None })
-            }
-            (None, Some(dst)) => {
-                let s = comm.scratch(dst.mem.len())?;
-                comm.copy(s.mem(), dst.mem)?;
-                Ok(Input { mem: s.mem(), blocks: Blocks::of_buf(dst, size), _scratch: Some(s) })
-            }
-            (None, None) => Err(Error::internal(format!("{} without src or dst", args.coll))),
+    /// The input of `o` (copying dst when in place).
+    pub(crate) fn new(comm: &Comm, o: &Alltoall) -> Result<Input> {
+        if !o.in_place || o.dst.mem.is_empty() {
+            return Ok(Input { mem: o.src.mem, blocks: o.src.blocks.clone(), _scratch: None });
         }
+        let s = comm.scratch(o.dst.mem.len())?;
+        comm.copy(s.mem(), o.dst.mem)?;
+        Ok(Input { mem: s.mem(), blocks: o.dst.blocks.clone(), _scratch: Some(s) })
     }
 }
 

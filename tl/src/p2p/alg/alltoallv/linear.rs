@@ -8,19 +8,12 @@
 //! blocks (zero-byte messages), any team size, the own block (a local copy)
 //! and in place (dst's layout for both sides, read from a scratch copy).
 
-use std::sync::Arc;
-
 use ferrocoll_core::Result;
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::Alltoall;
 
 use crate::p2p::Comm;
 use crate::p2p::alg::alltoall::pairwise::run_with_window;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    run_with_window(&comm, &args, usize::MAX).await
+pub(crate) async fn run(comm: Comm, o: Alltoall) -> Result<()> {
+    run_with_window(&comm, &o, usize::MAX).await
 }

@@ -1,8 +1,5 @@
 //! Knomial barrier: the allreduce pattern with empty messages.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{MemRef, MemType, Result};
 
@@ -13,7 +10,7 @@ const TAG_TO_PROXY: u32 = 0;
 const TAG_FROM_PROXY: u32 = 1;
 const TAG_STEP: u32 = 2;
 
-pub(crate) async fn run(comm: Comm, _args: Arc<CollInit>) -> Result<()> {
+pub(crate) async fn run(comm: Comm) -> Result<()> {
     knomial_sync(&comm, comm.config().barrier_kn_radix).await
 }
 

@@ -2,19 +2,18 @@
 
 pub(crate) mod knomial;
 
-use super::{Alg, Defaults, INF, range, supports_all};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Barrier;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[Alg {
-    info: AlgInfo {
-        coll: Barrier,
-        id: 0,
-        name: "knomial",
-        description: "recursive k-ing of empty messages (log_k(P) steps)",
-    },
-    run: |c, a| Box::pin(knomial::run(c, a)),
-    check: supports_all,
-}];
+pub(crate) const ALGS: &[Alg<Comm>] = &[Alg::new(
+    Barrier,
+    0,
+    "knomial",
+    "recursive k-ing of empty messages (log_k(P) steps)",
+    Run::Barrier(|c| Box::pin(knomial::run(c))),
+)];
 
-pub(crate) const DEFAULTS: Defaults = Defaults { coll: Barrier, ranges: &[(range(0, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -3,32 +3,27 @@
 pub(crate) mod knomial;
 pub(crate) mod sag_knomial;
 
-use super::{Alg, Defaults, INF, range};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Bcast;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[
-    Alg {
-        info: AlgInfo {
-            coll: Bcast,
-            id: 0,
-            name: "knomial",
-            description: "knomial tree: each rank forwards the whole buffer to its children; best for small messages",
-        },
-        run: |c, a| Box::pin(knomial::run(c, a)),
-        check: knomial::check,
-    },
-    Alg {
-        info: AlgInfo {
-            coll: Bcast,
-            id: 1,
-            name: "sag_knomial",
-            description: "scatter over a knomial tree, then allgather: moves the buffer about twice; large messages",
-        },
-        run: |c, a| Box::pin(sag_knomial::run(c, a)),
-        check: sag_knomial::check,
-    },
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        Bcast,
+        0,
+        "knomial",
+        "knomial tree: each rank forwards the whole buffer to its children; best for small messages",
+        Run::Bcast(|c, o| Box::pin(knomial::run(c, o))),
+    ),
+    Alg::new(
+        Bcast,
+        1,
+        "sag_knomial",
+        "scatter over a knomial tree, then allgather: moves the buffer about twice; large messages",
+        Run::Bcast(|c, o| Box::pin(sag_knomial::run(c, o))),
+    ),
 ];
 
-pub(crate) const DEFAULTS: Defaults =
-    Defaults { coll: Bcast, ranges: &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 1)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 1)];

@@ -19,34 +19,21 @@
 //! strided subset of ranks runs the knomial bcast (whole buffer down the
 //! tree of the set's members) instead; every member takes the same branch.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::{CollInit, block_count, block_offset};
+use ferrocoll_core::args::{Bcast, Blocks, block_count, block_offset};
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, Result};
 
 use crate::p2p::Comm;
 use crate::p2p::alg::allgather::ring::allgather_blocks;
-use crate::p2p::alg::blocks::Blocks;
 use crate::p2p::pattern::subtree::{subtree, vrank};
 
 const TAG: u32 = 0;
 
-/// Every valid argument set is supported (active sets through knomial bcast).
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    if args.active_set.is_some() {
-        return super::knomial::run(comm, args).await;
+pub(crate) async fn run(comm: Comm, o: Bcast) -> Result<()> {
+    if o.active_set.is_some() {
+        return super::knomial::run(comm, o).await;
     }
-    let buf = args.src.as_ref().ok_or_else(|| Error::internal("bcast without a buffer"))?.mem;
-    let (rank, size, root, elem) = (comm.rank(), comm.size(), args.root, args.elem_size());
-    if size == 1 {
-        return Ok(());
-    }
-    let count = args.count;
+    let (rank, size, root, elem, count, buf) = (comm.rank(), comm.size(), o.root, o.elem_size, o.count, o.buf);
     if buf.len() != count * elem {
         return Err(Error::internal(format!("bcast: buffer of {} bytes for {count} elements", buf.len())));
     }

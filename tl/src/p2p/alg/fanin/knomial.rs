@@ -8,9 +8,6 @@
 //! Any team size works: the knomial tree spans every rank, and a rank at the
 //! edge of a non-power-of-radix team just has fewer children.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{MemRef, MemType, Result};
 
@@ -19,14 +16,9 @@ use crate::p2p::pattern::knomial_tree;
 
 const TAG: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+pub(crate) async fn run(comm: Comm, root: usize) -> Result<()> {
     let none = MemRef::empty(MemType::Host);
-    let tree = knomial_tree(comm.rank(), args.root, comm.size(), comm.config().fanin_kn_radix);
+    let tree = knomial_tree(comm.rank(), root, comm.size(), comm.config().fanin_kn_radix);
     try_join_all(tree.children.iter().map(|&(c, _)| comm.recv(c, TAG, none))).await?;
     match tree.parent {
         Some(parent) => comm.send(parent, TAG, none).await,

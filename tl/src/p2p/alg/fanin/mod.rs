@@ -2,19 +2,18 @@
 
 pub(crate) mod knomial;
 
-use super::{Alg, Defaults, INF, range};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Fanin;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[Alg {
-    info: AlgInfo {
-        coll: Fanin,
-        id: 0,
-        name: "knomial",
-        description: "knomial tree of empty messages towards the root",
-    },
-    run: |c, a| Box::pin(knomial::run(c, a)),
-    check: knomial::check,
-}];
+pub(crate) const ALGS: &[Alg<Comm>] = &[Alg::new(
+    Fanin,
+    0,
+    "knomial",
+    "knomial tree of empty messages towards the root",
+    Run::Fanin(|c, o| Box::pin(knomial::run(c, o))),
+)];
 
-pub(crate) const DEFAULTS: Defaults = Defaults { coll: Fanin, ranges: &[(range(0, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -6,9 +6,6 @@
 //! Any team size works: the knomial tree spans every rank, and a rank at the
 //! edge of a non-power-of-radix team just has fewer children.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{MemRef, MemType, Result};
 
@@ -17,14 +14,9 @@ use crate::p2p::pattern::knomial_tree;
 
 const TAG: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+pub(crate) async fn run(comm: Comm, root: usize) -> Result<()> {
     let none = MemRef::empty(MemType::Host);
-    let tree = knomial_tree(comm.rank(), args.root, comm.size(), comm.config().fanout_kn_radix);
+    let tree = knomial_tree(comm.rank(), root, comm.size(), comm.config().fanout_kn_radix);
     if let Some(parent) = tree.parent {
         comm.recv(parent, TAG, none).await?;
     }

@@ -15,38 +15,26 @@
 //! Any team size works: the knomial tree covers every rank, and subtrees at
 //! the edge of a non-power-of-radix team are simply smaller (their sizes come
 //! from the tree, so both ends of an edge agree on the message size). Gather
-//! blocks are all the same size, `count / size` elements.
+//! blocks are all the same size, `count / size` elements: this rank's src.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::Gather;
 use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::local;
 use crate::p2p::pattern::subtree::{Run, Subtree, real_runs, subtree};
 
 const TAG: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
-    let (rank, size, root) = (comm.rank(), comm.size(), args.root);
-    let block = args.count / size * args.elem_size();
+pub(crate) async fn run(comm: Comm, o: Gather) -> Result<()> {
+    let (rank, size, root, src) = (comm.rank(), comm.size(), o.root, o.src);
+    // Gather's blocks are all as long as this rank's.
+    let block = src.len();
     let tree = subtree(rank, root, size, comm.config().gather_kn_radix);
-    if rank == root {
-        let dst = args.dst.as_ref().ok_or_else(|| Error::internal("gather: the root has no dst"))?.mem;
-        return root_receive(&comm, &tree, dst, block, root).await;
-    }
-    let src = args.src.as_ref().ok_or_else(|| Error::internal(format!("gather: rank {rank} has no src")))?.mem;
-    if src.len() != block {
-        return Err(Error::internal(format!("gather: src of {} bytes for blocks of {block}", src.len())));
+    if let Some(dst) = &o.dst {
+        comm.copy(dst.block(rank)?, src)?;
+        return root_receive(&comm, &tree, dst.mem, block, root).await;
     }
     let parent = tree.parent.ok_or_else(|| Error::internal(format!("gather: rank {rank} has no parent")))?;
     if tree.children.is_empty() {

@@ -4,39 +4,28 @@
 //! or small blocks, and the building block of srg reduce ([`gather_blocks`]).
 //!
 //! The root's own block is copied locally (nothing to do in place). The
-//! same code serves gatherv: [`Buf::block`](ferrocoll_core::args::Buf::block)
-//! resolves either an even split or per-rank counts and displacements, so
+//! same code serves gatherv: the root's dst [`Blocks`] are either an even
+//! split or per-rank counts and displacements, so
 //! uneven and empty blocks need nothing special: an empty block is an empty
 //! message, which keeps both sides' message sizes equal, wherever its
 //! displacement points.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{Blocks, Gather};
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::blocks::Blocks;
-use crate::p2p::alg::local;
 
 const TAG: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
 /// Gather or gatherv (the layout of dst at the root says which).
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
-    let size = comm.size();
-    if comm.rank() == args.root {
-        let dst = args.dst.as_ref().ok_or_else(|| Error::internal(format!("{}: the root has no dst", args.coll)))?;
-        receive_all(&comm, args.root, |r| dst.block(r, size)).await
-    } else {
-        let src = args.src.as_ref().ok_or_else(|| Error::internal(format!("{}: rank has no src", args.coll)))?;
-        comm.send(args.root, TAG, src.mem).await
+pub(crate) async fn run(comm: Comm, o: Gather) -> Result<()> {
+    match &o.dst {
+        Some(dst) => {
+            comm.copy(dst.block(comm.rank())?, o.src)?;
+            receive_all(&comm, o.root, |r| dst.block(r)).await
+        }
+        None => comm.send(o.root, TAG, o.src).await,
     }
 }
 

@@ -3,31 +3,27 @@
 pub(crate) mod knomial;
 pub(crate) mod linear;
 
-use super::{Alg, Defaults, INF, range};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Gather;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[
-    Alg {
-        info: AlgInfo {
-            coll: Gather,
-            id: 0,
-            name: "knomial",
-            description: "knomial tree: each rank forwards its subtree's blocks to its parent",
-        },
-        run: |c, a| Box::pin(knomial::run(c, a)),
-        check: knomial::check,
-    },
-    Alg {
-        info: AlgInfo {
-            coll: Gather,
-            id: 1,
-            name: "linear",
-            description: "every rank sends its block straight to the root",
-        },
-        run: |c, a| Box::pin(linear::run(c, a)),
-        check: linear::check,
-    },
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        Gather,
+        0,
+        "knomial",
+        "knomial tree: each rank forwards its subtree's blocks to its parent",
+        Run::Gather(|c, o| Box::pin(knomial::run(c, o))),
+    ),
+    Alg::new(
+        Gather,
+        1,
+        "linear",
+        "every rank sends its block straight to the root",
+        Run::Gather(|c, o| Box::pin(linear::run(c, o))),
+    ),
 ];
 
-pub(crate) const DEFAULTS: Defaults = Defaults { coll: Gather, ranges: &[(range(0, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -1,20 +1,27 @@
 //! Gatherv: gather with a count and displacement per rank.
+//!
+//! Linear is gather's ([`linear`](super::gather::linear)): every non-root
+//! rank sends its `counts[rank]` elements straight to the root, which
+//! receives them all at once, each at its sender's displacement in dst.
+//! Blocks of any size (zero included) at any displacement (with gaps or out
+//! of rank order) need nothing more; a zero count is sent as an empty
+//! message, so both sides always agree on the number and size of messages.
+//! The root's own block is copied from src to `displs[root]` (nothing to do
+//! in place).
 
-pub(crate) mod linear;
-
-use super::{Alg, Defaults, INF, range};
+use super::gather::linear;
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Gatherv;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[Alg {
-    info: AlgInfo {
-        coll: Gatherv,
-        id: 0,
-        name: "linear",
-        description: "every rank sends its block straight to the root",
-    },
-    run: |c, a| Box::pin(linear::run(c, a)),
-    check: linear::check,
-}];
+pub(crate) const ALGS: &[Alg<Comm>] = &[Alg::new(
+    Gatherv,
+    0,
+    "linear",
+    "every rank sends its block straight to the root",
+    Run::Gather(|c, o| Box::pin(linear::run(c, o))),
+)];
 
-pub(crate) const DEFAULTS: Defaults = Defaults { coll: Gatherv, ranges: &[(range(0, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -12,9 +12,7 @@
 //! input) and scratch elsewhere, since non-roots have no `dst` and `src` is
 //! never written; leaves send `src` as it is.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::{Buf, CollInit};
+use ferrocoll_core::args::Reduce;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, Result};
 
@@ -24,35 +22,28 @@ use crate::p2p::pattern::knomial_tree;
 /// A partial result from a child to its parent.
 const TAG_UP: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let (rank, size) = (comm.rank(), comm.size());
-    let is_root = rank == args.root;
-    let buf = |b: &Option<Buf>, what: &str| {
-        b.as_ref().map(|b| b.mem).ok_or_else(|| Error::internal(format!("reduce rank {rank} without {what}")))
-    };
-    let input = if is_root && args.in_place { buf(&args.dst, "dst")? } else { buf(&args.src, "src")? };
+pub(crate) async fn run(comm: Comm, o: Reduce) -> Result<()> {
+    let (rank, size, input, count, reducer) = (comm.rank(), comm.size(), o.src, o.count, o.reducer);
     let radix = comm.config().reduce_kn_radix.max(2);
-    let tree = knomial_tree(rank, args.root, size, radix);
+    let tree = knomial_tree(rank, o.root, size, radix);
     let children: Vec<usize> = tree.children.iter().map(|&(c, _)| c).collect();
     if children.is_empty() {
-        return match tree.parent {
-            Some(parent) => comm.send(parent, TAG_UP, input).await,
+        return match (tree.parent, o.dst) {
+            (Some(parent), _) => comm.send(parent, TAG_UP, input).await,
             // A team of one: the one contribution, finished by a `last` reduce.
-            None => comm.reduce(&args, buf(&args.dst, "dst")?, &[input], args.count, true),
+            (None, Some(dst)) => comm.reduce(dst, &[input], reducer.last(count)),
+            (None, None) => Err(Error::internal(format!("reduce: rank {rank} has neither parent nor dst"))),
         };
     }
     let bytes = input.len();
     let own_scratch;
-    let acc = if is_root {
-        buf(&args.dst, "dst")?
-    } else {
-        own_scratch = comm.scratch(bytes)?;
-        own_scratch.mem()
+    // The root accumulates in dst (in place, dst is also the input).
+    let acc = match o.dst {
+        Some(dst) => dst,
+        None => {
+            own_scratch = comm.scratch(bytes)?;
+            own_scratch.mem()
+        }
     };
     let batches = batches(&children, radix - 1);
     let slots = comm.scratch(bytes * batches.iter().map(Vec::len).max().unwrap_or(0))?;
@@ -61,8 +52,8 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
         try_join_all(batch.iter().zip(&bufs).map(|(&c, &b)| comm.recv(c, TAG_UP, b))).await?;
         let mut srcs = vec![if i == 0 { input } else { acc }];
         srcs.extend(bufs);
-        let last = is_root && i + 1 == batches.len();
-        comm.reduce(&args, acc, &srcs, args.count, last)?;
+        let last = rank == o.root && i + 1 == batches.len();
+        comm.reduce(acc, &srcs, reducer.step(count, last))?;
     }
     match tree.parent {
         Some(parent) => comm.send(parent, TAG_UP, acc).await,

@@ -12,44 +12,29 @@
 //! is its input. Moves about 2(P-1)/P of the vector, so it suits large
 //! messages better than the tree.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::Result;
+use ferrocoll_core::args::{Blocks, Reduce};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::blocks::Blocks;
 use crate::p2p::alg::gather::linear::gather_blocks;
 use crate::p2p::alg::reduce_scatter::knomial::{knomial_reduce_scatter, span};
 use crate::p2p::pattern::{KnomialExchange, Role};
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let (rank, size, count, es) = (comm.rank(), comm.size(), args.count, args.elem_size());
-    let is_root = rank == args.root;
-    let dst = args.dst.as_ref().map(|b| b.mem);
-    let input = match (&args.src, dst) {
-        (_, Some(d)) if is_root && args.in_place => d,
-        (Some(s), _) => s.mem,
-        _ => return Err(Error::internal(format!("reduce rank {rank} without src"))),
-    };
+pub(crate) async fn run(comm: Comm, o: Reduce) -> Result<()> {
+    let (rank, size, count, es) = (comm.rank(), comm.size(), o.count, o.reducer.elem_size);
     let pat = KnomialExchange::new(size, comm.config().reduce_srg_kn_radix);
     let scratch;
-    let work = match dst {
-        Some(d) if is_root => d,
-        _ => {
+    let work = match o.dst {
+        Some(dst) => dst,
+        None => {
             let extra = matches!(pat.role(rank), Role::Extra(_));
             scratch = comm.scratch(if extra { 0 } else { count * es })?;
             scratch.mem()
         }
     };
-    knomial_reduce_scatter(&comm, &args, &pat, input, work, count).await?;
+    knomial_reduce_scatter(&comm, &o.reducer, &pat, o.src, work, count).await?;
     let blocks = ranges(count, &pat, size, es);
-    gather_blocks(&comm.phase(1), work, &blocks, args.root).await
+    gather_blocks(&comm.phase(1), work, &blocks, o.root).await
 }
 
 /// One block per rank: a core rank's reduce-scatter range, empty for the others.

@@ -21,9 +21,7 @@
 //! copy remains. `work` is scratch even in place, so in place only the
 //! rank's own block of `dst` changes, as with the ring.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::{CollInit, block_count, block_offset};
+use ferrocoll_core::args::{ReduceScatter, Reducer, block_count, block_offset};
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
@@ -35,29 +33,17 @@ const TAG_STEP: u32 = 1;
 /// In phase 1: a piece of a rank's block from a core rank.
 const TAG_PIECE: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
+pub(crate) async fn run(comm: Comm, o: ReduceScatter) -> Result<()> {
     let (rank, size) = (comm.rank(), comm.size());
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("reduce_scatter without dst"))?;
-    let (count, es) = (args.count, args.elem_size());
+    let (count, es, input, out) = (o.count, o.reducer.elem_size, o.src.mem, o.dst);
     let pat = KnomialExchange::new(size, comm.config().reduce_scatter_kn_radix);
     let mine = (block_offset(count, size, rank), block_count(count, size, rank));
-    let (input, out) = if args.in_place {
-        (dst.mem, elems(dst.mem, mine, es)?)
-    } else {
-        let src = args.src.as_ref().ok_or_else(|| Error::internal("reduce_scatter without src"))?;
-        (src.mem, dst.mem)
-    };
     // Partial sums go to scratch even in place, so that (as with the ring)
     // only this rank's own block of `dst` changes.
     let extra = matches!(pat.role(rank), Role::Extra(_));
     let scratch = comm.scratch(if extra { 0 } else { count * es })?;
     let work = scratch.mem();
-    knomial_reduce_scatter(&comm, &args, &pat, input, work, count).await?;
+    knomial_reduce_scatter(&comm, &o.reducer, &pat, input, work, count).await?;
 
     // Every rank gathers its block from the core ranks whose ranges overlap it.
     let comm = comm.phase(1);
@@ -93,13 +79,13 @@ pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
 /// tags of `comm`'s phase.
 pub(crate) async fn knomial_reduce_scatter(
     comm: &Comm,
-    args: &CollInit,
+    reducer: &Reducer,
     pat: &KnomialExchange,
     input: MemRef,
     work: MemRef,
     count: usize,
 ) -> Result<()> {
-    let (rank, es) = (comm.rank(), args.elem_size());
+    let (rank, es) = (comm.rank(), reducer.elem_size);
     let bytes = count * es;
     let role = pat.role(rank);
     if input.len() != bytes || (work.len() != bytes && !matches!(role, Role::Extra(_))) {
@@ -117,11 +103,11 @@ pub(crate) async fn knomial_reduce_scatter(
             try_join_all(extras.iter().zip(&slots).map(|(&e, &b)| comm.recv(e, TAG_TO_PROXY, b))).await?;
             let mut srcs = vec![input];
             srcs.extend(slots);
-            comm.reduce(args, work, &srcs, count, pat.steps == 0)?;
+            comm.reduce(work, &srcs, reducer.step(count, pat.steps == 0))?;
             work
         }
         // Alone (a team of one): the one contribution, finished by a `last` reduce.
-        Role::Core if pat.steps == 0 => return comm.reduce(args, work, &[input], count, true),
+        Role::Core if pat.steps == 0 => return comm.reduce(work, &[input], reducer.last(count)),
         Role::Core => input,
     };
     if pat.steps == 0 {
@@ -146,7 +132,7 @@ pub(crate) async fn knomial_reduce_scatter(
         }
         try_join_all(recvs).await?;
         // The sends read the other parts; this writes only the kept one.
-        comm.reduce(args, elems(work, kept, es)?, &srcs, kept.1, s + 1 == pat.steps)?;
+        comm.reduce(elems(work, kept, es)?, &srcs, reducer.step(kept.1, s + 1 == pat.steps))?;
         try_join_all(sends).await?;
         source = work;
     }

@@ -3,32 +3,27 @@
 pub(crate) mod knomial;
 pub(crate) mod ring;
 
-use super::{Alg, Defaults, INF, range};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::ReduceScatter;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[
-    Alg {
-        info: AlgInfo {
-            coll: ReduceScatter,
-            id: 0,
-            name: "ring",
-            description: "P-1 steps passing partial blocks to the right; bandwidth-optimal",
-        },
-        run: |c, a| Box::pin(ring::run(c, a)),
-        check: ring::check,
-    },
-    Alg {
-        info: AlgInfo {
-            coll: ReduceScatter,
-            id: 1,
-            name: "knomial",
-            description: "recursive k-halving: log_k(P) steps on shrinking segments",
-        },
-        run: |c, a| Box::pin(knomial::run(c, a)),
-        check: knomial::check,
-    },
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        ReduceScatter,
+        0,
+        "ring",
+        "P-1 steps passing partial blocks to the right; bandwidth-optimal",
+        Run::ReduceScatter(|c, o| Box::pin(ring::run(c, o))),
+    ),
+    Alg::new(
+        ReduceScatter,
+        1,
+        "knomial",
+        "recursive k-halving: log_k(P) steps on shrinking segments",
+        Run::ReduceScatter(|c, o| Box::pin(knomial::run(c, o))),
+    ),
 ];
 
-pub(crate) const DEFAULTS: Defaults =
-    Defaults { coll: ReduceScatter, ranges: &[(range(0, 16 << 10), 1), (range(16 << 10, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 16 << 10), 1), (range(16 << 10, INF), 0)];

@@ -18,31 +18,15 @@
 //! goes to `dst`; in place, `dst` holds the whole vector (any count, UCC's
 //! block distribution) and rank r's result lands on its own block.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{Blocks, ReduceScatter, Reducer};
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::blocks::Blocks;
 use crate::p2p::comm::PHASE_TAGS;
 use crate::p2p::pattern::Ring;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal("reduce_scatter without dst"))?;
-    let blocks = Blocks::even(args.count, comm.size(), args.elem_size());
-    let (input, out) = if args.in_place {
-        (dst.mem, blocks.of(dst.mem, comm.rank())?)
-    } else {
-        let src = args.src.as_ref().ok_or_else(|| Error::internal("reduce_scatter without src"))?;
-        (src.mem, dst.mem)
-    };
-    reduce_scatter_blocks(&comm, &args, input, &blocks, out).await
+pub(crate) async fn run(comm: Comm, o: ReduceScatter) -> Result<()> {
+    reduce_scatter_blocks(&comm, &o.reducer, o.src.mem, &o.src.blocks, o.dst).await
 }
 
 /// Block whose partial rank `ring.rank` sends in step `s`.
@@ -67,12 +51,12 @@ fn step_tag(s: usize) -> u32 {
 /// reduction of that block over every rank. Uses the tags of `comm`'s phase.
 pub(crate) async fn reduce_scatter_blocks(
     comm: &Comm,
-    args: &CollInit,
+    reducer: &Reducer,
     input: MemRef,
     blocks: &Blocks,
     out: MemRef,
 ) -> Result<()> {
-    let (rank, size, es) = (comm.rank(), comm.size(), args.elem_size());
+    let (rank, size, es) = (comm.rank(), comm.size(), reducer.elem_size);
     if blocks.len() != size {
         return Err(Error::internal(format!("ring reduce-scatter over {} blocks for {size} ranks", blocks.len())));
     }
@@ -85,7 +69,7 @@ pub(crate) async fn reduce_scatter_blocks(
     }
     if size == 1 {
         // One contribution, still finished by the one `last` reduce.
-        return comm.reduce(args, out, &[blocks.of(input, 0)?], out.len() / es, true);
+        return comm.reduce(out, &[blocks.of(input, 0)?], reducer.last(out.len() / es));
     }
     let ring = Ring::new(rank, size);
     let max = (0..size).map(|i| blocks.bytes(i)).max().unwrap_or(0);
@@ -101,9 +85,9 @@ pub(crate) async fn reduce_scatter_blocks(
         let count = blocks.bytes(rb) / es;
         if s + 2 == size {
             // rb == rank: the final values (`out` may be `mine`, so it goes first).
-            comm.reduce(args, out, &[mine, recv], count, true)?;
+            comm.reduce(out, &[mine, recv], reducer.last(count))?;
         } else {
-            comm.reduce(args, recv, &[recv, mine], count, false)?;
+            comm.reduce(recv, &[recv, mine], reducer.partial(count))?;
         }
     }
     Ok(())

@@ -17,38 +17,26 @@
 //! Any team size works: the knomial tree covers every rank, and subtrees at
 //! the edge of a non-power-of-radix team are simply smaller (their sizes come
 //! from the tree, so both ends of an edge agree on the message size). Scatter
-//! blocks are all the same size, `count / size` elements.
+//! blocks are all the same size, `count / size` elements: this rank's dst.
 
-use std::sync::Arc;
-
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::Scatter;
 use ferrocoll_core::backend::Scratch;
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::local;
 use crate::p2p::pattern::subtree::{Subtree, real_runs, subtree};
 
 const TAG: u32 = 0;
 
-/// Every valid argument set is supported.
-pub(crate) fn check(_args: &CollInit) -> Result<()> {
-    Ok(())
-}
-
-pub(crate) async fn run(comm: Comm, args: Arc<CollInit>) -> Result<()> {
-    local::copy_own_block(&args, &|d, s| comm.copy(d, s))?;
-    let (rank, size, root) = (comm.rank(), comm.size(), args.root);
-    let block = args.count / size * args.elem_size();
+pub(crate) async fn run(comm: Comm, o: Scatter) -> Result<()> {
+    let (rank, size, root, dst) = (comm.rank(), comm.size(), o.root, o.dst);
+    // Scatter's blocks are all as long as this rank's.
+    let block = dst.len();
     let tree = subtree(rank, root, size, comm.config().scatter_kn_radix);
-    if rank == root {
-        let src = args.src.as_ref().ok_or_else(|| Error::internal("scatter: the root has no src"))?.mem;
-        return root_send(&comm, &tree, src, block, root).await;
-    }
-    let dst = args.dst.as_ref().ok_or_else(|| Error::internal(format!("scatter: rank {rank} has no dst")))?.mem;
-    if dst.len() != block {
-        return Err(Error::internal(format!("scatter: dst of {} bytes for blocks of {block}", dst.len())));
+    if let Some(src) = &o.src {
+        comm.copy(dst, src.block(rank)?)?;
+        return root_send(&comm, &tree, src.mem, block, root).await;
     }
     let parent = tree.parent.ok_or_else(|| Error::internal(format!("scatter: rank {rank} has no parent")))?;
     if tree.children.is_empty() {

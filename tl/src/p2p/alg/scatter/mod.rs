@@ -3,31 +3,27 @@
 pub(crate) mod knomial;
 pub(crate) mod linear;
 
-use super::{Alg, Defaults, INF, range};
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Scatter;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[
-    Alg {
-        info: AlgInfo {
-            coll: Scatter,
-            id: 0,
-            name: "knomial",
-            description: "knomial tree: each rank forwards its subtree's blocks to its children",
-        },
-        run: |c, a| Box::pin(knomial::run(c, a)),
-        check: knomial::check,
-    },
-    Alg {
-        info: AlgInfo {
-            coll: Scatter,
-            id: 1,
-            name: "linear",
-            description: "the root sends every block straight to its rank",
-        },
-        run: |c, a| Box::pin(linear::run(c, a)),
-        check: linear::check,
-    },
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        Scatter,
+        0,
+        "knomial",
+        "knomial tree: each rank forwards its subtree's blocks to its children",
+        Run::Scatter(|c, o| Box::pin(knomial::run(c, o))),
+    ),
+    Alg::new(
+        Scatter,
+        1,
+        "linear",
+        "the root sends every block straight to its rank",
+        Run::Scatter(|c, o| Box::pin(linear::run(c, o))),
+    ),
 ];
 
-pub(crate) const DEFAULTS: Defaults = Defaults { coll: Scatter, ranges: &[(range(0, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -1,20 +1,27 @@
 //! Scatterv: scatter with a count and displacement per rank.
+//!
+//! Linear is scatter's ([`linear`](super::scatter::linear)): the root sends
+//! every other rank its `counts[rank]` elements from `displs[rank]` of src,
+//! all sends started at once; the other ranks receive straight into dst.
+//! Blocks of any size (zero included) at any displacement (with gaps or out
+//! of rank order) need nothing more; a zero count is sent as an empty
+//! message, so both sides always agree on the number and size of messages.
+//! The root's own block is copied from `displs[root]` of src to dst (in
+//! place it stays in src).
 
-pub(crate) mod linear;
-
-use super::{Alg, Defaults, INF, range};
+use super::scatter::linear;
+use super::{INF, range};
+use crate::base::{Alg, Run};
+use crate::p2p::Comm;
 use ferrocoll_core::CollType::Scatterv;
-use ferrocoll_core::backend::AlgInfo;
+use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg] = &[Alg {
-    info: AlgInfo {
-        coll: Scatterv,
-        id: 0,
-        name: "linear",
-        description: "the root sends every block straight to its rank",
-    },
-    run: |c, a| Box::pin(linear::run(c, a)),
-    check: linear::check,
-}];
+pub(crate) const ALGS: &[Alg<Comm>] = &[Alg::new(
+    Scatterv,
+    0,
+    "linear",
+    "the root sends every block straight to its rank",
+    Run::Scatter(|c, o| Box::pin(linear::run(c, o))),
+)];
 
-pub(crate) const DEFAULTS: Defaults = Defaults { coll: Scatterv, ranges: &[(range(0, INF), 0)] };
+pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -1,4 +1,4 @@
-//! Cutting data into the rounds that fit a half of a rank's area.
+//! Cutting data into the rounds that fit a half of a rank's area (or a slot of it).
 
 use ferrocoll_core::{Error, MemRef, Result};
 

@@ -1,0 +1,216 @@
+//! Validation of [`CollArgs`] into [`CollInit`]: every check that input can
+//! fail happens here, once, with a message naming the bad value; algorithms
+//! and transports trust the result.
+//!
+//! The checks every collective shares (root, flags, timeout, active set, the
+//! pairing of src and dst, the operation against the datatype) are in this
+//! file; what each collective requires of its buffers, and the
+//! [`Operands`](super::Operands) it gives its algorithms, are in a file
+//! named after it.
+
+mod allgather;
+mod allreduce;
+mod alltoall;
+mod bcast;
+mod check;
+mod gather;
+mod reduce;
+mod reduce_scatter;
+mod scatter;
+mod select;
+
+use std::time::Duration;
+
+use super::{ActiveSet, CollArgs, CollFlags, CollInit, Operands, Reducer};
+use crate::error::{Error, Result};
+use crate::types::{CollType, MemType, ReduceOp};
+use check::{Buf, Checker};
+
+/// What one collective's validation needs to know besides the buffers.
+pub(crate) struct Ctx<'a> {
+    /// Reads and checks the buffers.
+    pub ck: Checker<'a>,
+    /// This rank.
+    pub rank: usize,
+    /// Team size.
+    pub size: usize,
+    /// The root (0 for unrooted collectives), below `size`.
+    pub root: usize,
+    /// The in-place flag.
+    pub in_place: bool,
+    /// The reduction (reduction collectives).
+    pub op: ReduceOp,
+}
+
+impl Ctx<'_> {
+    /// Whether this rank is the root.
+    pub fn is_root(&self) -> bool {
+        self.rank == self.root
+    }
+
+    /// The arithmetic of a reduction over elements like `buf`'s.
+    pub fn reducer(&self, buf: &Buf) -> Reducer {
+        Reducer { dtype: buf.dtype, op: self.op, elem_size: buf.elem_size, ranks: self.size }
+    }
+}
+
+/// One collective's validated buffers and operands.
+pub(crate) struct Validated {
+    /// The source side, when this rank reads one (`None` in place).
+    pub src: Option<Buf>,
+    /// The destination side, when this rank writes one.
+    pub dst: Option<Buf>,
+    /// Elements of the full vector (see [`CollInit::count`]).
+    pub count: usize,
+    /// What the algorithms get.
+    pub ops: Operands,
+}
+
+impl CollInit {
+    /// Validate `args` for rank `rank` of a team of `size`.
+    ///
+    /// `resolve_mem` turns `MemType::Unknown` into a concrete type;
+    /// `default_timeout` applies when the args carry none.
+    ///
+    /// # Safety
+    /// Every non-null buffer pointer in `args` must be valid (in the sense of
+    /// [`MemRef::new`](crate::MemRef::new)) for the extent its counts
+    /// describe, and the counts and displacement arrays of v-variants must
+    /// be team-size arrays of the width the flags say, for as long as the
+    /// returned value (or a request built from it) is used.
+    pub unsafe fn validate(
+        args: &CollArgs,
+        rank: usize,
+        size: usize,
+        resolve_mem: &dyn Fn(*const u8) -> MemType,
+        default_timeout: Option<Duration>,
+    ) -> Result<CollInit> {
+        use CollType::*;
+        let coll = args.coll_type;
+        let ck = Checker { coll, size, args, resolve_mem };
+        let in_place = args.flags.contains(CollFlags::IN_PLACE);
+        let root = if coll.is_rooted() {
+            let r = usize::try_from(args.root).unwrap_or(usize::MAX);
+            if r >= size {
+                return Err(ck.err(format!("root {} is not below team size {size}", args.root)));
+            }
+            r
+        } else {
+            0
+        };
+        if in_place && matches!(coll, Bcast | Barrier | Fanin | Fanout) {
+            let why =
+                if coll == Bcast { "bcast is always in place (its one buffer is src)" } else { "it has no buffers" };
+            return Err(ck.err(format!("the in-place flag is not allowed: {why}")));
+        }
+        if args.flags.contains(CollFlags::MEM_MAPPED_BUFFERS) {
+            return Err(Error::not_supported(format!("{coll}: mem-mapped (one-sided) buffers are not supported")));
+        }
+        let timeout = if args.flags.contains(CollFlags::TIMEOUT) {
+            if !(args.timeout.is_finite() && args.timeout > 0.0) {
+                return Err(ck.err(format!("timeout {} s is not a positive number of seconds", args.timeout)));
+            }
+            Some(Duration::from_secs_f64(args.timeout))
+        } else {
+            default_timeout
+        };
+        if let Some(set) = &args.active_set {
+            if coll != Bcast {
+                return Err(Error::not_supported(format!("{coll}: active sets are supported for bcast only")));
+            }
+            check_active_set(&ck, set, size, root, rank)?;
+        }
+        let c = Ctx { ck, rank, size, root, in_place, op: args.op };
+        let v = match coll {
+            Barrier => Validated { src: None, dst: None, count: 0, ops: Operands::Barrier },
+            Fanin => Validated { src: None, dst: None, count: 0, ops: Operands::Fanin { root } },
+            Fanout => Validated { src: None, dst: None, count: 0, ops: Operands::Fanout { root } },
+            Bcast => bcast::validate(&c)?,
+            Allreduce => allreduce::validate(&c)?,
+            Reduce => reduce::validate(&c)?,
+            Allgather | Allgatherv => allgather::validate(&c)?,
+            Gather | Gatherv => gather::validate(&c)?,
+            Scatter | Scatterv => scatter::validate(&c)?,
+            Alltoall | Alltoallv => alltoall::validate(&c)?,
+            ReduceScatter | ReduceScatterv => reduce_scatter::validate(&c)?,
+        };
+        check_pair(&c.ck, v.src.as_ref(), v.dst.as_ref())?;
+        let dtype = v.dst.as_ref().or(v.src.as_ref()).map_or(crate::types::DataType::Uint8, |b| b.dtype);
+        if coll.is_reduction() {
+            args.op.check_dtype(dtype).map_err(|e| e.prefixed(coll))?;
+        }
+        let is_root = c.is_root();
+        let (src, dst) = (v.src.as_ref(), v.dst.as_ref());
+        Ok(CollInit {
+            coll,
+            rank,
+            size,
+            root,
+            op: args.op,
+            dtype,
+            elem_size: dst.or(src).map_or(1, |b| b.elem_size),
+            in_place,
+            persistent: args.flags.contains(CollFlags::PERSISTENT),
+            timeout,
+            mem_type: select::mem_type(coll, is_root, src, dst),
+            msgsize: select::msgsize(coll, is_root, size, v.count, src, dst),
+            count: v.count,
+            src: src.map(|b| b.mem),
+            dst: dst.map(|b| b.mem),
+            dst_fully_written: !in_place && dst.is_some_and(|b| b.v.is_none()),
+            ops: v.ops,
+            active_set: args.active_set,
+            tag: args.tag,
+            cb: args.cb.clone(),
+        })
+    }
+}
+
+/// The checks between a source and a destination that both exist: same
+/// datatype, same memory type, no overlap (that is what the in-place flag is for).
+fn check_pair(ck: &Checker<'_>, src: Option<&Buf>, dst: Option<&Buf>) -> Result<()> {
+    let (Some(s), Some(d)) = (src, dst) else { return Ok(()) };
+    if s.dtype != d.dtype {
+        return Err(ck.err(format!("src datatype {} differs from dst datatype {}", s.dtype, d.dtype)));
+    }
+    if s.mem.mem_type() != d.mem.mem_type() {
+        return Err(Error::not_supported(format!(
+            "{}: src is {} memory but dst is {}: mixed memory types are not supported yet",
+            ck.coll,
+            s.mem.mem_type(),
+            d.mem.mem_type()
+        )));
+    }
+    if s.mem.overlaps(&d.mem) {
+        return Err(ck.err("src and dst overlap but the in-place flag is not set"));
+    }
+    Ok(())
+}
+
+fn check_active_set(ck: &Checker<'_>, set: &ActiveSet, size: usize, root: usize, rank: usize) -> Result<()> {
+    if set.size == 0 {
+        return Err(ck.err("active set size is 0"));
+    }
+    let members: Vec<i128> = (0..set.size.min(size as u64 + 1))
+        .map(|i| i128::from(set.start) + i128::from(i) * i128::from(set.stride))
+        .collect();
+    if set.size > size as u64 || members.iter().any(|&m| m < 0 || m >= size as i128) {
+        return Err(ck.err(format!(
+            "active set (start {}, stride {}, size {}) reaches outside team of {size}",
+            set.start, set.stride, set.size
+        )));
+    }
+    let mut sorted = members.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != members.len() {
+        return Err(ck.err(format!("active set stride {} repeats ranks", set.stride)));
+    }
+    if !members.contains(&(root as i128)) {
+        return Err(ck.err(format!("root {root} is not in the active set")));
+    }
+    if !members.contains(&(rank as i128)) {
+        return Err(ck.err(format!("this rank ({rank}) is not in the active set, so it must not post")));
+    }
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! Alltoall(v): every rank publishes, in slot j of its half, the next
+//! piece of its block for rank j, and copies its slot from every rank
+//! ([`scatter_rounds`]). Alltoall's blocks are all equal; alltoallv's sizes
+//! are agreed on first in a size round. In place, a rank gives from a copy
+//! of dst, since the blocks it receives land in dst.
+
+use ferrocoll_core::CollType::{Alltoall, Alltoallv};
+use ferrocoll_core::args;
+use ferrocoll_core::{MemRef, MemType, Result};
+
+use super::exchange::scatter_rounds;
+use super::meta::exchange_sizes;
+use super::{Exec, STAGED};
+use crate::base::{Alg, Run};
+
+pub(crate) const ALGS: &[Alg<Exec>] = &[
+    Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(|t, o| Box::pin(staged(t, o)))),
+    Alg::new(Alltoallv, 0, "staged", STAGED, Run::Alltoall(|t, o| Box::pin(staged_v(t, o)))),
+];
+
+async fn staged(team: Exec, o: args::Alltoall) -> Result<()> {
+    let longest = (0..team.size).map(|r| o.dst.blocks.bytes(r)).max().unwrap_or(0);
+    exchange(team, o, longest).await
+}
+
+async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
+    let p = team.size;
+    let gives: Vec<usize> = (0..p).map(|j| o.src.blocks.bytes(j)).collect();
+    let takes: Vec<usize> = (0..p).map(|g| o.dst.blocks.bytes(g)).collect();
+    let longest = exchange_sizes(&team, Alltoallv, &gives, &takes).await?;
+    exchange(team, o, longest).await
+}
+
+async fn exchange(team: Exec, o: args::Alltoall, longest: usize) -> Result<()> {
+    let copy = if o.in_place {
+        let s = team.mcs.get(MemType::Host)?.alloc(o.src.mem.len())?;
+        team.copy(s.mem(), o.src.mem)?;
+        Some(s)
+    } else {
+        None
+    };
+    let from = copy.as_ref().map_or(o.src.mem, |s| s.mem());
+    let take = (0..team.size).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
+    scatter_rounds(&team, Some((from, &o.src.blocks)), &take, longest).await
+}

@@ -1,0 +1,80 @@
+//! The two staged exchanges of the data-moving collectives.
+//!
+//! [`gather_rounds`] (allgather(v), gather(v)): each round every rank
+//! publishes the next piece of its own block (a half's worth); every rank
+//! with a destination copies every other rank's piece into place.
+//!
+//! [`scatter_rounds`] (scatter(v), alltoall(v)): each round every giving
+//! rank (the root, or everyone) publishes, in slot j of its half (a P-th of
+//! it), the next piece of its block for rank j; each rank copies its slot
+//! from every rank it takes from.
+//!
+//! Both walk as many rounds as the longest block needs, on every rank, so
+//! that every rank goes through the same epochs; pieces are cut at byte
+//! granularity (these collectives only copy).
+
+use ferrocoll_core::args::{Blocked, Blocks};
+use ferrocoll_core::{MemRef, Result};
+
+use super::rounds::{piece, piece_of, rounds};
+use crate::shm::epoch::Flag;
+use crate::shm::team::ShmTeam;
+
+/// Publish `mine` piece by piece; where `dst` is `Some`, copy every rank's
+/// piece into its block of it (this rank's own from `mine`, nothing when it
+/// is already there). `longest`: the longest block of any rank, in bytes.
+pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blocked>, longest: usize) -> Result<()> {
+    let (p, me) = (team.size, team.rank);
+    let cap = team.seg.layout().data;
+    for k in 0..rounds(longest, cap) {
+        let e = team.begin().await?;
+        let part = piece_of(mine, cap, k)?;
+        team.copy(team.seg.data(me, e)?.range(0, part.len())?, part)?;
+        team.publish(Flag::Arrive, e)?;
+        if let Some(d) = dst {
+            team.wait(Flag::Arrive, &team.all, e).await?;
+            for r in (0..p).filter(|&r| r != me) {
+                let theirs = piece_of(d.block(r)?, cap, k)?;
+                team.copy(theirs, team.seg.data(r, e)?.range(0, theirs.len())?)?;
+            }
+            team.copy(piece_of(d.block(me)?, cap, k)?, part)?;
+        }
+        team.publish(Flag::Done, e)?;
+    }
+    Ok(())
+}
+
+/// Where `give` is `Some` (a buffer and its block per receiver), publish
+/// block j's next piece in slot j each round; copy the pieces of `take`
+/// (`(giver, where its block for this rank lands)`) out of the givers' slots.
+/// `longest`: the longest block any rank gives, in bytes.
+pub(crate) async fn scatter_rounds(
+    team: &ShmTeam,
+    give: Option<(MemRef, &Blocks)>,
+    take: &[(usize, MemRef)],
+    longest: usize,
+) -> Result<()> {
+    let (p, me) = (team.size, team.rank);
+    let slot = team.seg.layout().data / p;
+    for k in 0..rounds(longest, slot) {
+        let e = team.begin().await?;
+        if let Some((from, blocks)) = give {
+            let half = team.seg.data(me, e)?;
+            for j in 0..p {
+                let block = blocks.of(from, j)?;
+                let (s, l) = piece(block.len(), slot, k);
+                team.copy(half.range(j * slot, l)?, block.range(s, l)?)?;
+            }
+            team.publish(Flag::Arrive, e)?;
+        }
+        for &(g, into) in take {
+            let (s, l) = piece(into.len(), slot, k);
+            if l > 0 {
+                team.wait(Flag::Arrive, &[g], e).await?;
+                team.copy(into.range(s, l)?, team.seg.data(g, e)?.range(me * slot, l)?)?;
+            }
+        }
+        team.publish(Flag::Done, e)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! Reduce through the segment: `onestep` (the root reduces every input)
+//! for small messages, `rsag` (every rank reduces a slice, the root gathers
+//! the slices) for large ones; see [`reduction`](super::reduction).
+
+use ferrocoll_core::CollType::Reduce;
+use ferrocoll_core::Result;
+use ferrocoll_core::args;
+
+use super::{Exec, reduction};
+use crate::base::{Alg, Run};
+
+pub(crate) const ALGS: &[Alg<Exec>] = &[
+    Alg::new(
+        Reduce,
+        0,
+        "onestep",
+        "every rank publishes its input; the root reduces all of them",
+        Run::Reduce(|t, o| Box::pin(onestep(t, o))),
+    ),
+    Alg::new(
+        Reduce,
+        1,
+        "rsag",
+        "every rank reduces a slice; the root gathers the slices",
+        Run::Reduce(|t, o| Box::pin(rsag(t, o))),
+    ),
+];
+
+async fn onestep(team: Exec, o: args::Reduce) -> Result<()> {
+    reduction::onestep(&team, o.src, o.dst, &o.reducer).await
+}
+
+async fn rsag(team: Exec, o: args::Reduce) -> Result<()> {
+    reduction::rsag(&team, o.src, o.dst, &o.reducer).await
+}
