@@ -1,7 +1,7 @@
 //! # ferrocoll
 //!
 //! Collective communication — allreduce, bcast, alltoall, reduce-scatter and
-//! the other group operations — for host (and soon GPU) memory, with UCC's
+//! the other group operations — for host and CUDA memory, with UCC's
 //! objects, semantics and tuning knobs.
 //!
 //! ```no_run

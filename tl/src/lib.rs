@@ -6,6 +6,10 @@
 //! - [`self_`]: teams of one rank.
 //! - [`shm`]: collectives through a shared segment, for teams on one host.
 //! - [`p2p`]: the generic point-to-point algorithms over pluggable transports.
+//!
+//! All of them stand on one skeleton (`base`): a registry of algorithms
+//! typed by collective, one team shape, configuration knobs as typed
+//! tables, and the local part of a collective among one rank.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
