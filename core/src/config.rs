@@ -137,6 +137,19 @@ impl Config {
         }
     }
 
+    /// A duration variable that must be positive when set (`0` would fire at
+    /// once, which nobody means: `inf` is how to switch it off).
+    pub fn positive_duration_or(&self, name: &str, default: Option<Duration>) -> Result<Option<Duration>> {
+        match self.duration_or(name, default)? {
+            Some(d) if d.is_zero() => Err(Error::invalid_param(format!(
+                "{}={:?} is not a positive duration (inf switches it off)",
+                full_name(name),
+                self.get(name).unwrap_or_default()
+            ))),
+            d => Ok(d),
+        }
+    }
+
     /// A boolean variable (`y/n`, `yes/no`, `1/0`, `true/false`, `on/off`).
     pub fn bool_or(&self, name: &str, default: bool) -> Result<bool> {
         match self.get(name) {
@@ -181,10 +194,11 @@ pub fn parse_duration(v: &str) -> Result<Option<Duration>> {
         u => return Err(Error::invalid_param(format!("{v:?}: unknown duration unit {u:?} (us, ms, s, m, h)"))),
     };
     let secs = n * scale;
-    if !secs.is_finite() || secs < 0.0 {
+    if secs.is_nan() || secs < 0.0 {
         return Err(Error::invalid_param(format!("{v:?} is not a non-negative duration")));
     }
-    Ok(Some(Duration::from_secs_f64(secs)))
+    // Longer than a Duration holds (centuries): as long as it holds, like `inf` in effect.
+    Ok(Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)))
 }
 
 /// Parse a size with an optional binary unit: `4k` = 4096, `1M`, `2G`, `inf` = `u64::MAX`.
@@ -221,6 +235,9 @@ mod tests {
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1").is_err());
         assert!(parse_duration("3 weeks").is_err());
+        assert_eq!(parse_duration("100000000000000000000").unwrap(), Some(Duration::MAX));
+        assert_eq!(parse_duration("99999999999999999999999h").unwrap(), Some(Duration::MAX));
+        assert!(parse_duration("nan").is_err());
     }
 
     #[test]
@@ -238,6 +255,9 @@ mod tests {
         c.set("TL_P2P_ALLREDUCE_KN_RADIX", "x4");
         let e = c.parse_or::<u32>("TL_P2P_ALLREDUCE_KN_RADIX", 4).unwrap_err().to_string();
         assert!(e.contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX") && e.contains("x4"), "{e}");
+        c.set("UCC_COLL_TIMEOUT", "0ms");
+        let e = c.positive_duration_or("COLL_TIMEOUT", None).unwrap_err().to_string();
+        assert!(e.contains("UCC_COLL_TIMEOUT=\"0ms\" is not a positive duration"), "{e}");
         c.set("UCC_COLL_TRACE", "info");
         assert_eq!(c.get("COLL_TRACE"), Some("info"));
         assert_eq!(c.parse_or::<u32>("UNSET", 7).unwrap(), 7);

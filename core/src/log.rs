@@ -43,7 +43,17 @@ static INIT: OnceLock<()> = OnceLock::new();
 /// The current maximum level (read once from `UCC_LOG_LEVEL`, default warn).
 pub fn max_level() -> Level {
     INIT.get_or_init(|| {
-        let lvl = std::env::var("UCC_LOG_LEVEL").ok().and_then(|v| Level::parse(&v)).flatten().unwrap_or(Level::Warn);
+        let lvl = match std::env::var("UCC_LOG_LEVEL") {
+            Err(_) => Some(Level::Warn),
+            Ok(v) => Level::parse(&v).unwrap_or_else(|| {
+                // Lib creation refuses it; anything logged before that should not hide the mistake.
+                eprintln!(
+                    "ferrocoll: UCC_LOG_LEVEL={v:?} is not a level (error, warn, info, debug, trace, n); using warn"
+                );
+                Some(Level::Warn)
+            }),
+        }
+        .unwrap_or(Level::Warn);
         // Relaxed: the level is an independent setting, no other data is published with it.
         LEVEL.store(lvl as u8, Ordering::Relaxed);
     });

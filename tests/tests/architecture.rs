@@ -38,7 +38,8 @@ fn table() -> Vec<(String, Row)> {
             let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
             assert!(cells.len() >= 4, "a crate row needs crate | folder | depends on | tests add: {l}");
             let name = cells[0].trim_matches('`').to_string();
-            let row = Row { folder: cells[1].trim_matches('`').to_string(), deps: names(cells[2]), dev: names(cells[3]) };
+            let row =
+                Row { folder: cells[1].trim_matches('`').to_string(), deps: names(cells[2]), dev: names(cells[3]) };
             (name, row)
         })
         .collect()
@@ -67,7 +68,8 @@ fn packages() -> Vec<(String, PathBuf, Vec<Dep>)> {
         .iter()
         .map(|p| {
             let name = p["name"].as_str().expect("name").to_string();
-            let dir = Path::new(p["manifest_path"].as_str().expect("manifest_path")).parent().expect("dir").to_path_buf();
+            let dir =
+                Path::new(p["manifest_path"].as_str().expect("manifest_path")).parent().expect("dir").to_path_buf();
             let deps = p["dependencies"]
                 .as_array()
                 .expect("dependencies")
@@ -147,7 +149,8 @@ fn every_dependency_is_allowed_points_down_and_is_used() {
             }
             if let (Some(&from), Some(&to)) = (order.get(name.as_str()), order.get(d.name.as_str())) {
                 if to >= from {
-                    problems.push(format!("{name} → {}: arrows between ferrocoll's crates point down the table", d.name));
+                    problems
+                        .push(format!("{name} → {}: arrows between ferrocoll's crates point down the table", d.name));
                 }
             }
             if !names_word(&code, &d.lib) {

@@ -412,3 +412,50 @@ fn collective_on_a_team_still_being_created() {
     }
     other.join().expect("join");
 }
+
+#[test]
+fn timeouts_too_long_for_the_clock_mean_no_deadline() {
+    on_team(2, |team| {
+        let src = vec![1.0f32; 4];
+        let mut dst = vec![0.0f32; 4];
+        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::MAX).run(team).expect("Duration::MAX");
+        assert_eq!(dst, vec![2.0; 4]);
+        let mut a = CollArgs::new(CollType::Barrier);
+        a.flags |= CollFlags::TIMEOUT;
+        for t in [1e20, 1e300, f64::MAX] {
+            a.timeout = t;
+            // SAFETY: a barrier has no buffers.
+            let mut req = unsafe { team.collective_init(&a) }.expect("a huge raw timeout");
+            req.run().expect("barrier");
+        }
+        a.timeout = f64::INFINITY;
+        // SAFETY: as above.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["timeout inf"]);
+    });
+    let mut c = Config::new();
+    c.set("COLL_TIMEOUT", "100000000000000000000").set("WATCHDOG_TIMEOUT", "99999999999999999999999h");
+    world::run(2, &c, |team, _| {
+        let mut v = vec![1u8; 3];
+        Coll::bcast(&mut v, 0).run(team).expect("bcast under a 1e20 s default timeout");
+    });
+}
+
+#[test]
+fn zero_timeouts_and_unknown_log_levels_are_refused() {
+    for name in ["COLL_TIMEOUT", "WATCHDOG_TIMEOUT", "OOB_TIMEOUT", "TEAM_CREATE_TIMEOUT"] {
+        let mut c = Config::new();
+        c.set(name, "0");
+        let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() }).expect("lib");
+        let e = Context::new(&lib, ContextParams::default()).err().expect("a zero timeout");
+        let text = e.to_string();
+        assert!(text.contains(&format!("UCC_{name}")) && text.contains("not a positive duration"), "{text}");
+    }
+    let mut c = Config::new();
+    c.set("LOG_LEVEL", "loud");
+    let e = expect_err(
+        Lib::with_params(LibParams { config: c, ..LibParams::default() }),
+        Status::InvalidParam,
+        &["UCC_LOG_LEVEL", "loud"],
+    );
+    drop(e);
+}

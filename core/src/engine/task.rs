@@ -127,7 +127,8 @@ impl TaskSlot {
         // The clock is read only when someone needs it (a timeout, else at the
         // first look of the watchdog).
         let started = if timeout.is_some() { Some(Instant::now()) } else { None };
-        let deadline = timeout.zip(started).map(|(t, s)| s + t);
+        // A timeout too long for the clock means no deadline.
+        let deadline = timeout.zip(started).and_then(|(t, s)| s.checked_add(t));
         Arc::new(TaskSlot {
             state: Mutex::new(SlotState::Running { fut, started, deadline, warned: false, idle: 0 }),
             desc,

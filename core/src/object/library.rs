@@ -60,6 +60,13 @@ impl Lib {
     /// `^list` to exclude, or `all`. UCC's name `ucp` means ferrocoll's `p2p`.
     pub fn with_components(params: LibParams, components: Components) -> Result<Lib> {
         let config = Config::from_env().merged(&params.config);
+        if let Some(v) = config.get("LOG_LEVEL") {
+            if crate::log::Level::parse(v).is_none() {
+                return Err(Error::invalid_param(format!(
+                    "UCC_LOG_LEVEL={v:?} is not a level (error, warn, info, debug, trace, or n for none)"
+                )));
+            }
+        }
         let tls = select_tls(&components.tls, config.get("TLS"))?;
         Ok(Lib {
             inner: Arc::new(LibInner { thread_mode: params.thread_mode, config, mcs: McSet::new(components.mcs), tls }),

@@ -32,10 +32,12 @@ impl Settings {
         };
         Ok(Settings {
             coll_trace,
-            coll_timeout: c.duration_or("COLL_TIMEOUT", None)?,
-            watchdog: WatchdogConfig { warn_after: c.duration_or("WATCHDOG_TIMEOUT", Some(Duration::from_secs(30)))? },
-            oob_timeout: c.duration_or("OOB_TIMEOUT", Some(Duration::from_secs(120)))?,
-            team_create_timeout: c.duration_or("TEAM_CREATE_TIMEOUT", Some(Duration::from_secs(120)))?,
+            coll_timeout: c.positive_duration_or("COLL_TIMEOUT", None)?,
+            watchdog: WatchdogConfig {
+                warn_after: c.positive_duration_or("WATCHDOG_TIMEOUT", Some(Duration::from_secs(30)))?,
+            },
+            oob_timeout: c.positive_duration_or("OOB_TIMEOUT", Some(Duration::from_secs(120)))?,
+            team_create_timeout: c.positive_duration_or("TEAM_CREATE_TIMEOUT", Some(Duration::from_secs(120)))?,
             spin_count: match c.get("SPIN_COUNT") {
                 None => None,
                 Some(v) if v.eq_ignore_ascii_case("auto") => None,

@@ -110,7 +110,8 @@ impl CollInit {
             if !(args.timeout.is_finite() && args.timeout > 0.0) {
                 return Err(ck.err(format!("timeout {} s is not a positive number of seconds", args.timeout)));
             }
-            Some(Duration::from_secs_f64(args.timeout))
+            // Longer than a Duration holds (centuries): as long as it holds.
+            Some(Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::MAX))
         } else {
             default_timeout
         };
