@@ -79,14 +79,22 @@ impl<'a> Coll<'a> {
         Coll { args: CollArgs::new(coll), pairs: None, v_checks: Vec::new(), _buffers: PhantomData }
     }
 
-    fn src<T: Element>(mut self, s: &'a [T]) -> Self {
+    /// Record the element type: (value, index) pairs say so in the flags.
+    fn elements<T: Element>(&mut self) {
         self.pairs = Some(T::LOC_PAIR);
+        if T::LOC_PAIR {
+            self.args.flags |= CollFlags::LOC_PAIRS;
+        }
+    }
+
+    fn src<T: Element>(mut self, s: &'a [T]) -> Self {
+        self.elements::<T>();
         self.args.src = info(s.as_ptr(), s.len(), self.args.coll_type.is_reduction());
         self
     }
 
     fn dst<T: Element>(mut self, d: &'a mut [T]) -> Self {
-        self.pairs = Some(T::LOC_PAIR);
+        self.elements::<T>();
         self.args.dst = info(d.as_mut_ptr(), d.len(), self.args.coll_type.is_reduction());
         self
     }
@@ -114,7 +122,7 @@ impl<'a> Coll<'a> {
         counts: &'a [C],
         displs: Option<&'a [C]>,
     ) -> CollBuffer {
-        self.pairs = Some(T::LOC_PAIR);
+        self.elements::<T>();
         if C::WIDE {
             self.args.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
         }

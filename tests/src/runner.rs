@@ -74,6 +74,9 @@ pub fn case_args(case: &Case) -> CollArgs {
     if case.wide_counts {
         a.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
     }
+    if case.op.is_loc() {
+        a.flags |= CollFlags::LOC_PAIRS;
+    }
     a
 }
 

@@ -459,3 +459,24 @@ fn zero_timeouts_and_unknown_log_levels_are_refused() {
     );
     drop(e);
 }
+
+#[test]
+fn raw_maxloc_on_plain_values_is_refused_unless_pairs_are_declared() {
+    on_team(2, |team| {
+        let mut src = vec![1.0f32; 4];
+        let mut dst = vec![0.0f32; 4];
+        let mut a = CollArgs::new(CollType::Allreduce);
+        a.op = ReduceOp::Maxloc;
+        a.src = info(src.as_mut_ptr().cast(), 4, DataType::Float32);
+        a.dst = info(dst.as_mut_ptr().cast(), 4, DataType::Float32);
+        // SAFETY: the buffers hold 4 float32 each and outlive the call; init fails before any use.
+        expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["maxloc", "LOC_PAIRS"]);
+        // Declared, the same 16 bytes are 2 (value, index) pairs.
+        a.flags |= CollFlags::LOC_PAIRS;
+        a.src = info(src.as_mut_ptr().cast(), 2, DataType::Float32);
+        a.dst = info(dst.as_mut_ptr().cast(), 2, DataType::Float32);
+        // SAFETY: 2 pairs of 8 bytes fit the 16-byte buffers, alive until the request is dropped.
+        let mut req = unsafe { team.collective_init(&a) }.expect("declared pairs");
+        req.run().expect("maxloc over pairs");
+    });
+}

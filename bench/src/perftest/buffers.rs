@@ -141,6 +141,9 @@ impl SizeBuffers {
         if persistent {
             a.flags |= CollFlags::PERSISTENT;
         }
+        if op.is_loc() {
+            a.flags |= CollFlags::LOC_PAIRS;
+        }
         let info = |b: &mut AlignedBuf, es: usize| {
             CollBuffer::Info(BufferInfo {
                 buffer: b.as_mut_ptr(),

@@ -109,6 +109,12 @@ impl CollFlags {
     pub const TIMEOUT: CollFlags = CollFlags(64);
     /// Buffers are in mapped memory (one-sided; not supported yet).
     pub const MEM_MAPPED_BUFFERS: CollFlags = CollFlags(128);
+    /// ferrocoll's extension (a bit UCC does not use): the buffers of a
+    /// maxloc/minloc reduction hold C-layout `{ value; int32_t index }` pairs
+    /// of the datatype, and counts count pairs. A raw maxloc/minloc without it
+    /// is refused, so that a plain array of values is never read as pairs.
+    /// The typed [`Coll`](crate::Coll) API sets it for `ValueIndex<T>` buffers.
+    pub const LOC_PAIRS: CollFlags = CollFlags(1 << 48);
 
     /// Whether every bit of `f` is set.
     pub const fn contains(self, f: CollFlags) -> bool {

@@ -103,6 +103,13 @@ impl CollInit {
                 if coll == Bcast { "bcast is always in place (its one buffer is src)" } else { "it has no buffers" };
             return Err(ck.err(format!("the in-place flag is not allowed: {why}")));
         }
+        if coll.is_reduction() && args.op.is_loc() && !args.flags.contains(CollFlags::LOC_PAIRS) {
+            return Err(ck.err(format!(
+                "{} reduces (value, index) pairs: set CollFlags::LOC_PAIRS and count pairs (ValueIndex<T> \
+                 buffers of the typed API do), so that an array of plain values is not read as pairs",
+                args.op
+            )));
+        }
         if args.flags.contains(CollFlags::MEM_MAPPED_BUFFERS) {
             return Err(Error::not_supported(format!("{coll}: mem-mapped (one-sided) buffers are not supported")));
         }
