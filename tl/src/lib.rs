@@ -10,7 +10,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod p2p;
-mod proc_alive;
 pub mod self_;
 pub mod shm;
 

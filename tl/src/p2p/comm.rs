@@ -11,9 +11,9 @@ use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
 use ferrocoll_core::engine::{TaskDiag, try_join_all};
 use ferrocoll_core::{Error, MemRef, ReduceOp, Result};
+use ferrocoll_transport::{MsgKey, SendHandle};
 
 use super::team::TeamShared;
-use super::transport::{MsgKey, SendHandle};
 
 /// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
 pub const PHASE_TAGS: u32 = 1 << 24;

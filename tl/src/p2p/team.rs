@@ -8,10 +8,10 @@ use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::{AlgId, Score, ScoreEntry};
 use ferrocoll_core::{CollType, CollTypeSet, Error, MemType, Result};
+use ferrocoll_transport::Router;
 
 use super::alg::{self, RunFn};
 use super::staging::{self, Staging};
-use super::transport::Router;
 use super::{Comm, P2pConfig};
 
 /// What every task of a team shares.
