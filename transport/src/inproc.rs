@@ -227,15 +227,7 @@ impl Transport for InProcTransport {
         };
         if env.len() != buf.len() {
             env.reject();
-            return Poll::Ready(Err(Error::io(format!(
-                "message from rank {} (seq {}, step tag {}) has {} bytes but the receive expects {}: \
-                 do the ranks' counts and datatypes agree?",
-                key.src,
-                key.seq,
-                key.tag,
-                env.len(),
-                buf.len()
-            ))));
+            return Poll::Ready(Err(key.size_mismatch(env.len(), buf.len())));
         }
         // SAFETY: `buf` is this task's receive buffer (valid and exclusively ours
         // while the task runs); the source is either our own copy or the
@@ -325,6 +317,7 @@ impl Drop for RendezvousSend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{key, mem};
 
     fn pair() -> (InProcTransport, InProcTransport) {
         let (a, b) = (InProcTransport::new(), InProcTransport::new());
@@ -337,15 +330,6 @@ mod tests {
         a.connect(2, &peers).unwrap();
         b.connect(2, &peers).unwrap();
         (a, b)
-    }
-
-    fn key(tag: u32) -> MsgKey {
-        MsgKey { team: 1, seq: 0, tag, src: 0 }
-    }
-
-    fn mem(v: &mut [u8]) -> MemRef {
-        // SAFETY: the tests keep v alive and untouched while the MemRef is used.
-        unsafe { MemRef::from_mut_slice(v) }
     }
 
     #[test]

@@ -55,6 +55,8 @@ mod router;
 pub mod shm;
 pub mod shmem;
 pub mod tcp;
+#[cfg(test)]
+mod testing;
 
 pub use bootstrap::{TcpOob, TcpOobParams};
 pub use inproc::InProcTransport;

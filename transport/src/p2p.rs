@@ -33,6 +33,17 @@ pub struct MsgKey {
     pub src: u32,
 }
 
+impl MsgKey {
+    /// The error of a receive of `expect` bytes matched by a message of `len`.
+    pub(crate) fn size_mismatch(&self, len: usize, expect: usize) -> Error {
+        Error::io(format!(
+            "message from rank {} (seq {}, step tag {}) has {len} bytes but the receive expects {expect}: \
+             do the ranks' counts and datatypes agree?",
+            self.src, self.seq, self.tag
+        ))
+    }
+}
+
 /// A send in flight.
 pub trait SendHandle: Send {
     /// `Ready(Ok)` once the sender's buffer may be reused.

@@ -218,21 +218,13 @@ fn reassemble(inb: &mut Inbound, rec: &Record) -> Result<Option<Vec<u8>>> {
     Ok(Some(p.buf))
 }
 
-fn mismatch(key: &MsgKey, len: usize, expect: usize) -> Error {
-    Error::io(format!(
-        "message from rank {} (seq {}, step tag {}) has {len} bytes but the receive expects {expect}: \
-         do the ranks' counts and datatypes agree?",
-        key.src, key.seq, key.tag
-    ))
-}
-
 /// Copy `a` into `buf` (host memory, checked by the caller), completing a
 /// rendezvous sender with DONE or a failure state.
 pub(super) fn deliver(a: Arrived, key: &MsgKey, buf: MemRef, pool: &BufPool) -> Result<()> {
     match a {
         Arrived::Bytes(v) => {
             let r = if v.len() != buf.len() {
-                Err(mismatch(key, v.len(), buf.len()))
+                Err(key.size_mismatch(v.len(), buf.len()))
             } else {
                 // SAFETY: `buf` is the receive's host buffer (checked by the
                 // caller), valid and exclusively ours while try_recv runs, and
@@ -245,7 +237,7 @@ pub(super) fn deliver(a: Arrived, key: &MsgKey, buf: MemRef, pool: &BufPool) -> 
         }
         Arrived::Rndv { peer, len, desc } => {
             let (state, r) = if len != buf.len() {
-                (slot::FAILED_SIZE, Err(mismatch(key, len, buf.len())))
+                (slot::FAILED_SIZE, Err(key.size_mismatch(len, buf.len())))
             } else {
                 // SAFETY: as above for `buf`; the kernel reads the sender's
                 // buffer, which the sender keeps valid while the slot is TAKEN

@@ -7,13 +7,15 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use ferrocoll_core::config::Config;
-use ferrocoll_core::{MemRef, ProcInfo, Result, Status};
+use ferrocoll_core::{ProcInfo, Result, Status};
 
 use super::ShmTransport;
 use super::ring::Producer;
 use super::segment::{OwnedSegment, open_peer};
 use super::wire::{self, Address, Kind, Record, slot};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
+use crate::shmem::{NAME_PREFIX, SHM_DIR};
+use crate::testing::{key, mem, pattern};
 
 fn job(name: &str) -> String {
     format!("shmt-{name}-{}", std::process::id())
@@ -21,8 +23,8 @@ fn job(name: &str) -> String {
 
 /// This job's names in /dev/shm.
 fn files(job: &str) -> Vec<String> {
-    let prefix = format!("ferrocoll-{job}-");
-    let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
+    let prefix = format!("{NAME_PREFIX}{job}-");
+    let mut v: Vec<String> = std::fs::read_dir(SHM_DIR)
         .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with(&prefix)).collect())
         .unwrap_or_default();
     v.sort();
@@ -60,27 +62,6 @@ fn group(name: &str, n: usize, c: &Config) -> Vec<ShmTransport> {
     connect_all(&ts);
     ts.iter().for_each(|t| t.connected().unwrap());
     ts
-}
-
-fn key(tag: u32) -> MsgKey {
-    MsgKey { team: 7, seq: 1, tag, src: 0 }
-}
-
-fn mem(v: &mut [u8]) -> MemRef {
-    // SAFETY: the tests keep `v` alive and untouched while the MemRef is used.
-    unsafe { MemRef::from_mut_slice(v) }
-}
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Poll `f` until ready, progressing `ts` in between (a test that makes no

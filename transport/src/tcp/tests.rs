@@ -10,11 +10,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ferrocoll_core::config::Config;
-use ferrocoll_core::{MemRef, ProcInfo, Result, Status};
+use ferrocoll_core::{ProcInfo, Result, Status};
 
 use super::TcpTransport;
 use super::wire::{self, HEADER_LEN, HELLO_LEN, Header, Hello, VERSION};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
+use crate::testing::{key, mem, pattern};
 
 fn config() -> Config {
     let mut c = Config::new();
@@ -44,28 +45,6 @@ fn group(n: usize) -> Vec<TcpTransport> {
         }
     });
     ts
-}
-
-fn key(tag: u32) -> MsgKey {
-    MsgKey { team: 7, seq: 1, tag, src: 0 }
-}
-
-fn mem(v: &mut [u8]) -> MemRef {
-    // SAFETY: the tests keep v alive and untouched while the MemRef is used.
-    unsafe { MemRef::from_mut_slice(v) }
-}
-
-/// Seeded bytes, different per seed.
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Progress every transport until `done` says so (a test fails after 60 s rather than hang).
@@ -104,7 +83,7 @@ fn eager_and_large_messages_arrive_in_order_both_ways() {
     let all: Vec<&TcpTransport> = ts.iter().collect();
     for (from, to) in [(0, 1), (1, 0)] {
         let mut msgs: Vec<Vec<u8>> =
-            [100, 3 << 20, 0, 20_000, 5].iter().map(|&n| data(n, (from * 10 + n) as u64)).collect();
+            [100, 3 << 20, 0, 20_000, 5].iter().map(|&n| pattern(n, (from * 10 + n) as u64)).collect();
         // Same key for all: FIFO per key.
         let mut hs: Vec<_> = msgs.iter_mut().map(|m| ts[from].send(to, key(1), mem(m)).unwrap()).collect();
         for m in &msgs {
@@ -121,7 +100,7 @@ fn eager_and_large_messages_arrive_in_order_both_ways() {
 fn unexpected_messages_wait_for_their_receive() {
     let ts = group(3);
     let all: Vec<&TcpTransport> = ts.iter().collect();
-    let mut msgs: Vec<Vec<u8>> = (0..6).map(|i| data(1000 + i * 50_000, i as u64)).collect();
+    let mut msgs: Vec<Vec<u8>> = (0..6).map(|i| pattern(1000 + i * 50_000, i as u64)).collect();
     let mut hs: Vec<_> =
         msgs.iter_mut().enumerate().map(|(i, m)| ts[2].send(0, key(i as u32), mem(m)).unwrap()).collect();
     hs.iter_mut().for_each(|h| wait_send(&all, h).unwrap());
@@ -145,7 +124,7 @@ fn many_messages_in_flight_are_batched_and_all_arrive() {
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let sizes = |i: usize| [1, 8, 64, 512, 4096, 16 * 1024, 40_000][i % 7];
     let mut out: Vec<Vec<Vec<u8>>> =
-        (0..3).map(|me| (0..N).map(|i| data(sizes(i), (me * N + i) as u64)).collect()).collect();
+        (0..3).map(|me| (0..N).map(|i| pattern(sizes(i), (me * N + i) as u64)).collect()).collect();
     let mut hs = Vec::new();
     for (me, msgs) in out.iter_mut().enumerate() {
         for (i, m) in msgs.iter_mut().enumerate() {
@@ -170,8 +149,8 @@ fn many_messages_in_flight_are_batched_and_all_arrive() {
 fn a_64_mib_message_each_way_at_once() {
     let ts = group(2);
     let all: Vec<&TcpTransport> = ts.iter().collect();
-    let mut a = data(64 << 20, 1);
-    let mut b = data(64 << 20, 2);
+    let mut a = pattern(64 << 20, 1);
+    let mut b = pattern(64 << 20, 2);
     let mut ha = ts[0].send(1, key(9), mem(&mut a)).unwrap();
     let mut hb = ts[1].send(0, key(9), mem(&mut b)).unwrap();
     let (mut got_a, mut got_b) = (vec![0u8; 64 << 20], vec![0u8; 64 << 20]);
@@ -191,7 +170,7 @@ fn a_64_mib_message_each_way_at_once() {
 fn a_size_mismatch_names_both_sizes_and_later_messages_still_arrive() {
     let ts = group(2);
     let all: Vec<&TcpTransport> = ts.iter().collect();
-    let (mut m, mut n) = (data(100, 1), data(30_000, 2));
+    let (mut m, mut n) = (pattern(100, 1), pattern(30_000, 2));
     let _h1 = ts[0].send(1, key(1), mem(&mut m)).unwrap();
     let mut h2 = ts[0].send(1, key(2), mem(&mut n)).unwrap();
     let e = recv(&all, &ts[1], 0, key(1), &mut [0u8; 99]).unwrap_err().to_string();
@@ -208,8 +187,8 @@ fn dropped_sends_are_retracted_or_finished_from_a_copy() {
     let all: Vec<&TcpTransport> = ts.iter().collect();
     // Nobody reads at endpoint 1 yet: 64 MiB cannot fit the socket buffers, so
     // the first send is partly written and the second not started.
-    let mut first = data(64 << 20, 3);
-    let mut second = data(1 << 20, 4);
+    let mut first = pattern(64 << 20, 3);
+    let mut second = pattern(1 << 20, 4);
     let mut h1 = ts[0].send(1, key(1), mem(&mut first)).unwrap();
     let h2 = ts[0].send(1, key(2), mem(&mut second)).unwrap();
     assert!(h1.test().is_pending());
@@ -218,7 +197,7 @@ fn dropped_sends_are_retracted_or_finished_from_a_copy() {
     drop(h1);
     first.fill(0xEE);
     second.fill(0xEE);
-    let mut last = data(10, 5);
+    let mut last = pattern(10, 5);
     let _h3 = ts[0].send(1, key(3), mem(&mut last)).unwrap();
     let mut got = vec![0u8; 64 << 20];
     recv(&all, &ts[1], 0, key(1), &mut got).unwrap();
@@ -248,7 +227,7 @@ fn a_connection_of_another_job_is_refused_and_the_wait_goes_on() {
     stranger.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     assert!(matches!(stranger.read(&mut [0u8; 1]), Ok(0) | Err(_)), "the stranger got an answer");
     let all: Vec<&TcpTransport> = ts.iter().collect();
-    let mut m = data(10, 1);
+    let mut m = pattern(10, 1);
     let _h = ts[0].send(1, key(1), mem(&mut m)).unwrap();
     let mut got = vec![0u8; 10];
     recv(&all, &ts[1], 0, key(1), &mut got).unwrap();
@@ -259,7 +238,7 @@ fn a_connection_of_another_job_is_refused_and_the_wait_goes_on() {
 fn a_goodbye_is_leaving_not_dying() {
     let ts = group(2);
     let all: Vec<&TcpTransport> = ts.iter().collect();
-    let mut m = data(50_000, 1);
+    let mut m = pattern(50_000, 1);
     let mut h = ts[0].send(1, key(1), mem(&mut m)).unwrap();
     wait_send(&all, &mut h).unwrap();
     ts[0].close();
@@ -322,7 +301,7 @@ fn a_peer_that_dies_is_failed_after_its_messages_are_delivered() {
     let k = MsgKey { src: 1, ..key(1) };
     s.write_all(&frame(k, b"last words")).unwrap();
     // A large send in progress when the peer dies fails; nobody reads it here.
-    let mut big = data(64 << 20, 1);
+    let mut big = pattern(64 << 20, 1);
     let mut h = t.send(1, key(5), mem(&mut big)).unwrap();
     drop(s);
     let why = drive(&[&t], || t.failed(1)).to_string();
@@ -364,7 +343,7 @@ fn a_corrupt_frame_fails_the_connection_naming_the_peer() {
 fn messages_to_itself_are_delivered_when_routed_here() {
     let t = TcpTransport::new(&job(), 0, 1, &config()).unwrap();
     t.connect(1, &peers_of(std::slice::from_ref(&t))).unwrap();
-    let mut m = data(100_000, 1);
+    let mut m = pattern(100_000, 1);
     let mut h = t.send(0, key(1), mem(&mut m)).unwrap();
     assert!(h.test().is_ready());
     let mut got = vec![0u8; m.len()];
@@ -386,7 +365,7 @@ fn tcp_throughput_4mib() {
     let start = Instant::now();
     thread::scope(|s| {
         s.spawn(move || {
-            let mut bufs: Vec<Vec<u8>> = (0..WINDOW).map(|i| data(SIZE, i as u64)).collect();
+            let mut bufs: Vec<Vec<u8>> = (0..WINDOW).map(|i| pattern(SIZE, i as u64)).collect();
             let mut inflight: std::collections::VecDeque<Box<dyn SendHandle>> = Default::default();
             for i in 0..COUNT {
                 if inflight.len() == WINDOW {
@@ -432,7 +411,7 @@ fn ipv6_loopback_works_where_the_host_has_it() {
         }
     });
     let all: Vec<&TcpTransport> = ts.iter().collect();
-    let mut m = data(100_000, 6);
+    let mut m = pattern(100_000, 6);
     let mut h = ts[1].send(0, key(1), mem(&mut m)).unwrap();
     let mut got = vec![0u8; m.len()];
     recv(&all, &ts[0], 1, key(1), &mut got).unwrap();
@@ -503,7 +482,7 @@ fn a_peer_process_that_exits_is_failed() {
         TransportPeer { ep: 1, proc: ProcInfo::local(), addr },
     ];
     t.connect(2, &peers).unwrap();
-    let mut m = data(1 << 20, 77);
+    let mut m = pattern(1 << 20, 77);
     let mut h = t.send(1, key(1), mem(&mut m)).unwrap();
     let mut echo = vec![0u8; 1 << 20];
     recv(&[&t], &t, 1, MsgKey { src: 1, ..key(2) }, &mut echo).unwrap();

@@ -128,15 +128,7 @@ fn deliver(key: &MsgKey, msg: Vec<u8>, buf: MemRef, pool: &Pool) -> Poll<Result<
 
 fn copy_out(key: &MsgKey, msg: &[u8], buf: MemRef) -> Result<()> {
     if msg.len() != buf.len() {
-        return Err(Error::io(format!(
-            "message from rank {} (seq {}, step tag {}) has {} bytes but the receive expects {}: \
-             do the ranks' counts and datatypes agree?",
-            key.src,
-            key.seq,
-            key.tag,
-            msg.len(),
-            buf.len()
-        )));
+        return Err(key.size_mismatch(msg.len(), buf.len()));
     }
     // SAFETY: `buf` is the receiving task's buffer, host memory (checked by
     // the caller), valid and exclusively the task's while it polls; `msg` is

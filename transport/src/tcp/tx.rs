@@ -221,16 +221,7 @@ impl SendQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::p2p::MsgKey;
-
-    fn key(tag: u32) -> MsgKey {
-        MsgKey { team: 1, seq: 2, tag, src: 0 }
-    }
-
-    fn mem(v: &mut [u8]) -> MemRef {
-        // SAFETY: the tests keep v alive and untouched while the MemRef is used.
-        unsafe { MemRef::from_mut_slice(v) }
-    }
+    use crate::testing::{key, mem};
 
     /// A writer that takes at most `cap` bytes per call into `out`, then would block after `calls` calls.
     fn writer(out: &mut Vec<u8>, cap: usize, calls: &mut usize) -> impl FnMut(&[IoSlice<'_>]) -> io::Result<usize> {
