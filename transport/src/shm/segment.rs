@@ -154,7 +154,7 @@ mod tests {
     fn create_open_unlink() {
         let job = format!("segtest{}", std::process::id());
         let seg = OwnedSegment::create(&job, 1, 2, 4096, 8).unwrap();
-        let path = format!("/dev/shm{}", seg.name());
+        let path = format!("{}{}", shmem::SHM_DIR, seg.name());
         assert!(std::path::Path::new(&path).exists());
         // A second creation with the same name while the owner lives is refused.
         assert!(OwnedSegment::create(&job, 1, 2, 4096, 8).is_err());
