@@ -182,3 +182,32 @@ impl Segment {
         self.region(self.layout.results_at(r, epoch), self.layout.results)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
+        let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f);
+        assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f"), "{n}");
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap()).unwrap();
+        let peer = Segment::open(&n, 2).unwrap().expect("created and written");
+        assert_eq!((peer.layout(), seg.attached().unwrap()), (seg.layout(), 1));
+        peer.ctrl(1).unwrap().arrive.store(5, Ordering::Relaxed);
+        assert_eq!(seg.ctrl(1).unwrap().arrive.load(Ordering::Relaxed), 5);
+        assert!(seg.ctrl(2).is_err() && seg.data(2, 0).is_err() && seg.results(usize::MAX, 1).is_err());
+        assert!(Segment::open(&n, 3).is_err(), "a team of another size");
+        // The creator's header is input to the others: sizes that overflow, or
+        // that the file does not hold, are errors naming the segment.
+        let data = &seg.header().unwrap().data;
+        data.store(u64::MAX / 2, Ordering::Relaxed);
+        let e = Segment::open(&n, 2).err().expect("overflowing halves").to_string();
+        assert!(e.contains(&n) && e.contains("too large"), "{e}");
+        data.store(1 << 30, Ordering::Relaxed);
+        let e = Segment::open(&n, 2).err().expect("halves past the end").to_string();
+        assert!(e.contains(&n) && e.contains("less than its layout"), "{e}");
+        seg.unlink();
+        assert!(Segment::open(&n, 2).unwrap().is_none(), "unlinked");
+    }
+}
