@@ -14,6 +14,8 @@
 //! Large messages are not copied at the sender: the receiver copies straight
 //! from the sender's buffer (rendezvous), and the send completes when it has.
 
+#![forbid(unsafe_code)]
+
 use std::task::Poll;
 
 use ferrocoll_core::{Error, MemRef, ProcInfo, Result};

@@ -2,6 +2,8 @@
 //! (same process → in-process, same host → shared memory, else TCP), behind
 //! the one [`Transport`] interface the algorithms use.
 
+#![forbid(unsafe_code)]
+
 use std::sync::OnceLock;
 use std::task::Poll;
 

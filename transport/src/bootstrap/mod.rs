@@ -39,6 +39,8 @@
 //! be rendered: this module is private, its types re-exported at the crate
 //! root).
 
+#![forbid(unsafe_code)]
+
 mod client;
 mod env;
 mod frame;

@@ -1,6 +1,8 @@
 //! Segment names, and recognising them: what the creators of segments and
 //! the launcher that removes a crashed job's leftovers must agree on.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 use ferrocoll_core::hash::fnv1a;
