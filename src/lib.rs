@@ -31,7 +31,9 @@
 //!
 //! The crates behind it: `ferrocoll-core` (objects, engine, selection),
 //! `ferrocoll-mc` (memory and reductions), `ferrocoll-ee` (execution
-//! engines), `ferrocoll-tl` (transports and algorithms).
+//! engines), `ferrocoll-transport` (point-to-point transports, the TCP
+//! bootstrap, shared memory), `ferrocoll-tl` (transport layers and
+//! algorithms).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -41,11 +43,12 @@ pub use ferrocoll_core::{
     ActiveSet, BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollInit, CollType, CollTypeSet, Complex32,
     Complex64, Components, Context, ContextParams, ContextType, CountInt, DataType, Element, EpMap, Error, Float8E4M3,
     Float8E5M2, LibParams, LocValue, MemRef, MemType, Oob, OobRequest, ProcInfo, ReduceOp, Request, Result, Status,
-    TcpOob, TcpOobParams, Team, TeamParams, ThreadMode, ThreadOob, ValueIndex,
+    Team, TeamParams, ThreadMode, ThreadOob, ValueIndex,
 };
 pub use ferrocoll_core::{Coll, Config};
 pub use ferrocoll_core::{Ee, EeType, Event, EventType};
 pub use ferrocoll_ee::{CpuEe, CudaStreamEe};
+pub use ferrocoll_transport::{TcpOob, TcpOobParams};
 
 /// Execution engines (CPU thread, CUDA stream) and what triggered post means on each.
 pub mod ee {

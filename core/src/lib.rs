@@ -42,6 +42,6 @@ pub use error::{Error, Result, Status};
 pub use object::{
     Components, Context, ContextParams, ContextType, EpMap, Lib, LibParams, Request, Team, TeamParams, ThreadMode,
 };
-pub use oob::{Oob, OobRequest, TcpOob, TcpOobParams, ThreadOob};
+pub use oob::{Oob, OobRequest, ThreadOob};
 pub use topo::ProcInfo;
 pub use types::{CollType, CollTypeSet, DataType, EeType, Event, EventType, MemType, ReduceOp};

@@ -15,7 +15,6 @@
 
 pub(crate) mod base;
 pub mod p2p;
-mod proc_alive;
 pub mod self_;
 pub mod shm;
 

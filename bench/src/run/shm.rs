@@ -3,8 +3,9 @@
 //!
 //! ferrocoll names its segments `/dev/shm/ferrocoll-<jobid>-…`, where the
 //! job id comes from the bootstrap (`Oob::job_id`; for the TCP store, a hash
-//! of the token, the store's address and its port). The launcher removes
-//! them in two ways:
+//! of the token, the store's address and its port); the names and how to
+//! recognise them are `ferrocoll_transport::shmem`'s, the layer every
+//! segment is made by. The launcher removes them in two ways:
 //!
 //! - by name: every `/dev/shm/ferrocoll-*` entry whose name contains the
 //!   job's id, computed by [`tcp_job_id`] (the TCP store's derivation);
@@ -19,10 +20,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Where POSIX shared memory lives.
-const SHM_DIR: &str = "/dev/shm";
-/// The prefix of ferrocoll's segment names.
-const PREFIX: &str = "ferrocoll-";
+use ferrocoll_transport::shmem::{SHM_DIR, is_segment_file, segment_path};
 
 /// The `/dev/shm/ferrocoll-*` paths seen in use by a job's ranks.
 #[derive(Debug, Default)]
@@ -37,16 +35,6 @@ pub struct ShmWatch {
 /// address and store port (see `TcpOob::job_id_for`).
 pub fn tcp_job_id(token: &str, master_addr: &str, master_port: u16) -> String {
     ferrocoll::TcpOob::job_id_for(token, master_addr, master_port)
-}
-
-/// Whether `p` is one of ferrocoll's segments (and not already unlinked).
-fn is_segment(p: &str) -> Option<PathBuf> {
-    let name = p.strip_prefix(SHM_DIR)?.strip_prefix('/')?;
-    if name.starts_with(PREFIX) && !name.contains('/') && !p.ends_with(" (deleted)") {
-        Some(PathBuf::from(p))
-    } else {
-        None
-    }
 }
 
 impl ShmWatch {
@@ -69,7 +57,7 @@ impl ShmWatch {
         let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         if let Ok(fds) = std::fs::read_dir(proc_dir.join("fd")) {
             for fd in fds.flatten() {
-                if let Some(p) = std::fs::read_link(fd.path()).ok().and_then(|l| l.to_str().and_then(is_segment)) {
+                if let Some(p) = std::fs::read_link(fd.path()).ok().and_then(|l| l.to_str().and_then(segment_path)) {
                     self.seen.insert(p);
                 }
             }
@@ -78,7 +66,7 @@ impl ShmWatch {
             for line in maps.lines() {
                 // address perms offset dev inode path
                 if let Some(p) = line.split_whitespace().nth(5).and_then(|_| line.find('/')).map(|i| &line[i..]) {
-                    if let Some(p) = is_segment(p) {
+                    if let Some(p) = segment_path(p) {
                         self.seen.insert(p);
                     }
                 }
@@ -99,7 +87,7 @@ impl ShmWatch {
             if let Ok(entries) = std::fs::read_dir(SHM_DIR) {
                 for e in entries.flatten() {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if name.starts_with(PREFIX) && self.job_ids.iter().any(|id| !id.is_empty() && name.contains(id)) {
+                    if is_segment_file(&name) && self.job_ids.iter().any(|id| !id.is_empty() && name.contains(id)) {
                         targets.insert(e.path());
                     }
                 }
@@ -111,19 +99,14 @@ impl ShmWatch {
 
 #[cfg(test)]
 mod tests {
+    use ferrocoll_transport::shmem::segment_name;
+
     use super::*;
 
     #[test]
-    fn recognises_segment_paths() {
-        assert!(is_segment("/dev/shm/ferrocoll-abc-1").is_some());
-        assert!(is_segment("/dev/shm/ferrocoll-abc-1 (deleted)").is_none());
-        assert!(is_segment("/dev/shm/other").is_none());
-        assert!(is_segment("/tmp/ferrocoll-x").is_none());
-    }
-
-    #[test]
     fn finds_and_removes_a_mapped_segment_of_this_process() {
-        let path = format!("/dev/shm/ferrocoll-benchtest-{}", std::process::id());
+        // Named as the shm transport names an endpoint's segment.
+        let path = format!("{SHM_DIR}{}", segment_name(&format!("benchtest{}", std::process::id()), "0"));
         if std::fs::write(&path, [0u8; 4096]).is_err() {
             eprintln!("skipped: /dev/shm is not writable here");
             return;
@@ -154,12 +137,14 @@ mod tests {
 
     #[test]
     fn removes_by_job_id() {
-        let path = format!("/dev/shm/ferrocoll-jobid{}-seg0", std::process::id());
+        let job = format!("jobid{}", std::process::id());
+        // Named as the shm TL names a team's segment.
+        let path = format!("{SHM_DIR}{}", segment_name(&job, "s1f"));
         if std::fs::write(&path, b"x").is_err() {
             eprintln!("skipped: /dev/shm is not writable here");
             return;
         }
-        let w = ShmWatch { job_ids: vec![format!("jobid{}", std::process::id())], ..ShmWatch::default() };
+        let w = ShmWatch { job_ids: vec![job], ..ShmWatch::default() };
         assert_eq!(w.cleanup(), vec![PathBuf::from(&path)]);
     }
 }

@@ -3,16 +3,16 @@
 //!
 //! The only operation is UCC's: a non-blocking allgather of a byte string
 //! ([`Oob::allgather`] posts, [`OobRequest::test`] polls). Built in:
-//! [`ThreadOob`] for ranks that are threads of one process. Users with their
-//! own bootstrap (MPI, a torch store) implement [`Oob`] over their allgather.
+//! [`ThreadOob`] for ranks that are threads of one process. The TCP store
+//! that reads the launchers' variables (`TcpOob`) is a transport and lives in
+//! `ferrocoll-transport` (the facade re-exports it). Users with their own
+//! bootstrap (MPI, a torch store) implement [`Oob`] over their allgather.
 
-mod tcp;
 mod thread;
 
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-pub use tcp::{TcpOob, TcpOobParams};
 pub use thread::ThreadOob;
 
 use crate::engine::Backoff;

@@ -10,9 +10,9 @@ use std::task::{Context, Poll};
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
 use ferrocoll_core::engine::{TaskDiag, try_join_all};
 use ferrocoll_core::{Error, MemRef, Result};
+use ferrocoll_transport::{MsgKey, SendHandle};
 
 use super::team::TeamShared;
-use super::transport::{MsgKey, SendHandle};
 
 /// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
 pub const PHASE_TAGS: u32 = 1 << 24;

@@ -122,8 +122,8 @@ impl P2pConfig {
     pub fn fields() -> Vec<ConfigField> {
         let mut f = vec![TUNE, KN_RADIX];
         f.extend(knobs::fields(KNOBS));
-        f.extend_from_slice(super::transport::shm::CONFIG_FIELDS);
-        f.extend_from_slice(super::transport::tcp::CONFIG_FIELDS);
+        f.extend_from_slice(ferrocoll_transport::shm::CONFIG_FIELDS);
+        f.extend_from_slice(ferrocoll_transport::tcp::CONFIG_FIELDS);
         f
     }
 }

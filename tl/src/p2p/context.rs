@@ -6,12 +6,12 @@ use std::sync::Arc;
 use ferrocoll_core::backend::{McSet, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, Result};
+use ferrocoll_transport::shm::ShmTransport;
+use ferrocoll_transport::tcp::TcpTransport;
+use ferrocoll_transport::{InProcTransport, Router, Transport};
 
 use super::P2pConfig;
 use super::team::{P2pTeam, TeamShared};
-use super::transport::shm::ShmTransport;
-use super::transport::tcp::TcpTransport;
-use super::transport::{InProcTransport, Router, Transport};
 
 pub(crate) struct P2pContext {
     router: Arc<Router>,

@@ -2,7 +2,8 @@
 //!
 //! The generic algorithms (knomial, recursive k-ing, Rabenseifner, ring,
 //! Bruck, pairwise, linear) written once as `async fn`s over [`Comm`]'s
-//! tagged send/receive, and run over pluggable [`transport`]s. This is
+//! tagged send/receive, and run over the pluggable transports of
+//! [`ferrocoll_transport`]. This is
 //! UCC's TL/UCP: the TL that works for every team, every collective, every
 //! size, and the fallback of the others. `UCC_TL_UCP_*` users will find the
 //! same algorithm names under `UCC_TL_P2P_*` (and `UCC_TL_UCP_TUNE` is read).
@@ -17,7 +18,7 @@
 //! - Averages are divided on the step that writes final values, so
 //!   half-precision results are rounded once there.
 //!
-//! Transports, one per peer, chosen by where the peer runs ([`transport::Router`]):
+//! Transports, one per peer, chosen by where the peer runs ([`ferrocoll_transport::Router`]):
 //! in-process (threads of one process), shared memory (processes of one
 //! host: rings for eager messages, single-copy CMA for large ones) and TCP
 //! (other hosts). A peer whose process dies is noticed by its transport and
@@ -38,7 +39,6 @@ mod context;
 pub mod pattern;
 mod staging;
 mod team;
-pub mod transport;
 
 use std::sync::Arc;
 

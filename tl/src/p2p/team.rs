@@ -8,9 +8,9 @@ use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, MemType, Result};
+use ferrocoll_transport::Router;
 
 use super::staging::{self, Staging};
-use super::transport::Router;
 use super::{Comm, P2pConfig, alg};
 use crate::base::local::team_of_one;
 use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};

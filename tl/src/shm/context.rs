@@ -4,6 +4,7 @@ use std::sync::OnceLock;
 
 use ferrocoll_core::backend::{McSet, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams};
 use ferrocoll_core::{Error, ProcInfo, Result};
+use ferrocoll_transport::shmem::SHM_DIR;
 
 use super::ShmConfig;
 use super::segment::Segment;
@@ -19,8 +20,8 @@ pub(crate) struct ShmContext {
 impl ShmContext {
     pub(crate) fn new(params: &TlContextParams<'_>) -> Result<ShmContext> {
         ShmConfig::from_config(params.config)?;
-        if !std::path::Path::new("/dev/shm").is_dir() {
-            return Err(Error::not_supported("/dev/shm is not available"));
+        if !std::path::Path::new(SHM_DIR).is_dir() {
+            return Err(Error::not_supported(format!("{SHM_DIR} is not available")));
         }
         Ok(ShmContext { job: params.job.to_string(), ep: params.ep, mcs: params.mcs.clone(), procs: OnceLock::new() })
     }
@@ -49,7 +50,7 @@ impl TlContext for ShmContext {
             return Err(Error::not_supported(format!("endpoint {ep} is on another host")));
         }
         let config = ShmConfig::from_config(&params.config)?;
-        let name = Segment::name(&self.job, params.team_id)?;
+        let name = Segment::name(&self.job, params.team_id);
         Ok(Box::pin(ShmTeam::create(name, params.rank, params.size, self.mcs.clone(), config)))
     }
 

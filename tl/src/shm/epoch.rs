@@ -12,10 +12,10 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 
 use ferrocoll_core::{Error, Result};
+use ferrocoll_transport::liveness::Proc;
 
 use super::segment::Ctrl;
 use super::team::ShmTeam;
-use crate::proc_alive::process_is_dead;
 
 /// Fruitless polls between two liveness checks of the rank waited for.
 const LIVENESS_EVERY: u32 = 4096;
@@ -73,9 +73,27 @@ impl ShmTeam {
         if ctrl.left.load(Ordering::Acquire) != 0 {
             return Err(Error::io(format!("shm team rank {r} left the team (its team or context was destroyed)")));
         }
-        let pid = ctrl.pid.load(Ordering::Relaxed) as u32;
-        if pid != 0 && pid != std::process::id() && process_is_dead(pid) {
-            return Err(Error::io(format!("shm team rank {r} (pid {pid}) died")));
+        // Relaxed: the pid is written once, and a late view only delays the check.
+        let raw = ctrl.pid.load(Ordering::Relaxed);
+        let pid = match u32::try_from(raw) {
+            Ok(0) => return Ok(()),                            // not attached yet
+            Ok(p) if p == std::process::id() => return Ok(()), // a thread of this process
+            Ok(p) => p,
+            Err(_) => return Err(Error::io(format!("shm team rank {r}'s control line holds pid {raw}, not a pid"))),
+        };
+        // A rank's pid appears in its control line only once it has attached,
+        // so its process is taken (pidfd, start time) the first time it is
+        // seen here, and that process is the one checked from then on. What
+        // this cannot catch: a rank that dies after mapping the segment but
+        // before writing its pid (it stays "not attached" to this check); and
+        // a rank that died and whose pid was reused before this first look
+        // (the new process is taken for it). Those waits end by the
+        // collective's timeout instead.
+        let cell =
+            self.procs.get(r).ok_or_else(|| Error::internal(format!("rank {r} in a shm team of {}", self.size)))?;
+        let proc = cell.get_or_init(|| Proc::of(pid));
+        if proc.gone() {
+            return Err(Error::io(format!("shm team rank {r} (pid {}) died", proc.pid)));
         }
         Ok(())
     }

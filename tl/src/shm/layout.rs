@@ -14,6 +14,12 @@
 //! read epoch `e`. The data part holds what a rank publishes (its input, or
 //! a chunk of it); the results part (`H / P`, rounded up) holds the slice it
 //! reduced for the others to copy.
+//!
+//! Sizes come from configuration and, at the members that open a segment,
+//! from its creator's header: [`Layout::new`] computes the total with
+//! checked arithmetic, and every offset below it then fits.
+
+use ferrocoll_core::{Error, Result};
 
 /// Bytes of a control line: two cache lines, so that the adjacent-line
 /// prefetcher does not make neighbouring ranks' flags share traffic.
@@ -28,16 +34,27 @@ pub(crate) struct Layout {
     pub data: usize,
     /// Bytes of the results part of a half (R = H/P rounded up to a line).
     pub results: usize,
+    /// Bytes of the whole segment (checked not to overflow).
+    total: usize,
 }
 
 impl Layout {
     /// The layout for `ranks` ranks with `data` bytes per half (rounded up
     /// to a line, and to at least a line per rank, so that a P-th of a half
-    /// holds any element).
-    pub(crate) fn new(ranks: usize, data: usize) -> Layout {
-        let data = round_up(data.max(LINE * ranks.max(1)), LINE);
-        let results = round_up(data.div_ceil(ranks.max(1)), LINE);
-        Layout { ranks, data, results }
+    /// holds any element); an error if the segment would not fit in memory.
+    pub(crate) fn new(ranks: usize, data: usize) -> Result<Layout> {
+        let n = ranks.max(1);
+        // header + control lines + 2 halves of (data + results) per rank
+        let sizes = LINE.checked_mul(n).and_then(|min| round_up(data.max(min), LINE)).and_then(|data| {
+            let results = round_up(data.div_ceil(n), LINE)?;
+            let halves = data.checked_add(results)?.checked_mul(2)?.checked_mul(ranks)?;
+            let total = ranks.checked_add(1)?.checked_mul(LINE)?.checked_add(halves)?;
+            (total <= isize::MAX as usize).then_some((data, results, total))
+        });
+        let (data, results, total) = sizes.ok_or_else(|| {
+            Error::invalid_param(format!("a shm team segment for {ranks} ranks with {data}-byte halves is too large"))
+        })?;
+        Ok(Layout { ranks, data, results, total })
     }
 
     /// Bytes of one half.
@@ -66,12 +83,12 @@ impl Layout {
 
     /// Total bytes of the segment.
     pub(crate) fn total(&self) -> usize {
-        self.area(self.ranks)
+        self.total
     }
 }
 
-fn round_up(x: usize, to: usize) -> usize {
-    x.div_ceil(to) * to
+fn round_up(x: usize, to: usize) -> Option<usize> {
+    x.div_ceil(to).checked_mul(to)
 }
 
 #[cfg(test)]
@@ -82,7 +99,7 @@ mod tests {
     fn regions_do_not_overlap() {
         for ranks in 1..20 {
             for data in [1, 100, 4096, 65536 + 3] {
-                let l = Layout::new(ranks, data);
+                let l = Layout::new(ranks, data).unwrap();
                 assert!(l.data >= data && l.data.is_multiple_of(LINE) && l.results * ranks >= l.data);
                 let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), LINE)).collect();
                 for r in 0..ranks {
@@ -98,8 +115,17 @@ mod tests {
                 }
                 let last = spans.last().unwrap();
                 assert_eq!(last.0 + last.1, l.total());
+                assert_eq!(l.area(ranks), l.total());
                 assert!(l.data_at(0, 2) == l.data_at(0, 0) && l.data_at(0, 1) != l.data_at(0, 0));
             }
+        }
+    }
+
+    #[test]
+    fn sizes_that_overflow_are_errors() {
+        for (ranks, data) in [(3, usize::MAX), (3, usize::MAX / 4), (usize::MAX / 64, 4096), (usize::MAX, 1)] {
+            let e = Layout::new(ranks, data).unwrap_err();
+            assert!(e.context().contains(&format!("{ranks} ranks with {data}-byte")), "{e}");
         }
     }
 }

@@ -1,11 +1,15 @@
-//! A team's shared segment: POSIX shared memory, private to the job (mode
-//! 0600), created by team rank 0 and mapped by every member, then unlinked
-//! once everyone is attached, so nothing remains after the team is gone.
+//! A team's shared segment: what its bytes mean (a header line, a control
+//! line per rank, the ranks' data areas laid out by `layout.rs`). Team rank 0
+//! creates it and every member maps it; rank 0 unlinks the name once
+//! everyone is attached, so nothing remains after the team is gone.
+//! Creating (exclusive, mode 0600, after a space check), opening (only a
+//! private segment of this uid), mapping (checked bounds) and unlinking are
+//! [`ferrocoll_transport::shmem`]'s.
 
-use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{Error, MemRef, MemType, Result, Status};
+use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, ShmName};
 
 use super::layout::{LINE, Layout};
 
@@ -24,6 +28,10 @@ struct Header {
     attached: AtomicU32,
 }
 
+// SAFETY: repr(C) and made only of atomics: any bits (zeroes of a fresh
+// segment included) are a value, and every process accesses it atomically.
+unsafe impl AtomicView for Header {}
+
 /// A rank's control line: counters only that rank writes, that everyone reads.
 #[repr(C)]
 pub(crate) struct Ctrl {
@@ -39,77 +47,39 @@ pub(crate) struct Ctrl {
     pub left: AtomicU64,
 }
 
+// SAFETY: as for Header: repr(C), atomics only.
+unsafe impl AtomicView for Ctrl {}
+
 const _: () = assert!(std::mem::size_of::<Ctrl>() <= LINE && std::mem::size_of::<Header>() <= LINE);
 
 /// A mapped team segment.
 pub(crate) struct Segment {
-    base: *mut u8,
-    len: usize,
+    map: Mapping,
     layout: Layout,
-    /// Still to unlink (the creator, until everyone attached).
-    name: Option<CString>,
-}
-
-// SAFETY: the mapping is shared memory accessed only through atomics (header,
-// control lines) or through MemRefs whose users follow the epoch protocol
-// (a rank writes only its own area, and only while no one reads it); the raw
-// pointer itself is only an address.
-unsafe impl Send for Segment {}
-// SAFETY: as for Send: shared access goes through atomics or the epoch protocol.
-unsafe impl Sync for Segment {}
-
-fn os_err(what: &str, name: &CString) -> Error {
-    Error::no_resource(format!("{what} {}: {}", name.to_string_lossy(), std::io::Error::last_os_error()))
-}
-
-/// mmap `len` bytes of `fd`, shared, read-write.
-fn map(fd: libc::c_int, len: usize, name: &CString) -> Result<*mut u8> {
-    // SAFETY: mapping a fresh region (addr NULL) of an open shm fd; the result
-    // is checked against MAP_FAILED before use.
-    let p =
-        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
-    if p == libc::MAP_FAILED { Err(os_err("mmap of", name)) } else { Ok(p.cast()) }
+    /// Still to unlink (the creator, until everyone attached); unlinked when dropped.
+    name: Option<ShmName>,
 }
 
 impl Segment {
-    /// The name of a team's segment.
-    pub(crate) fn name(job: &str, team: u64) -> Result<CString> {
-        let job: String =
-            job.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').take(40).collect();
-        CString::new(format!("/ferrocoll-{job}-s{team:x}")).map_err(|e| Error::internal(e.to_string()))
+    /// The name of a team's segment: `/ferrocoll-<job>-s<team id in hex>`.
+    pub(crate) fn name(job: &str, team: u64) -> String {
+        shmem::segment_name(job, &format!("s{team:x}"))
     }
 
     /// Create the segment (team rank 0). A stale segment of the same name
     /// (from a crashed run of the same job) is replaced.
-    pub(crate) fn create(name: CString, layout: Layout) -> Result<Segment> {
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR;
-        // SAFETY: name is a valid NUL-terminated string; the fd is checked.
-        let mut fd = unsafe { libc::shm_open(name.as_ptr(), flags, 0o600) };
-        if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
-            // SAFETY: as above.
-            unsafe { libc::shm_unlink(name.as_ptr()) };
-            // SAFETY: as above.
-            fd = unsafe { libc::shm_open(name.as_ptr(), flags, 0o600) };
-        }
-        if fd < 0 {
-            return Err(os_err("shm_open (create) of", &name));
-        }
-        let len = layout.total();
-        // SAFETY: fd is an open shm fd we own.
-        let sized = unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0;
-        let mapped = if sized { map(fd, len, &name) } else { Err(os_err("ftruncate of", &name)) };
-        // SAFETY: fd is ours; the mapping (if any) keeps the memory alive.
-        unsafe { libc::close(fd) };
-        let base = match mapped {
-            Ok(b) => b,
-            Err(e) => {
-                // SAFETY: valid name; remove what we created.
-                unsafe { libc::shm_unlink(name.as_ptr()) };
-                return Err(e);
-            }
+    pub(crate) fn create(name: &str, layout: Layout) -> Result<Segment> {
+        let total = layout.total() as u64;
+        // NoResource, never NotSupported: that would turn the TL off at rank
+        // 0 alone, while the other members wait for a segment that never comes.
+        let no_resource = |e: Error| match e.status() {
+            Status::NotSupported => Error::no_resource(e.context()),
+            _ => e,
         };
-        let seg = Segment { base, len, layout, name: Some(name) };
-        let h = seg.header();
+        let (file, owned) = ShmFile::create(name, total, IfExists::Replace).map_err(no_resource)?;
+        // Dropped on an error below, `owned` unlinks the name.
+        let seg = Segment { map: file.map(0, total)?, layout, name: Some(owned) };
+        let h = seg.header()?;
         h.version.store(VERSION, Ordering::Relaxed);
         h.ranks.store(layout.ranks as u32, Ordering::Relaxed);
         h.data.store(layout.data as u64, Ordering::Relaxed);
@@ -119,35 +89,14 @@ impl Segment {
     }
 
     /// Map the segment if its creator has finished writing it (`Ok(None)`: not yet).
-    pub(crate) fn open(name: &CString, ranks: usize) -> Result<Option<Segment>> {
-        // SAFETY: valid name; fd checked.
-        let fd = unsafe { libc::shm_open(name.as_ptr(), libc::O_RDWR, 0) };
-        if fd < 0 {
-            return match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::ENOENT) => Ok(None),
-                _ => Err(os_err("shm_open of", name)),
-            };
-        }
-        let result = Segment::open_fd(fd, name, ranks);
-        // SAFETY: fd is ours.
-        unsafe { libc::close(fd) };
-        result
-    }
-
-    fn open_fd(fd: libc::c_int, name: &CString, ranks: usize) -> Result<Option<Segment>> {
-        // SAFETY: a zeroed stat is a valid out-parameter for fstat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fd is open; st is a valid out-parameter.
-        if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            return Err(os_err("fstat of", name));
-        }
-        let size = usize::try_from(st.st_size).unwrap_or(0);
-        if size < LINE {
+    pub(crate) fn open(name: &str, ranks: usize) -> Result<Option<Segment>> {
+        let Some(file) = ShmFile::open(name)? else { return Ok(None) };
+        let size = file.size()?;
+        if size < LINE as u64 {
             return Ok(None); // created but not sized yet
         }
-        let head = map(fd, LINE, name)?;
-        let peek = Segment { base: head, len: LINE, layout: Layout::new(ranks, LINE), name: None };
-        let h = peek.header();
+        let head = file.map(0, LINE as u64)?;
+        let h = head.view::<Header>(0)?;
         // Acquire: pairs with the creator's Release of MAGIC.
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Ok(None);
@@ -157,32 +106,28 @@ impl Segment {
             h.ranks.load(Ordering::Relaxed) as usize,
             h.data.load(Ordering::Relaxed),
         );
-        drop(peek);
+        drop(head);
         if version != VERSION || seg_ranks != ranks {
             return Err(Error::invalid_param(format!(
-                "segment {} has version {version} for {seg_ranks} ranks; this rank expects version {VERSION} for {ranks}",
-                name.to_string_lossy()
+                "segment {name} has version {version} for {seg_ranks} ranks; this rank expects version {VERSION} for {ranks}"
             )));
         }
-        let layout = Layout::new(ranks, data as usize);
-        if size < layout.total() {
-            return Err(Error::io(format!(
-                "segment {} has {size} bytes, less than its layout's {}",
-                name.to_string_lossy(),
-                layout.total()
-            )));
+        // The creator's header is input: its sizes are checked like any other.
+        let data = usize::try_from(data)
+            .map_err(|_| Error::invalid_param(format!("segment {name} has {data}-byte halves, more than memory")))?;
+        let layout = Layout::new(ranks, data).map_err(|e| e.prefixed(format!("segment {name}")))?;
+        let total = layout.total() as u64;
+        if size < total {
+            return Err(Error::io(format!("segment {name} has {size} bytes, less than its layout's {total}")));
         }
-        let base = map(fd, layout.total(), name)?;
-        let seg = Segment { base, len: layout.total(), layout, name: None };
+        let seg = Segment { map: file.map(0, total)?, layout, name: None };
         // AcqRel: the creator's Acquire load of the count sees our mapping done.
-        seg.header().attached.fetch_add(1, Ordering::AcqRel);
+        seg.header()?.attached.fetch_add(1, Ordering::AcqRel);
         Ok(Some(seg))
     }
 
-    fn header(&self) -> &Header {
-        // SAFETY: the mapping starts with a LINE-sized, page-aligned Header made
-        // of atomics, valid for as long as self (it is unmapped in Drop).
-        unsafe { &*self.base.cast::<Header>() }
+    fn header(&self) -> Result<&Header> {
+        self.map.view::<Header>(0)
     }
 
     /// The geometry.
@@ -191,57 +136,78 @@ impl Segment {
     }
 
     /// Members that have mapped the segment (the creator not counted).
-    pub(crate) fn attached(&self) -> usize {
-        // Acquire: see open_fd.
-        self.header().attached.load(Ordering::Acquire) as usize
+    pub(crate) fn attached(&self) -> Result<usize> {
+        // Acquire: see open.
+        Ok(self.header()?.attached.load(Ordering::Acquire) as usize)
     }
 
     /// Remove the name (the creator, once everyone is attached).
     pub(crate) fn unlink(&mut self) {
-        if let Some(name) = self.name.take() {
-            // SAFETY: valid name.
-            unsafe { libc::shm_unlink(name.as_ptr()) };
+        // Dropping the name unlinks it (a failure is logged).
+        drop(self.name.take());
+    }
+
+    fn check_rank(&self, r: usize) -> Result<()> {
+        if r < self.layout.ranks {
+            Ok(())
+        } else {
+            Err(Error::internal(format!("rank {r} in a shm team of {}", self.layout.ranks)))
         }
     }
 
     /// Rank `r`'s control line.
     pub(crate) fn ctrl(&self, r: usize) -> Result<&Ctrl> {
-        let off = self.layout.ctrl(r);
-        if r >= self.layout.ranks || off + LINE > self.len {
-            return Err(Error::internal(format!("control line of rank {r} in a team of {}", self.layout.ranks)));
-        }
-        // SAFETY: in bounds (checked), LINE-aligned (the mapping is page-aligned
-        // and offsets are multiples of LINE), and Ctrl is made of atomics, which
-        // every process may access concurrently; valid for as long as self.
-        Ok(unsafe { &*self.base.add(off).cast::<Ctrl>() })
+        self.check_rank(r)?;
+        self.map.view::<Ctrl>(self.layout.ctrl(r))
     }
 
     fn region(&self, off: usize, len: usize) -> Result<MemRef> {
-        if off + len > self.len {
-            return Err(Error::internal(format!("region {off}+{len} outside a segment of {}", self.len)));
-        }
-        // SAFETY: in bounds of our mapping, which lives as long as the team (and
-        // the tasks that use these MemRefs hold the team); who writes and reads
-        // when is the epoch protocol's business (see the module docs).
-        Ok(unsafe { MemRef::new(self.base.add(off), len, MemType::Host) })
+        let p = self.map.range(off, len)?;
+        // SAFETY: in bounds of our mapping (checked by `range`), which lives as
+        // long as the team (and the tasks that use these MemRefs hold the
+        // team); who writes and reads when is the epoch protocol's business
+        // (see `epoch.rs`).
+        Ok(unsafe { MemRef::new(p, len, MemType::Host) })
     }
 
     /// Rank `r`'s data part for `epoch`.
     pub(crate) fn data(&self, r: usize, epoch: u64) -> Result<MemRef> {
+        self.check_rank(r)?;
         self.region(self.layout.data_at(r, epoch), self.layout.data)
     }
 
     /// Rank `r`'s results part for `epoch`.
     pub(crate) fn results(&self, r: usize, epoch: u64) -> Result<MemRef> {
+        self.check_rank(r)?;
         self.region(self.layout.results_at(r, epoch), self.layout.results)
     }
 }
 
-impl Drop for Segment {
-    fn drop(&mut self) {
-        self.unlink();
-        // SAFETY: base/len are exactly what mmap returned; nothing uses the
-        // mapping after the segment is dropped (tasks hold the team alive).
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
+        let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f);
+        assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f"), "{n}");
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap()).unwrap();
+        let peer = Segment::open(&n, 2).unwrap().expect("created and written");
+        assert_eq!((peer.layout(), seg.attached().unwrap()), (seg.layout(), 1));
+        peer.ctrl(1).unwrap().arrive.store(5, Ordering::Relaxed);
+        assert_eq!(seg.ctrl(1).unwrap().arrive.load(Ordering::Relaxed), 5);
+        assert!(seg.ctrl(2).is_err() && seg.data(2, 0).is_err() && seg.results(usize::MAX, 1).is_err());
+        assert!(Segment::open(&n, 3).is_err(), "a team of another size");
+        // The creator's header is input to the others: sizes that overflow, or
+        // that the file does not hold, are errors naming the segment.
+        let data = &seg.header().unwrap().data;
+        data.store(u64::MAX / 2, Ordering::Relaxed);
+        let e = Segment::open(&n, 2).err().expect("overflowing halves").to_string();
+        assert!(e.contains(&n) && e.contains("too large"), "{e}");
+        data.store(1 << 30, Ordering::Relaxed);
+        let e = Segment::open(&n, 2).err().expect("halves past the end").to_string();
+        assert!(e.contains(&n) && e.contains("less than its layout"), "{e}");
+        seg.unlink();
+        assert!(Segment::open(&n, 2).unwrap().is_none(), "unlinked");
     }
 }

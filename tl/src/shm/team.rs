@@ -7,8 +7,8 @@
 //! that fails or is cancelled halfway leaves the ranks at different epochs:
 //! the team is then broken, and its later collectives fail at once, saying so.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
 use ferrocoll_core::args::CollInit;
@@ -16,6 +16,7 @@ use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
 use ferrocoll_core::engine::TaskFuture;
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_transport::liveness::Proc;
 
 use super::alg::{self, Exec};
 use super::layout::Layout;
@@ -30,6 +31,9 @@ pub(crate) struct ShmTeam {
     pub(crate) size: usize,
     /// 0..size, for waiting on every rank.
     pub(crate) all: Vec<usize>,
+    /// Each rank's process, from the first time its pid was seen in its
+    /// control line (see `epoch.rs`).
+    pub(crate) procs: Vec<OnceLock<Proc>>,
     pub(crate) mcs: McSet,
     pub(crate) config: ShmConfig,
     tickets: AtomicU64,
@@ -45,14 +49,14 @@ impl ShmTeam {
     /// Create (rank 0) or attach to (others) the team's segment; completes
     /// once every member has mapped it.
     pub(crate) async fn create(
-        name: std::ffi::CString,
+        name: String,
         rank: usize,
         size: usize,
         mcs: McSet,
         config: ShmConfig,
     ) -> Result<Arc<dyn TlTeam>> {
         let mut seg = if rank == 0 {
-            Segment::create(name, Layout::new(size, config.data_size))?
+            Segment::create(&name, Layout::new(size, config.data_size)?)?
         } else {
             let mut tries = 0u64;
             std::future::poll_fn(|_| {
@@ -69,7 +73,12 @@ impl ShmTeam {
         // Relaxed: read only by liveness checks, which tolerate a late view.
         me.pid.store(u64::from(std::process::id()), Ordering::Relaxed);
         if rank == 0 {
-            std::future::poll_fn(|_| if seg.attached() + 1 >= size { Poll::Ready(()) } else { Poll::Pending }).await;
+            std::future::poll_fn(|_| match seg.attached() {
+                Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
+                Ok(_) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            })
+            .await?;
             seg.unlink();
         }
         Ok(Arc::new(TeamOf(Arc::new(ShmTeam {
@@ -77,6 +86,7 @@ impl ShmTeam {
             rank,
             size,
             all: (0..size).collect(),
+            procs: (0..size).map(|_| OnceLock::new()).collect(),
             mcs,
             config,
             tickets: AtomicU64::new(0),

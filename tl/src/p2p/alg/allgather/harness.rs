@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use ferrocoll_core::backend::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
 use ferrocoll_core::engine::TaskDiag;
 use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
+use ferrocoll_transport::{InProcTransport, Router};
 
 use crate::p2p::team::TeamShared;
-use crate::p2p::transport::{InProcTransport, Router};
 use crate::p2p::{Comm, P2pConfig};
 
 /// Host memory on the heap; copies only.

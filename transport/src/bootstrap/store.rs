@@ -1,0 +1,457 @@
+//! Rank 0's side: the store. It listens, admits each rank once (hello with
+//! the job's token), collects every rank's bytes of a round and sends the
+//! gathered vector to everyone. All I/O is non-blocking and happens inside
+//! [`Store::progress`], which the requests' `test` calls.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use ferrocoll_core::{Error, Result, Status};
+
+use super::frame::{self, Fill, FrameReader, Hello, Kind, MAX_FRAME, MAX_HELLO, OutBuf};
+use super::{TcpOobParams, deadline_after, secs};
+
+/// How long a refused connection may take to drain its error frame.
+const REFUSAL_LINGER: Duration = Duration::from_secs(5);
+/// How long a new connection may take to present its hello (ranks send it at once).
+const HELLO_WAIT: Duration = Duration::from_secs(30);
+
+pub(super) struct Store {
+    size: usize,
+    token: Vec<u8>,
+    listener: TcpListener,
+    /// What we listen on, for messages (`0.0.0.0:29500`).
+    local: SocketAddr,
+    timeout: Duration,
+    deadline: Option<Instant>,
+    /// Accepted, no hello yet.
+    pending: Vec<Pending>,
+    /// Refused, draining the error frame before closing.
+    refusing: Vec<(TcpStream, OutBuf, Instant)>,
+    /// Index = rank; `peers[0]` stays `None` (the store itself).
+    peers: Vec<Option<Peer>>,
+    rounds: BTreeMap<u64, Round>,
+    /// Rounds posted by rank 0.
+    posted: u64,
+    /// Rounds whose result has been built.
+    built: u64,
+    fatal: Option<Error>,
+}
+
+struct Pending {
+    stream: TcpStream,
+    from: SocketAddr,
+    reader: FrameReader,
+    since: Instant,
+}
+
+struct Peer {
+    stream: TcpStream,
+    from: SocketAddr,
+    reader: FrameReader,
+    out: OutBuf,
+    /// Why the connection is gone (`None`: open).
+    closed: Option<String>,
+}
+
+struct Round {
+    data: Vec<Option<Vec<u8>>>,
+    result: Option<Built>,
+}
+
+struct Built {
+    all: Vec<Vec<u8>>,
+    /// Per rank: the byte count of its connection at which the result has been written.
+    marks: Vec<u64>,
+}
+
+impl Store {
+    pub(super) fn new(p: &TcpOobParams) -> Result<Store> {
+        let listener = listen(&p.master_addr, p.master_port)?;
+        let local = listener.local_addr()?;
+        listener.set_nonblocking(true).map_err(|e| Error::from(e).prefixed(format!("bootstrap store on {local}")))?;
+        ferrocoll_core::log_debug!("bootstrap store of {} ranks listening on {local}", p.size);
+        Ok(Store {
+            size: p.size,
+            token: p.token.as_bytes().to_vec(),
+            listener,
+            local,
+            timeout: p.connect_timeout,
+            deadline: deadline_after(p.connect_timeout),
+            pending: Vec::new(),
+            refusing: Vec::new(),
+            peers: (0..p.size).map(|_| None).collect(),
+            rounds: BTreeMap::new(),
+            posted: 0,
+            built: 0,
+            fatal: None,
+        })
+    }
+
+    /// The port we listen on (the one chosen by the system when asked for port 0).
+    pub(super) fn port(&self) -> u16 {
+        self.local.port()
+    }
+
+    /// Rank 0's contribution to the next round; returns the round number.
+    pub(super) fn post(&mut self, data: &[u8]) -> Result<u64> {
+        if self.fatal.is_some() {
+            // Still answer late ranks: they learn why instead of waiting for their timeout.
+            self.progress();
+        }
+        if let Some(e) = &self.fatal {
+            return Err(e.duplicate());
+        }
+        self.posted += 1;
+        let size = self.size;
+        let round = self.rounds.entry(self.posted).or_insert_with(|| Round::new(size));
+        round.data[0] = Some(data.to_vec());
+        self.progress();
+        Ok(self.posted)
+    }
+
+    pub(super) fn test(&mut self, round: u64) -> Poll<Result<Vec<Vec<u8>>>> {
+        self.progress();
+        let flushed = match self.rounds.get(&round).and_then(|r| r.result.as_ref()) {
+            Some(b) => self.flushed(b),
+            None => false,
+        };
+        if flushed {
+            if let Some(Round { result: Some(b), .. }) = self.rounds.remove(&round) {
+                return Poll::Ready(Ok(b.all));
+            }
+        }
+        match &self.fatal {
+            Some(e) => Poll::Ready(Err(e.duplicate())),
+            None => Poll::Pending,
+        }
+    }
+
+    /// Ranks whose bytes of `round` have not arrived.
+    pub(super) fn missing(&self, round: u64) -> Vec<usize> {
+        match self.rounds.get(&round) {
+            Some(r) if r.result.is_none() => (0..self.size).filter(|&i| r.data[i].is_none()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn flushed(&self, b: &Built) -> bool {
+        self.peers.iter().enumerate().skip(1).all(|(i, p)| p.as_ref().is_some_and(|p| p.out.written() >= b.marks[i]))
+    }
+
+    /// Do every bit of I/O that can be done without blocking.
+    fn progress(&mut self) {
+        if self.fatal.is_none() {
+            if let Err(e) = self.step() {
+                self.abort(e);
+            }
+        }
+        if self.fatal.is_some() {
+            // Best effort: deliver the abort frames, and refuse newcomers with the reason.
+            for p in self.peers.iter_mut().flatten().filter(|p| p.closed.is_none()) {
+                let _ = p.out.flush(&mut p.stream);
+            }
+            self.accept();
+            self.admit();
+        }
+        self.refusing.retain_mut(|(s, out, since)| {
+            let done = out.flush(s).is_err() || out.is_empty() || since.elapsed() > REFUSAL_LINGER;
+            if done {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+            !done
+        });
+    }
+
+    fn step(&mut self) -> Result<()> {
+        self.accept();
+        self.admit();
+        self.read()?;
+        self.build()?;
+        for p in self.peers.iter_mut().flatten().filter(|p| p.closed.is_none()) {
+            if let Err(e) = p.out.flush(&mut p.stream) {
+                p.closed = Some(format!("lost its bootstrap connection ({e})"));
+            }
+        }
+        self.check()
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, from)) => {
+                    if let Err(e) = stream.set_nonblocking(true).and_then(|()| stream.set_nodelay(true)) {
+                        ferrocoll_core::log_warn!(
+                            "bootstrap store on {}: dropped a connection from {from}: {e}",
+                            self.local
+                        );
+                        continue;
+                    }
+                    let reader = FrameReader::new(MAX_HELLO);
+                    self.pending.push(Pending { stream, from, reader, since: Instant::now() });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // ECONNABORTED, EMFILE...: try again at the next progress.
+                    ferrocoll_core::log_debug!("bootstrap store on {}: accept failed: {e}", self.local);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Read the hellos of new connections; admit or refuse them.
+    fn admit(&mut self) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let p = &mut self.pending[i];
+            let fill = p.reader.fill(&mut p.stream);
+            let frame = match (p.reader.next(), fill) {
+                (Ok(Some(f)), _) => Ok(f),
+                (Err(e), _) => Err(format!("not a ferrocoll bootstrap hello ({})", e.context())),
+                (Ok(None), Ok(Fill::Open)) if p.since.elapsed() < HELLO_WAIT => {
+                    i += 1;
+                    continue;
+                }
+                (Ok(None), Ok(Fill::Open)) => Err(format!("no hello within {}", secs(HELLO_WAIT))),
+                (Ok(None), Ok(Fill::Eof)) | (Ok(None), Err(_)) => {
+                    ferrocoll_core::log_debug!("bootstrap store on {}: {} left before its hello", self.local, p.from);
+                    self.pending.swap_remove(i);
+                    continue;
+                }
+            };
+            let p = self.pending.swap_remove(i);
+            let verdict = frame.and_then(|f| match f.kind {
+                Kind::Hello => Hello::decode(&f.payload).and_then(|h| self.judge(&h)),
+                k => Err(format!("expected a hello, got a {k:?} frame")),
+            });
+            match (verdict, &self.fatal) {
+                (Ok(rank), None) => self.welcome(rank, p),
+                (Err(reason), _) => self.refuse(p, Status::InvalidParam, &reason),
+                (Ok(_), Some(e)) => {
+                    let reason = format!("the bootstrap store (rank 0) failed: {}", e.context());
+                    self.refuse(p, e.status(), &reason);
+                }
+            }
+        }
+    }
+
+    /// The rank a hello may take, or why not (sent to the peer).
+    fn judge(&self, h: &Hello) -> std::result::Result<usize, String> {
+        if h.token != self.token {
+            return Err("wrong job token (this process belongs to another job, or the ranks \
+                        were started with different FERROCOLL_JOB_TOKEN values)"
+                .to_string());
+        }
+        if h.size != self.size {
+            return Err(format!("job size {} disagrees with the store's {}", h.size, self.size));
+        }
+        if h.rank == 0 || h.rank >= self.size {
+            return Err(format!("rank {} is not between 1 and {} (rank 0 is the store)", h.rank, self.size - 1));
+        }
+        if let Some(p) = &self.peers[h.rank] {
+            return Err(format!("rank {} is already connected (from {})", h.rank, p.from));
+        }
+        Ok(h.rank)
+    }
+
+    fn welcome(&mut self, rank: usize, p: Pending) {
+        let Pending { stream, from, mut reader, .. } = p;
+        reader.set_max(MAX_FRAME);
+        let mut out = OutBuf::default();
+        match frame::encode(Kind::Welcome, &[]) {
+            Ok(f) => {
+                out.push(f);
+            }
+            Err(e) => ferrocoll_core::log_warn!("bootstrap store: {e}"),
+        }
+        ferrocoll_core::log_debug!("bootstrap store on {}: rank {rank} connected from {from}", self.local);
+        self.peers[rank] = Some(Peer { stream, from, reader, out, closed: None });
+    }
+
+    fn refuse(&mut self, p: Pending, status: Status, reason: &str) {
+        if self.fatal.is_none() {
+            ferrocoll_core::log_warn!(
+                "bootstrap store on {}: refused the connection from {}: {reason}; still waiting for the job's ranks",
+                self.local,
+                p.from
+            );
+        }
+        let mut out = OutBuf::default();
+        if let Ok(f) = frame::encode_error(status, reason) {
+            out.push(f);
+        }
+        self.refusing.push((p.stream, out, Instant::now()));
+    }
+
+    /// Take in the contributions of every admitted rank.
+    fn read(&mut self) -> Result<()> {
+        for (rank, slot) in self.peers.iter_mut().enumerate() {
+            let Some(p) = slot.as_mut().filter(|p| p.closed.is_none()) else { continue };
+            let fill = p.reader.fill(&mut p.stream);
+            loop {
+                let f = match p.reader.next() {
+                    Ok(Some(f)) => f,
+                    Ok(None) => break,
+                    Err(e) => return Err(e.prefixed(format!("rank {rank} (from {})", p.from))),
+                };
+                if f.kind != Kind::Contribute {
+                    return Err(Error::io(format!(
+                        "rank {rank} (from {}) sent an unexpected {:?} frame",
+                        p.from, f.kind
+                    )));
+                }
+                let (round, data) =
+                    frame::decode_contribution(&f.payload).map_err(|e| e.prefixed(format!("rank {rank}")))?;
+                if round == 0 || round <= self.built {
+                    return Err(Error::io(format!("rank {rank} sent bytes for round {round}, which is over")));
+                }
+                let size = self.size;
+                let r = self.rounds.entry(round).or_insert_with(|| Round::new(size));
+                if r.data[rank].is_some() {
+                    return Err(Error::io(format!("rank {rank} sent its bytes for round {round} twice")));
+                }
+                r.data[rank] = Some(data);
+            }
+            match fill {
+                Ok(Fill::Open) => {}
+                Ok(Fill::Eof) => p.closed = Some("closed its bootstrap connection".to_string()),
+                Err(e) => p.closed = Some(format!("lost its bootstrap connection ({e})")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Build (and queue) the result of every round that has all its bytes, in order.
+    fn build(&mut self) -> Result<()> {
+        loop {
+            let next = self.built + 1;
+            let Some(round) = self.rounds.get_mut(&next) else { return Ok(()) };
+            if round.data.iter().any(Option::is_none) {
+                return Ok(());
+            }
+            let all: Vec<Vec<u8>> = round.data.iter_mut().map(|d| d.take().unwrap_or_default()).collect();
+            let f = frame::encode_result(next, &all)?;
+            let mut marks = vec![0; self.size];
+            for (rank, p) in self.peers.iter_mut().enumerate().skip(1) {
+                marks[rank] = match p {
+                    Some(p) if p.closed.is_none() => p.out.push(f.clone()),
+                    _ => u64::MAX,
+                };
+            }
+            round.result = Some(Built { all, marks });
+            self.built = next;
+        }
+    }
+
+    /// Ranks that left while a round needs them, and ranks that never came.
+    fn check(&self) -> Result<()> {
+        for (rank, p) in self.peers.iter().enumerate().skip(1) {
+            let Some(p) = p else { continue };
+            let Some(why) = &p.closed else { continue };
+            let owed = self.rounds.iter().find(|(_, r)| match &r.result {
+                None => true,
+                Some(b) => p.out.written() < b.marks[rank],
+            });
+            if let Some((round, _)) = owed {
+                let absent = self.absent();
+                let also =
+                    if absent.is_empty() { String::new() } else { format!(" (ranks {absent:?} never connected)") };
+                return Err(Error::io(format!("rank {rank} (from {}) {why} during round {round}{also}", p.from)));
+            }
+        }
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            let absent = self.absent();
+            if !absent.is_empty() {
+                return Err(Error::timed_out(format!(
+                    "ranks {absent:?} did not connect to the bootstrap store on {} within {}",
+                    self.local,
+                    secs(self.timeout)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ranks that have not connected (yet).
+    fn absent(&self) -> Vec<usize> {
+        (1..self.size).filter(|&r| self.peers[r].is_none()).collect()
+    }
+
+    /// Fail every round, now and later, and tell the connected ranks why.
+    fn abort(&mut self, e: Error) {
+        ferrocoll_core::log_warn!("bootstrap store on {}: {}", self.local, e.context());
+        if let Ok(f) = frame::encode_error(e.status(), &format!("the bootstrap store (rank 0) failed: {}", e.context()))
+        {
+            for p in self.peers.iter_mut().flatten().filter(|p| p.closed.is_none()) {
+                p.out.push(f.clone());
+            }
+        }
+        self.fatal = Some(e);
+    }
+}
+
+impl Round {
+    fn new(size: usize) -> Round {
+        Round { data: vec![None; size], result: None }
+    }
+}
+
+/// Bind the store's socket. A loopback or local IP address is bound as it
+/// is; any other address, and a host name (which may resolve differently on
+/// this host, e.g. to 127.0.1.1), binds every interface.
+pub(super) fn listen(master_addr: &str, port: u16) -> Result<TcpListener> {
+    let host = master_addr.trim().trim_start_matches('[').trim_end_matches(']');
+    let mut candidates = Vec::new();
+    match host.parse::<IpAddr>() {
+        Ok(ip) if ip.is_loopback() || ip.is_unspecified() => candidates.push(ip),
+        Ok(ip) => candidates.extend([ip, unspecified(&ip)]),
+        Err(_) if host.eq_ignore_ascii_case("localhost") => candidates.push(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        Err(_) => {
+            let v6_only = (host, port)
+                .to_socket_addrs()
+                .map(|mut a| a.next().is_some() && a.all(|a| a.is_ipv6()))
+                .unwrap_or(false);
+            candidates.push(if v6_only {
+                IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            });
+        }
+    }
+    let mut last = None;
+    for ip in candidates {
+        // std sets SO_REUSEADDR on Unix, so a restarted job can rebind a port in TIME_WAIT.
+        match TcpListener::bind((ip, port)) {
+            Ok(l) => return Ok(l),
+            // Not an address of this host: listen on every interface instead.
+            Err(e) if e.kind() == io::ErrorKind::AddrNotAvailable => last = Some((ip, e)),
+            Err(e) => return Err(bind_error(master_addr, ip, port, e)),
+        }
+    }
+    Err(match last {
+        Some((ip, e)) => bind_error(master_addr, ip, port, e),
+        None => Error::internal(format!("no address to listen on for MASTER_ADDR={master_addr}")),
+    })
+}
+
+fn unspecified(ip: &IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+fn bind_error(master_addr: &str, ip: IpAddr, port: u16, e: io::Error) -> Error {
+    let hint =
+        if e.kind() == io::ErrorKind::AddrInUse { "; another job may hold it: choose another MASTER_PORT" } else { "" };
+    Error::no_resource(format!(
+        "rank 0 could not listen on {} for the bootstrap store (MASTER_ADDR={master_addr}, MASTER_PORT={port}): {e}{hint}",
+        SocketAddr::new(ip, port)
+    ))
+    .with_source(e)
+}

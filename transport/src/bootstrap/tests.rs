@@ -1,0 +1,413 @@
+//! The store and its clients, with ranks as threads of this process on
+//! 127.0.0.1 (rank 0 binds port 0 and the test hands the port to the others).
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::thread;
+
+use ferrocoll_core::Status;
+use ferrocoll_core::oob::allgather_blocking;
+
+use super::frame::{Hello, Kind};
+use super::*;
+
+/// Long enough never to fire on a loaded machine; failures come from elsewhere.
+const LONG: Duration = Duration::from_secs(60);
+
+fn params(rank: usize, size: usize, port: u16, token: &str, timeout: Duration) -> TcpOobParams {
+    TcpOobParams {
+        rank,
+        size,
+        master_addr: "127.0.0.1".into(),
+        master_port: port,
+        token: token.into(),
+        connect_timeout: timeout,
+    }
+}
+
+/// Rank 0 on a port of the system's choice, and that port.
+fn store(size: usize, timeout: Duration) -> (TcpOob, u16) {
+    let oob = TcpOob::new(params(0, size, 0, "tok", timeout)).expect("store");
+    let port = oob.listen_port().unwrap_or(0);
+    (oob, port)
+}
+
+fn client(rank: usize, size: usize, port: u16, token: &str) -> TcpOob {
+    TcpOob::new(params(rank, size, port, token, LONG)).expect("client")
+}
+
+/// Run `f` on every rank of a job of `size` (rank 0 on this thread); results in rank order.
+fn job<R: Send + 'static>(size: usize, f: impl Fn(TcpOob) -> R + Send + Sync + 'static) -> Vec<R> {
+    let (zero, port) = store(size, LONG);
+    let f = Arc::new(f);
+    let others: Vec<_> = (1..size)
+        .map(|rank| {
+            let f = f.clone();
+            thread::spawn(move || f(client(rank, size, port, "tok")))
+        })
+        .collect();
+    let mut out = vec![f(zero)];
+    out.extend(others.into_iter().map(|h| h.join().expect("rank thread")));
+    out
+}
+
+/// Rank `rank`'s bytes in round `round`: lengths differ per rank and round, including empty
+/// and a round big enough to fill the sockets' buffers.
+fn data(rank: usize, round: usize, size: usize) -> Vec<u8> {
+    let len = match round {
+        0 => 0,
+        1 => rank,
+        2 => (size - rank) * 1000 + 1,
+        3 => 256 * 1024 + rank,
+        _ => 5,
+    };
+    (0..len).map(|i| (rank * 31 + round * 7 + i) as u8).collect()
+}
+
+fn wait(req: &mut Box<dyn OobRequest>) -> Result<Vec<Vec<u8>>> {
+    let start = Instant::now();
+    loop {
+        if let Poll::Ready(r) = req.test() {
+            return r;
+        }
+        assert!(start.elapsed() < LONG, "request still pending after {LONG:?}; missing {:?}", req.missing());
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn several_rounds_of_different_lengths() {
+    for size in [1, 2, 3, 16] {
+        let results = job(size, move |oob| {
+            let me = oob.rank();
+            let rounds = (0..5).map(|k| allgather_blocking(&oob, &data(me, k, size), Some(LONG)).expect("round"));
+            (rounds.collect::<Vec<_>>(), oob.job_id())
+        });
+        for (rank, (rounds, _)) in results.iter().enumerate() {
+            for (k, got) in rounds.iter().enumerate() {
+                let want: Vec<Vec<u8>> = (0..size).map(|r| data(r, k, size)).collect();
+                assert!(*got == want, "size {size}, rank {rank}, round {k}: wrong result");
+            }
+        }
+        let id = results[0].1.clone().unwrap_or_default();
+        assert!(id.len() == 16 && id.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()), "{id}");
+        assert!(results.iter().all(|(_, j)| j.as_deref() == Some(id.as_str())), "job ids differ");
+    }
+}
+
+#[test]
+fn a_fast_rank_posts_the_next_round_before_a_slow_one_ends_the_first() {
+    let results = job(3, |oob| {
+        match oob.rank() {
+            1 => {
+                // Both rounds in flight at once.
+                let mut a = oob.allgather(b"a1").expect("post 1");
+                let mut b = oob.allgather(b"b1").expect("post 2");
+                let rb = wait(&mut b).expect("round 2");
+                (wait(&mut a).expect("round 1"), rb)
+            }
+            r => {
+                if r == 2 {
+                    thread::sleep(Duration::from_millis(100));
+                }
+                let a = allgather_blocking(&oob, format!("a{r}").as_bytes(), Some(LONG)).expect("round 1");
+                if r == 2 {
+                    thread::sleep(Duration::from_millis(100));
+                }
+                (a, allgather_blocking(&oob, format!("b{r}").as_bytes(), Some(LONG)).expect("round 2"))
+            }
+        }
+    });
+    for (a, b) in results {
+        assert_eq!(a, [b"a0", b"a1", b"a2"]);
+        assert_eq!(b, [b"b0", b"b1", b"b2"]);
+    }
+}
+
+#[test]
+fn wrong_processes_are_refused_while_the_right_ones_complete() {
+    let (zero, port) = store(3, LONG);
+    let (round1_done, wait_round1) = mpsc::channel();
+    let (go_round2, wait_go) = mpsc::channel::<()>();
+    let r0 = thread::spawn(move || {
+        let a = allgather_blocking(&zero, b"0", Some(LONG));
+        (a, allgather_blocking(&zero, b"00", Some(LONG)))
+    });
+    let r1 = thread::spawn(move || {
+        let oob = client(1, 3, port, "tok");
+        let a = allgather_blocking(&oob, b"1", Some(LONG));
+        (a, allgather_blocking(&oob, b"11", Some(LONG)))
+    });
+    let r2 = thread::spawn(move || {
+        let oob = client(2, 3, port, "tok");
+        let a = allgather_blocking(&oob, b"2", Some(LONG));
+        let _ = round1_done.send(());
+        let _ = wait_go.recv();
+        (a, allgather_blocking(&oob, b"22", Some(LONG)))
+    });
+    wait_round1.recv().expect("round 1 done");
+    // Rank 0 is now polling in round 2, which waits for rank 2.
+    let refused = |rank: usize, size: usize, token: &str| {
+        let oob = TcpOob::new(params(rank, size, port, token, LONG)).expect("intruder");
+        allgather_blocking(&oob, b"x", Some(LONG)).expect_err("intruder admitted")
+    };
+    for (rank, size, token, reason) in [
+        (1, 3, "other", "refused rank 1: wrong job token"),
+        (1, 4, "tok", "job size 4 disagrees with the store's 3"),
+        (3, 4, "tok", "job size 4 disagrees"),
+        (1, 3, "tok", "rank 1 is already connected (from 127.0.0.1:"),
+    ] {
+        let e = refused(rank, size, token);
+        assert_eq!(e.status(), Status::InvalidParam, "{e}");
+        assert!(e.to_string().contains(reason), "{reason:?} in {e}");
+        assert!(e.to_string().contains(&format!("the bootstrap store at 127.0.0.1:{port}")), "{e}");
+    }
+    // Not even a ferrocoll peer.
+    let mut raw = TcpStream::connect(("127.0.0.1", port)).expect("raw connect");
+    raw.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("raw write");
+    let mut answer = Vec::new();
+    raw.read_to_end(&mut answer).expect("raw read");
+    assert_eq!(answer.first(), Some(&(Kind::Error as u8)));
+    assert!(String::from_utf8_lossy(&answer).contains("not a ferrocoll bootstrap hello"));
+
+    go_round2.send(()).expect("go");
+    for h in [r0, r1, r2] {
+        let (a, b) = h.join().expect("rank");
+        assert_eq!(a.expect("round 1"), [b"0".to_vec(), b"1".to_vec(), b"2".to_vec()]);
+        assert_eq!(b.expect("round 2"), [b"00".to_vec(), b"11".to_vec(), b"22".to_vec()]);
+    }
+}
+
+#[test]
+fn a_rank_that_never_arrives_is_named_by_the_timeout() {
+    let (zero, port) = store(3, LONG);
+    let one = thread::spawn(move || {
+        let oob = client(1, 3, port, "tok");
+        let mut req = oob.allgather(b"1").expect("post");
+        let e = allgather_blocking(&oob, b"again", Some(Duration::from_millis(300))).expect_err("round 2 alone");
+        // Returned, so that rank 1 stays connected until rank 0 has timed out.
+        (req.test().is_pending(), req.missing(), e, oob)
+    });
+    let e = allgather_blocking(&zero, b"0", Some(Duration::from_secs(2))).expect_err("rank 2 never comes");
+    assert_eq!(e.status(), Status::TimedOut);
+    assert!(e.to_string().contains("missing ranks [2]"), "{e}");
+    let (pending, missing, e, _oob) = one.join().expect("rank 1");
+    assert!(pending);
+    assert_eq!(missing, [0]);
+    assert!(e.to_string().contains("missing ranks [0]"), "{e}");
+}
+
+#[test]
+fn the_store_gives_up_on_ranks_that_never_connect_and_says_so_to_the_others() {
+    let (zero, port) = store(3, Duration::from_millis(300));
+    let one = thread::spawn(move || allgather_blocking(&client(1, 3, port, "tok"), b"1", None));
+    let e = allgather_blocking(&zero, b"0", None).expect_err("rank 2 never connects");
+    assert_eq!(e.status(), Status::TimedOut);
+    // Rank 1 is in the list too when it was slower than the deadline.
+    let m = e.to_string();
+    let list = m.split("ranks [").nth(1).and_then(|r| r.split(']').next()).unwrap_or_default();
+    assert!(list == "2" || list == "1, 2", "{m}");
+    let want = format!("] did not connect to the bootstrap store on 127.0.0.1:{port} within 0.3 s");
+    assert!(m.contains(&want), "{m}");
+    // A failed store still answers (admitted ranks got the abort; late ones are refused with it).
+    while !one.is_finished() {
+        assert!(zero.allgather(b"again").is_err());
+        thread::sleep(Duration::from_millis(5));
+    }
+    let e = one.join().expect("rank 1").expect_err("told by the store");
+    assert_eq!(e.status(), Status::TimedOut);
+    assert!(e.to_string().contains("the bootstrap store (rank 0) failed") && e.to_string().contains(&want), "{e}");
+}
+
+#[test]
+fn a_late_rank_learns_why_the_store_failed() {
+    let (zero, port) = store(2, Duration::from_millis(100));
+    let e = allgather_blocking(&zero, b"0", None).expect_err("nobody came in time");
+    assert!(e.to_string().contains("ranks [1] did not connect"), "{e}");
+    let late = thread::spawn(move || allgather_blocking(&client(1, 2, port, "tok"), b"1", None));
+    while !late.is_finished() {
+        assert!(zero.allgather(b"again").is_err());
+        thread::sleep(Duration::from_millis(5));
+    }
+    let e = late.join().expect("late rank").expect_err("refused");
+    assert_eq!(e.status(), Status::TimedOut);
+    let want = format!("the bootstrap store at 127.0.0.1:{port} refused rank 1: the bootstrap store (rank 0) failed: ");
+    assert!(e.to_string().contains(&want) && e.to_string().contains("ranks [1] did not connect"), "{e}");
+}
+
+#[test]
+fn an_unreachable_store_is_named_after_the_deadline() {
+    // A port nobody listens on: bind one, then free it.
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port();
+    let oob = TcpOob::new(params(1, 2, port, "tok", Duration::from_millis(300))).expect("client");
+    let start = Instant::now();
+    let e = allgather_blocking(&oob, b"x", None).expect_err("nobody listens");
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert_eq!(e.status(), Status::TimedOut);
+    let m = e.to_string();
+    assert!(m.contains(&format!("rank 1 could not reach the bootstrap store at 127.0.0.1:{port} for 0.3 s")), "{m}");
+    assert!(m.to_lowercase().contains("refused"), "{m}");
+    // Later posts fail the same way at once.
+    assert!(oob.allgather(b"y").is_err());
+}
+
+#[test]
+fn a_rank_that_dies_between_rounds_fails_the_next_round_with_its_name() {
+    let (zero, port) = store(3, LONG);
+    let (gone, wait_gone) = mpsc::channel();
+    let one = thread::spawn(move || {
+        let oob = client(1, 3, port, "tok");
+        allgather_blocking(&oob, b"1", Some(LONG)).expect("round 1");
+        let _ = wait_gone.recv();
+        allgather_blocking(&oob, b"11", Some(LONG))
+    });
+    let two = thread::spawn(move || {
+        let oob = client(2, 3, port, "tok");
+        allgather_blocking(&oob, b"2", Some(LONG)).expect("round 1");
+        drop(oob);
+        let _ = gone.send(());
+    });
+    allgather_blocking(&zero, b"0", Some(LONG)).expect("round 1");
+    two.join().expect("rank 2");
+    let e = allgather_blocking(&zero, b"00", Some(LONG)).expect_err("rank 2 is gone");
+    assert_eq!(e.status(), Status::IoError);
+    let m = e.to_string();
+    assert!(
+        m.contains("rank 2 (from 127.0.0.1:") && m.ends_with("closed its bootstrap connection during round 2"),
+        "{m}"
+    );
+    let e = one.join().expect("rank 1").expect_err("told by the store");
+    assert!(e.to_string().contains("rank 1: the bootstrap store (rank 0) failed: rank 2 (from"), "{e}");
+    // The store stays failed.
+    assert!(zero.allgather(b"000").is_err());
+}
+
+#[test]
+fn a_rank_that_leaves_while_another_never_came_names_both() {
+    let (zero, port) = store(3, LONG);
+    thread::spawn(move || {
+        let oob = client(1, 3, port, "tok");
+        let req = oob.allgather(b"1").expect("post");
+        drop(req);
+        drop(oob);
+    })
+    .join()
+    .expect("rank 1");
+    let e = allgather_blocking(&zero, b"0", Some(LONG)).expect_err("rank 1 left");
+    assert_eq!(e.status(), Status::IoError);
+    let m = e.to_string();
+    assert!(m.contains("rank 1 (from 127.0.0.1:") && m.contains("during round 1 (ranks [2] never connected)"), "{m}");
+}
+
+#[test]
+fn a_store_that_dies_is_named_by_its_clients() {
+    let (zero, port) = store(2, LONG);
+    let (gone, wait_gone) = mpsc::channel();
+    let one = thread::spawn(move || {
+        let oob = client(1, 2, port, "tok");
+        allgather_blocking(&oob, b"1", Some(LONG)).expect("round 1");
+        let _ = wait_gone.recv();
+        allgather_blocking(&oob, b"11", Some(LONG))
+    });
+    allgather_blocking(&zero, b"0", Some(LONG)).expect("round 1");
+    drop(zero);
+    gone.send(()).expect("signal");
+    let e = one.join().expect("rank 1").expect_err("store gone");
+    assert_eq!(e.status(), Status::IoError);
+    // "closed its connection", or "lost its connection (Broken pipe)" when our write raced the close.
+    let m = e.to_string();
+    assert!(m.contains(&format!("rank 1: rank 0 (the bootstrap store at 127.0.0.1:{port})")), "{m}");
+    assert!(m.contains("its connection") && m.ends_with("during round 2"), "{m}");
+}
+
+#[test]
+fn an_oversized_frame_is_an_error_not_an_allocation() {
+    let (zero, port) = store(2, LONG);
+    let rogue = thread::spawn(move || -> std::io::Result<Vec<u8>> {
+        let mut s = TcpStream::connect(("127.0.0.1", port))?;
+        let hello = Hello { rank: 1, size: 2, token: b"tok".to_vec() }.encode().map_err(std::io::Error::other)?;
+        s.write_all(&hello)?;
+        let mut welcome = [0u8; 5];
+        s.read_exact(&mut welcome)?;
+        assert_eq!(welcome, [Kind::Welcome as u8, 0, 0, 0, 0]);
+        let mut header = vec![Kind::Contribute as u8];
+        header.extend_from_slice(&(1u32 << 31).to_le_bytes());
+        s.write_all(&header)?;
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest)?;
+        Ok(rest)
+    });
+    let e = allgather_blocking(&zero, b"0", Some(LONG)).expect_err("rogue frame");
+    assert_eq!(e.status(), Status::IoError);
+    let m = e.to_string();
+    assert!(
+        m.contains("rank 1 (from 127.0.0.1:") && m.contains("2147483648 bytes exceeds the limit of 1073741824"),
+        "{m}"
+    );
+    drop(zero);
+    let told = rogue.join().expect("rogue").expect("rogue io");
+    assert!(String::from_utf8_lossy(&told).contains("exceeds the limit"), "{told:?}");
+}
+
+#[test]
+fn the_store_binds_what_it_can() {
+    let ip = |addr: &str| store::listen(addr, 0).and_then(|l| Ok(l.local_addr()?.ip())).expect(addr);
+    assert_eq!(ip("127.0.0.1"), IpAddr::V4(Ipv4Addr::LOCALHOST));
+    assert_eq!(ip("localhost"), IpAddr::V4(Ipv4Addr::LOCALHOST));
+    // TEST-NET-3: not an address of this host, so every interface.
+    assert_eq!(ip("203.0.113.7"), IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let e = TcpOob::new(params(0, 2, port, "tok", LONG)).err().expect("port taken");
+    assert_eq!(e.status(), Status::NoResource);
+    assert!(e.to_string().contains(&format!("rank 0 could not listen on 127.0.0.1:{port}")), "{e}");
+    assert!(e.to_string().contains("choose another MASTER_PORT"), "{e}");
+}
+
+#[test]
+fn a_store_named_localhost_is_reached() {
+    let zero = TcpOob::new(TcpOobParams { master_addr: "localhost".into(), ..params(0, 2, 0, "t", LONG) }).expect("0");
+    let port = zero.listen_port().expect("port");
+    let one = thread::spawn(move || {
+        let oob = TcpOob::new(TcpOobParams { master_addr: "localhost".into(), ..params(1, 2, port, "t", LONG) });
+        allgather_blocking(&oob.expect("1"), b"1", Some(LONG))
+    });
+    let all = allgather_blocking(&zero, b"0", Some(LONG)).expect("0");
+    assert_eq!(one.join().expect("1").expect("1"), all);
+}
+
+#[test]
+fn parameters_are_checked_and_the_token_stays_out_of_debug() {
+    let bad = |p: TcpOobParams| TcpOob::new(p).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(bad(params(2, 2, 1, "t", LONG)).contains("rank 2 is not below size 2"));
+    assert!(bad(params(0, 0, 1, "t", LONG)).contains("rank 0 is not below size 0"));
+    assert!(bad(params(1, 2, 0, "t", LONG)).contains("rank 1 was given master_port 0"));
+    assert!(bad(params(1, 2, 1, &"t".repeat(5000), LONG)).contains("token of 5000 bytes"));
+    assert!(bad(TcpOobParams { master_addr: " ".into(), ..params(1, 2, 1, "t", LONG) }).contains("empty"));
+    let p = params(1, 2, 1, "s3cret", LONG);
+    let shown = format!("{p:?}");
+    assert!(!shown.contains("s3cret") && shown.contains("<6 bytes>"), "{shown}");
+}
+
+#[test]
+fn a_job_of_one_needs_no_socket() {
+    let oob = TcpOob::new(TcpOobParams { master_addr: String::new(), ..params(0, 1, 0, "t", LONG) }).expect("one");
+    assert_eq!(oob.listen_port(), None);
+    let mut req = oob.allgather(b"me").expect("post");
+    assert!(req.missing().is_empty());
+    assert_eq!(wait(&mut req).expect("result"), [b"me"]);
+    assert!(req.test().is_ready(), "tested again: an error, not a hang");
+    assert_eq!(oob.job_id().map(|j| j.len()), Some(16));
+}
+
+#[test]
+fn job_ids_differ_between_jobs() {
+    let a = TcpOob::new(params(1, 2, 5000, "a", LONG)).expect("a");
+    let b = TcpOob::new(params(1, 2, 5000, "b", LONG)).expect("b");
+    let c = TcpOob::new(params(1, 2, 5001, "a", LONG)).expect("c");
+    let a2 = TcpOob::new(params(1, 3, 5000, "a", LONG)).expect("a2");
+    assert_ne!(a.job_id(), b.job_id());
+    assert_ne!(a.job_id(), c.job_id());
+    assert_eq!(a.job_id(), a2.job_id(), "the rank count is not part of the name");
+}

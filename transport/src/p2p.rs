@@ -1,0 +1,112 @@
+//! The point-to-point interface every transport implements: how one rank's
+//! bytes reach another rank.
+//!
+//! Every transport works the same way: the sender posts a message (a
+//! [`MsgKey`] and bytes) to a destination endpoint, and the receiver *pulls*
+//! it when its receive is polled. A message that arrives before its receive
+//! is kept (the unexpected queue), so a fast rank may run ahead. Pulling
+//! means a receive is never registered anywhere, so cancelling a receive is
+//! simply dropping its future.
+//!
+//! Messages with the same key are matched first in, first out: an algorithm
+//! may reuse a step tag for several messages between the same two ranks.
+//!
+//! Large messages are not copied at the sender: the receiver copies straight
+//! from the sender's buffer (rendezvous), and the send completes when it has.
+
+#![forbid(unsafe_code)]
+
+use std::task::Poll;
+
+use ferrocoll_core::{Error, MemRef, ProcInfo, Result};
+
+/// What matches a message to its receive: the team, the collective's
+/// sequence number in that team, the algorithm's step tag and the sender's
+/// team rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MsgKey {
+    /// Team id.
+    pub team: u64,
+    /// Collective sequence number within the team.
+    pub seq: u64,
+    /// Step tag chosen by the algorithm.
+    pub tag: u32,
+    /// Sender's rank in the team.
+    pub src: u32,
+}
+
+impl MsgKey {
+    /// The error of a receive of `expect` bytes matched by a message of `len`.
+    pub(crate) fn size_mismatch(&self, len: usize, expect: usize) -> Error {
+        Error::io(format!(
+            "message from rank {} (seq {}, step tag {}) has {len} bytes but the receive expects {expect}: \
+             do the ranks' counts and datatypes agree?",
+            self.src, self.seq, self.tag
+        ))
+    }
+}
+
+/// A send in flight.
+pub trait SendHandle: Send {
+    /// `Ready(Ok)` once the sender's buffer may be reused.
+    fn test(&mut self) -> Poll<Result<()>>;
+}
+
+/// A peer as a transport learns it at connection time.
+#[derive(Clone, Debug)]
+pub struct TransportPeer {
+    /// The peer's endpoint index in the OOB group.
+    pub ep: usize,
+    /// Its host and process.
+    pub proc: ProcInfo,
+    /// Its address for this transport.
+    pub addr: Vec<u8>,
+}
+
+/// A transport between the endpoints of one context's OOB group.
+pub trait Transport: Send + Sync {
+    /// Short name (`inproc`, `shm`, `tcp`).
+    fn name(&self) -> &'static str;
+
+    /// Whether this transport can carry messages between `me` and `peer`
+    /// (e.g. only within one process, or one host).
+    fn reaches(&self, me: &ProcInfo, peer: &ProcInfo) -> bool;
+
+    /// This endpoint's address, exchanged through the OOB.
+    fn address(&self) -> Vec<u8>;
+
+    /// Connect to the endpoints this transport will serve (called once, with
+    /// `n_eps` the size of the OOB group and `peers` the subset routed here,
+    /// possibly this endpoint itself).
+    fn connect(&self, n_eps: usize, peers: &[TransportPeer]) -> Result<()>;
+
+    /// Every endpoint of the group has connected: release what only
+    /// connecting needed (e.g. unlink shared-memory names).
+    fn connected(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Start sending `data` to endpoint `dst_ep`. The memory must stay valid
+    /// until the returned handle completes or is dropped (dropping retracts
+    /// the message if the receiver has not taken it yet, or waits for a copy
+    /// in progress).
+    fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>>;
+
+    /// If the message `key` from endpoint `src_ep` has arrived, copy it into
+    /// `buf` (its length must match) and return `Ready`. Otherwise `Pending`,
+    /// or an error if `src_ep` can no longer send.
+    fn try_recv(&self, src_ep: usize, key: &MsgKey, buf: MemRef) -> Poll<Result<()>>;
+
+    /// Move bytes and watch peers (I/O transports; checks of peer liveness).
+    fn progress(&self) -> Result<()>;
+
+    /// Whether endpoint `ep` died (its process exited or was killed, its
+    /// connection broke) rather than left cleanly: a collective that involves
+    /// a dead endpoint can never complete, even when it waits for another
+    /// one. Cheap: called on fruitless polls of receives. (A receive directly
+    /// from an endpoint that left, cleanly or not, fails in `try_recv`.)
+    fn failed(&self, ep: usize) -> Option<Error>;
+
+    /// Release resources so that peers see this endpoint gone.
+    fn close(&self);
+}

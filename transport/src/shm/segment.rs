@@ -1,0 +1,173 @@
+//! The shm transport's segments: this endpoint's own (created, mapped
+//! whole, unlinked once every peer has mapped it) and its peers' (opened by
+//! name, checked, and mapped in two parts: the meta part and the one ring
+//! this endpoint writes). Naming, creating, opening and mapping are
+//! [`crate::shmem`]'s; this file knows what the header means.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use ferrocoll_core::{Error, Result};
+
+use super::wire::{self, HEADER_LEN, SegHeader};
+use crate::liveness;
+use crate::shmem::{self, IfExists, Mapping, ShmFile, ShmName};
+
+/// This endpoint's segment.
+pub(super) struct OwnedSegment {
+    /// Unlinked by [`OwnedSegment::unlink`], or at the latest on drop.
+    name: ShmName,
+    /// The whole segment.
+    pub map: Arc<Mapping>,
+    /// Its header.
+    pub header: SegHeader,
+}
+
+impl OwnedSegment {
+    /// Create and initialise `/ferrocoll-<job>-<ep>` (an existing segment of a
+    /// dead owner is replaced; one of a live owner is an error). Nothing is
+    /// left behind on failure.
+    pub fn create(job: &str, ep: usize, n_eps: usize, ring_size: u64, n_slots: u32) -> Result<OwnedSegment> {
+        let name = shmem::segment_name(job, &ep.to_string());
+        let (ep32, n32) = match (u32::try_from(ep), u32::try_from(n_eps)) {
+            (Ok(e), Ok(n)) => (e, n),
+            _ => return Err(Error::invalid_param(format!("endpoint {ep} of {n_eps} is out of range"))),
+        };
+        let pid = std::process::id();
+        let probe = probe_token(pid, ep);
+        let header = SegHeader::layout(pid, ep32, n32, ring_size, n_slots, shmem::page_size(), probe)?;
+        let total = header.total_len()?;
+        let (file, owned) =
+            ShmFile::create(&name, total, IfExists::ReplaceIf(&replace_if_owner_gone)).map_err(|e| {
+                e.prefixed(format!("segment of {n_eps} rings of UCC_TL_P2P_SHM_RING_SIZE={ring_size} bytes"))
+            })?;
+        // From here on, dropping `owned` on an error path unlinks the name.
+        let map = file.map(0, total)?;
+        let bytes = header.encode();
+        let dst = map.range(0, bytes.len())?;
+        // SAFETY: `dst` starts bytes.len() in-bounds bytes (checked by
+        // `range`), and no other process has the name yet (O_EXCL), so nobody
+        // reads these bytes while we write them.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        // Relaxed: peers learn the segment exists only through the OOB
+        // address exchange, which orders everything written before it.
+        map.u32_at(wire::H_STATE)?.store(wire::SEG_OPEN, Ordering::Relaxed);
+        Ok(OwnedSegment { name: owned, map: Arc::new(map), header })
+    }
+
+    /// The name, with its leading `/`.
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    /// The address of the probe word in this process.
+    pub fn probe_addr(&self) -> u64 {
+        self.map.ptr().wrapping_add(wire::H_PROBE) as u64
+    }
+
+    /// Remove the name (idempotent): the memory stays until every process unmaps it.
+    pub fn unlink(&self) -> Result<()> {
+        self.name.unlink()
+    }
+
+    /// Mark the segment closed cleanly, for peers that read its state.
+    pub fn mark_closed(&self) {
+        if let Ok(state) = self.map.u32_at(wire::H_STATE) {
+            // Release: a peer that Acquire-loads CLOSED sees every record this
+            // endpoint pushed before closing.
+            state.store(wire::SEG_CLOSED, Ordering::Release);
+        }
+    }
+}
+
+/// A segment of this name exists (a crashed run of the same job may have
+/// left it): replace it if its owner process is gone, refuse it otherwise.
+fn replace_if_owner_gone(old: &ShmFile) -> Result<()> {
+    let name = old.name();
+    let mut raw = [0u8; HEADER_LEN];
+    let owner_pid = old
+        .read_exact_at(0, &mut raw)
+        .ok()
+        .filter(|_| raw[..8] == wire::MAGIC.to_le_bytes())
+        .map(|_| u32::from_le_bytes([raw[12], raw[13], raw[14], raw[15]]));
+    match owner_pid {
+        Some(pid) if liveness::process_gone(pid) => {
+            ferrocoll_core::log_debug!("shm: replacing {name}, left behind by pid {pid}");
+            Ok(())
+        }
+        Some(pid) => Err(Error::no_resource(format!(
+            "shared-memory segment {name} exists and its owner (pid {pid}) is alive: is the job name reused?"
+        ))),
+        None => Err(Error::no_resource(format!(
+            "shared-memory segment {name} exists and has no readable header (being created by another process?)"
+        ))),
+    }
+}
+
+fn probe_token(pid: u32, ep: usize) -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    (t as u64) ^ (u64::from(pid) << 32) ^ (ep as u64).rotate_left(17) ^ wire::MAGIC
+}
+
+/// A peer's segment as this endpoint sees it.
+pub(super) struct PeerSegment {
+    /// Header, flags and slots (everything before the rings).
+    pub meta: Arc<Mapping>,
+    /// The ring this endpoint writes (control block and data).
+    pub ring: Arc<Mapping>,
+    /// The peer's header.
+    pub header: SegHeader,
+}
+
+/// Open and map peer `peer_ep`'s segment `name`, checking that it belongs to
+/// `pid`, has `n_eps` rings and is not closed.
+pub(super) fn open_peer(name: &str, pid: u32, peer_ep: usize, n_eps: usize, my_ep: usize) -> Result<PeerSegment> {
+    let file = ShmFile::open(name)?.ok_or_else(|| Error::io(format!("opening {name}: there is no such segment")))?;
+    let mut raw = [0u8; HEADER_LEN];
+    file.read_exact_at(0, &mut raw)?;
+    let header = SegHeader::parse(&raw, shmem::page_size()).map_err(|e| e.prefixed(name))?;
+    if header.pid != pid || header.ep as usize != peer_ep || header.n_eps as usize != n_eps {
+        return Err(Error::io(format!(
+            "{name} belongs to endpoint {} of {} (pid {}), expected endpoint {peer_ep} of {n_eps} (pid {pid})",
+            header.ep, header.n_eps, header.pid
+        )));
+    }
+    let total = header.total_len()?;
+    let actual = file.size()?;
+    if actual != total {
+        return Err(Error::io(format!("{name} has {actual} bytes, its header says {total}")));
+    }
+    let meta = Arc::new(file.map(0, header.rings_off)?);
+    let ring = Arc::new(file.map(header.ring_off(my_ep)?, header.ring_stride)?);
+    // Acquire: pairs with the Release of mark_closed.
+    if meta.u32_at(wire::H_STATE)?.load(Ordering::Acquire) != wire::SEG_OPEN {
+        return Err(Error::io(format!("{name} is not open (its endpoint closed or never finished creating it)")));
+    }
+    Ok(PeerSegment { meta, ring, header })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_open_unlink() {
+        let job = format!("segtest{}", std::process::id());
+        let seg = OwnedSegment::create(&job, 1, 2, 4096, 8).unwrap();
+        let path = format!("{}{}", shmem::SHM_DIR, seg.name());
+        assert!(std::path::Path::new(&path).exists());
+        // A second creation with the same name while the owner lives is refused.
+        assert!(OwnedSegment::create(&job, 1, 2, 4096, 8).is_err());
+        let peer = open_peer(seg.name(), std::process::id(), 1, 2, 0).unwrap();
+        assert_eq!(peer.header, seg.header);
+        assert!(open_peer(seg.name(), std::process::id() + 1, 1, 2, 0).is_err());
+        assert!(open_peer(seg.name(), std::process::id(), 0, 2, 0).is_err());
+        seg.mark_closed();
+        let e = open_peer(seg.name(), std::process::id(), 1, 2, 0).err().unwrap().to_string();
+        assert!(e.contains("not open"), "{e}");
+        seg.unlink().unwrap();
+        assert!(!std::path::Path::new(&path).exists());
+        seg.unlink().unwrap();
+        drop(seg);
+    }
+}

@@ -1,0 +1,385 @@
+//! One peer as the transport sees it: its connection (receive parser and
+//! send queue), the messages that arrived from it, and whether it is alive.
+//!
+//! Locks: `rx`, `tx` and the inbox are separate, so readers, senders and
+//! receivers of one peer do not wait on each other's I/O; progress takes
+//! `rx`/`tx` with `try_lock` and skips a peer another thread is already
+//! serving. The only nesting is `rx` then the inbox or `tx` (never the
+//! reverse), so there is no lock-order cycle.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::IoSlice;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::task::Poll;
+
+use ferrocoll_core::{Error, MemRef, Result};
+
+use super::pool::Pool;
+use super::rx::{RxConn, RxEnd};
+use super::sys;
+use super::tx::{EAGER_MAX, SendQueue, SendState};
+use super::wire::Header;
+use crate::fxhash::FxBuildHasher;
+use crate::p2p::{MsgKey, SendHandle};
+
+/// Bytes one `pump` reads at most, so that one busy peer cannot hold a progress call.
+const PUMP_BUDGET: usize = 32 << 20;
+
+const ALIVE: u8 = 0;
+const LEFT: u8 = 1;
+const DEAD: u8 = 2;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent before anything can panic.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Whether a peer is alive, left cleanly, or died (and why).
+#[derive(Default)]
+pub(super) struct Health {
+    state: AtomicU8,
+    why: OnceLock<String>,
+}
+
+/// What [`Health`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    Alive,
+    Left,
+    Dead,
+}
+
+impl Health {
+    pub(super) fn get(&self) -> State {
+        // Acquire: pairs with the Release in set(): who sees Left/Dead sees every
+        // message filed before, and `why`.
+        match self.state.load(Ordering::Acquire) {
+            ALIVE => State::Alive,
+            LEFT => State::Left,
+            _ => State::Dead,
+        }
+    }
+
+    /// Move from alive to `to` (only the first change counts); true if this call changed it.
+    fn set(&self, to: State, why: String) -> bool {
+        let v = if to == State::Left { LEFT } else { DEAD };
+        if self.state.load(Ordering::Acquire) != ALIVE {
+            return false;
+        }
+        let _ = self.why.set(why);
+        // AcqRel: Release publishes `why` and the inbox; Acquire orders the failure path.
+        self.state.compare_exchange(ALIVE, v, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    fn why(&self) -> &str {
+        self.why.get().map_or("", String::as_str)
+    }
+}
+
+/// A live TCP connection.
+pub(super) struct Link {
+    stream: TcpStream,
+    rx: Mutex<RxConn>,
+    tx: Mutex<SendQueue>,
+    /// A hint that `tx` holds bytes (so progress polls for writability).
+    tx_pending: AtomicBool,
+}
+
+/// One peer endpoint.
+pub(super) struct Peer {
+    pub(super) ep: usize,
+    pub(super) addr: SocketAddr,
+    pub(super) health: Health,
+    inbox: Mutex<HashMap<MsgKey, VecDeque<Vec<u8>>, FxBuildHasher>>,
+    /// `None`: this endpoint itself (messages go straight to the inbox).
+    link: Option<Link>,
+    /// This transport was closed: no more sends.
+    closed: AtomicBool,
+    /// Receive buffers, shared by the transport's peers.
+    pool: Arc<Pool>,
+}
+
+impl Peer {
+    pub(super) fn new(ep: usize, addr: SocketAddr, stream: Option<TcpStream>, pool: Arc<Pool>) -> Peer {
+        let link = stream.map(|stream| Link {
+            stream,
+            rx: Mutex::new(RxConn::new()),
+            tx: Mutex::new(SendQueue::default()),
+            tx_pending: AtomicBool::new(false),
+        });
+        Peer {
+            ep,
+            addr,
+            health: Health::default(),
+            inbox: Mutex::default(),
+            link,
+            closed: AtomicBool::new(false),
+            pool,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("endpoint {} ({})", self.ep, self.addr)
+    }
+
+    /// File a message that arrived.
+    pub(super) fn deliver(&self, key: MsgKey, msg: Vec<u8>) {
+        lock(&self.inbox).entry(key).or_default().push_back(msg);
+    }
+
+    /// The oldest message with `key`, if any.
+    pub(super) fn take(&self, key: &MsgKey) -> Option<Vec<u8>> {
+        let mut inbox = lock(&self.inbox);
+        let queue = inbox.get_mut(key)?;
+        let msg = queue.pop_front();
+        if queue.is_empty() {
+            inbox.remove(key);
+        }
+        msg
+    }
+
+    /// Why nothing more can come from this peer, if so.
+    pub(super) fn gone(&self) -> Option<Error> {
+        match self.health.get() {
+            State::Alive => None,
+            State::Left => Some(Error::io(format!("{} left: it closed its transport", self.name()))),
+            State::Dead => Some(Error::io(self.health.why().to_string())),
+        }
+    }
+
+    /// Why this peer died, if it did.
+    pub(super) fn failed(&self) -> Option<Error> {
+        (self.health.get() == State::Dead).then(|| Error::io(self.health.why().to_string()))
+    }
+
+    /// The socket, for polling.
+    pub(super) fn poll_fd(&self) -> Option<libc::pollfd> {
+        let link = self.link.as_ref()?;
+        let reading = self.health.get() == State::Alive;
+        // Relaxed: a hint; a stale value only delays a flush to the next progress.
+        let writing = link.tx_pending.load(Ordering::Relaxed);
+        let events = if reading { libc::POLLIN } else { 0 } | if writing { libc::POLLOUT } else { 0 };
+        (events != 0).then(|| libc::pollfd { fd: link.stream.as_raw_fd(), events, revents: 0 })
+    }
+
+    /// Read what the socket holds and file the messages (skipped if another thread is at it).
+    pub(super) fn pump(&self) {
+        let Some(link) = &self.link else { return };
+        if let Some(mut rx) = try_lock(&link.rx) {
+            self.pump_locked(link, &mut rx);
+        }
+    }
+
+    fn pump_locked(&self, link: &Link, rx: &mut RxConn) {
+        if rx.is_ended() || self.health.get() != State::Alive {
+            return;
+        }
+        let end = rx.pump(&mut &link.stream, PUMP_BUDGET, &self.pool, &mut |k, v| self.deliver(k, v));
+        let (state, why) = match end {
+            None => return,
+            Some(RxEnd::Goodbye) => (State::Left, String::new()),
+            Some(RxEnd::Eof { mid_frame }) => {
+                let mid = if mid_frame { " in the middle of a frame" } else { "" };
+                (
+                    State::Dead,
+                    format!(
+                        "{} closed its connection{mid} without saying goodbye: its process probably died",
+                        self.name()
+                    ),
+                )
+            }
+            Some(RxEnd::Failed(e)) => (
+                State::Dead,
+                format!("{} broke its connection ({e}) without saying goodbye: its process probably died", self.name()),
+            ),
+            Some(RxEnd::Corrupt(e)) => (
+                State::Dead,
+                format!("{} sent a corrupt frame: {}: the connection is closed", self.name(), e.context()),
+            ),
+        };
+        self.end(state, why);
+    }
+
+    /// The connection ended (`state` Left or Dead): stop writing to it.
+    fn end(&self, state: State, why: String) {
+        if !self.health.set(state, why) {
+            return;
+        }
+        if state == State::Dead {
+            ferrocoll_core::log_warn!("p2p tcp: {}", self.health.why());
+        }
+        if let Some(link) = &self.link {
+            let _ = link.stream.shutdown(Shutdown::Both);
+            let why = match state {
+                State::Dead => self.health.why().to_string(),
+                _ => format!("{} left before taking the message", self.name()),
+            };
+            let mut tx = lock(&link.tx);
+            tx.fail_all(&why);
+            // Relaxed: see poll_fd.
+            link.tx_pending.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Write what the send queue holds without blocking (skipped if another thread is at it).
+    pub(super) fn flush(&self) {
+        let Some(link) = &self.link else { return };
+        let Some(tx) = try_lock(&link.tx) else { return };
+        self.flush_locked(link, tx);
+    }
+
+    /// Flush under the `tx` lock; on a write error, release it and find out
+    /// from the receive side whether the peer left or died.
+    fn flush_locked(&self, link: &Link, mut tx: MutexGuard<'_, SendQueue>) {
+        if tx.is_empty() {
+            return;
+        }
+        let fd = link.stream.as_raw_fd();
+        let r = tx.flush(&mut |bufs: &[IoSlice<'_>]| sys::send_vectored(fd, bufs));
+        // Relaxed: see poll_fd.
+        link.tx_pending.store(!tx.is_empty(), Ordering::Relaxed);
+        drop(tx);
+        if let Err(e) = r {
+            // A goodbye may be waiting in the socket: read it before judging.
+            self.pump_locked(link, &mut lock(&link.rx));
+            let why = format!(
+                "{} broke its connection (sending: {e}) without saying goodbye: its process probably died",
+                self.name()
+            );
+            self.end(State::Dead, why);
+            // Already ended (left or dead): the queue may still hold what this call queued.
+            let mut tx = lock(&link.tx);
+            let why = self.gone().map_or_else(|| "the connection failed".to_string(), |e| e.context().to_string());
+            tx.fail_all(&why);
+            link.tx_pending.store(false, Ordering::Relaxed);
+        }
+    }
+
+    fn send_error(&self) -> Option<Error> {
+        // Acquire: pairs with the Release in close().
+        if self.closed.load(Ordering::Acquire) {
+            return Some(Error::io(format!("cannot send to {}: this endpoint's tcp transport is closed", self.name())));
+        }
+        self.gone().map(|e| e.prefixed(format!("cannot send to endpoint {}", self.ep)))
+    }
+
+    /// Queue a message and try to write it at once.
+    pub(super) fn send(self: &Arc<Self>, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
+        if let Some(e) = self.send_error() {
+            return Err(e);
+        }
+        let copy = data.len() <= EAGER_MAX || self.link.is_none();
+        // SAFETY: the caller keeps `data` (host memory, checked by the
+        // transport) valid and unmodified until the handle completes or is
+        // dropped; a copied send completes in this call, after the copy.
+        let bytes = if copy { unsafe { data.as_slice() } } else { &[] };
+        let Some(link) = &self.link else {
+            self.deliver(key, bytes.to_vec());
+            return Ok(Box::new(Sent));
+        };
+        let header = Header::data(key, data.len());
+        let mut tx = lock(&link.tx);
+        // Again under the lock that close() takes: nothing is queued behind a goodbye.
+        if let Some(e) = self.send_error() {
+            return Err(e);
+        }
+        let handle: Box<dyn SendHandle> = if copy {
+            tx.push_copy(&header, bytes);
+            Box::new(Sent)
+        } else {
+            Box::new(LargeSend { peer: self.clone(), state: tx.push_large(&header, data), key })
+        };
+        self.flush_locked(link, tx);
+        Ok(handle)
+    }
+
+    /// Cut the connection without a goodbye (tests: a process that dies).
+    #[cfg(test)]
+    pub(super) fn abort(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(link) = &self.link {
+            let _ = link.stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Say goodbye (best effort, without blocking) and close the connection.
+    pub(super) fn close(&self) {
+        // Release: a sender that sees "closed" does not queue behind the goodbye.
+        self.closed.store(true, Ordering::Release);
+        let Some(link) = &self.link else { return };
+        let mut tx = lock(&link.tx);
+        if self.health.get() == State::Alive {
+            tx.push_copy(&Header::goodbye(), &[]);
+            let fd = link.stream.as_raw_fd();
+            let _ = tx.flush(&mut |bufs: &[IoSlice<'_>]| sys::send_vectored(fd, bufs));
+        }
+        // Everything written: a FIN follows the goodbye. Otherwise the peer sees a cut stream.
+        let how = if tx.is_empty() { Shutdown::Write } else { Shutdown::Both };
+        tx.fail_all("the send was not written before this endpoint's tcp transport closed");
+        link.tx_pending.store(false, Ordering::Relaxed);
+        drop(tx);
+        let _ = link.stream.shutdown(how);
+    }
+}
+
+/// A send whose bytes were copied: complete at once.
+pub(super) struct Sent;
+
+impl SendHandle for Sent {
+    fn test(&mut self) -> Poll<Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A large send written straight from the sender's buffer.
+struct LargeSend {
+    peer: Arc<Peer>,
+    state: Arc<SendState>,
+    key: MsgKey,
+}
+
+impl LargeSend {
+    fn poll(&self) -> Option<Result<()>> {
+        self.state.outcome().map(|r| {
+            r.map_err(|why| {
+                Error::io(format!(
+                    "message to endpoint {} (seq {}, step tag {}) not sent: {why}",
+                    self.peer.ep, self.key.seq, self.key.tag
+                ))
+            })
+        })
+    }
+}
+
+impl SendHandle for LargeSend {
+    fn test(&mut self) -> Poll<Result<()>> {
+        if let Some(r) = self.poll() {
+            return Poll::Ready(r);
+        }
+        self.peer.flush();
+        self.poll().map_or(Poll::Pending, Poll::Ready)
+    }
+}
+
+impl Drop for LargeSend {
+    fn drop(&mut self) {
+        if self.state.outcome().is_some() {
+            return;
+        }
+        if let Some(link) = &self.peer.link {
+            // Under the lock no write is using the buffer; after it the queue no longer refers to it.
+            lock(&link.tx).retract(&self.state);
+        }
+    }
+}

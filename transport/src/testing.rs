@@ -1,0 +1,30 @@
+//! What the transports' unit tests share: a message key, a `MemRef` over a
+//! test buffer, and seeded bytes that differ per seed.
+
+use ferrocoll_core::MemRef;
+
+use crate::p2p::MsgKey;
+
+/// A key of team 7, sequence number 1, from rank 0, with step tag `tag`.
+pub(crate) fn key(tag: u32) -> MsgKey {
+    MsgKey { team: 7, seq: 1, tag, src: 0 }
+}
+
+/// `v` as a `MemRef`.
+pub(crate) fn mem(v: &mut [u8]) -> MemRef {
+    // SAFETY: the tests keep `v` alive and untouched while the MemRef is used.
+    unsafe { MemRef::from_mut_slice(v) }
+}
+
+/// `len` seeded bytes (xorshift), different per seed.
+pub(crate) fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
