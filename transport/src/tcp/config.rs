@@ -59,7 +59,7 @@ impl TcpConfig {
                 ))
             })?,
         };
-        let connect_timeout = config.duration_or(CONNECT_TIMEOUT.name, Some(Duration::from_secs(30)))?;
+        let connect_timeout = config.positive_duration_or(CONNECT_TIMEOUT.name, Some(Duration::from_secs(30)))?;
         Ok(TcpConfig { addr, ports, connect_timeout })
     }
 }
@@ -88,6 +88,8 @@ mod tests {
         let t = TcpConfig::from_config(&c).unwrap();
         assert_eq!(t.addr, Some("::1".parse().unwrap()));
         assert_eq!((t.ports, t.connect_timeout), ((5000, 5007), None));
+        c.set("TL_P2P_TCP_CONNECT_TIMEOUT", "100000000000000000000");
+        assert_eq!(TcpConfig::from_config(&c).unwrap().connect_timeout, Some(Duration::MAX));
         assert_eq!(parse_ports("4711"), Some((4711, 4711)));
     }
 
@@ -99,6 +101,7 @@ mod tests {
             ("TL_P2P_TCP_PORT", "9-3"),
             ("TL_P2P_TCP_PORT", "0-5"),
             ("TL_P2P_TCP_CONNECT_TIMEOUT", "soon"),
+            ("TL_P2P_TCP_CONNECT_TIMEOUT", "0"),
         ] {
             let mut c = Config::new();
             c.set(var, val);

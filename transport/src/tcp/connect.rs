@@ -136,7 +136,8 @@ pub(super) fn establish(
     timeout: Option<Duration>,
 ) -> Result<Vec<(usize, TcpStream)>> {
     let start = Instant::now();
-    let deadline = timeout.map(|t| start + t);
+    // A timeout too long for the clock means no deadline.
+    let deadline = timeout.and_then(|t| start.checked_add(t));
     let mut outs: Vec<Out> = peers
         .iter()
         .filter(|p| p.ep > me.ep)
