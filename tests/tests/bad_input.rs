@@ -480,3 +480,20 @@ fn raw_maxloc_on_plain_values_is_refused_unless_pairs_are_declared() {
         req.run().expect("maxloc over pairs");
     });
 }
+
+#[test]
+fn a_shm_data_size_past_its_maximum_is_refused_not_wrapped() {
+    // 8388608T is 2^63 bytes: the segment layout used to wrap to a few hundred
+    // bytes and the first allreduce wrote far past the mapping.
+    for v in ["8388608T", "2G"] {
+        let mut c = Config::new();
+        c.set("TL_SHM_DATA_SIZE", v);
+        let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() }).expect("lib");
+        let e = expect_err(
+            Context::new(&lib, ContextParams::default()),
+            Status::InvalidParam,
+            &["UCC_TL_SHM_DATA_SIZE", v],
+        );
+        assert!(e.to_string().contains("maximum"), "{e}");
+    }
+}
