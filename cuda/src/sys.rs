@@ -29,7 +29,7 @@ pub const NVRTC_LIBRARY: &str = "libnvrtc.so.13";
 
 /// The two libraries cudarc loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Library {
+pub enum Library {
     /// The CUDA driver.
     Driver,
     /// The runtime compiler.
@@ -98,7 +98,9 @@ pub(crate) fn load(lib: Library, symbols: &[&'static str]) -> Result<()> {
 }
 
 /// Whether cudarc can `dlopen` `lib` (under any of the names it tries).
-fn library_present(lib: Library) -> bool {
+/// Calls nothing in it, so this never panics; tests use it to tell "no
+/// driver here" from other probe failures.
+pub fn library_present(lib: Library) -> bool {
     match lib {
         // SAFETY: is_culib_present only tries to dlopen the library under
         // its usual names and reports whether one loaded; it calls no CUDA
