@@ -7,7 +7,7 @@
 //! missing, so nothing may call into [`driver`] or [`nvrtc`] before the
 //! probe ([`crate::driver()`], [`crate::nvrtc::version`]) has said that the
 //! library loads and has every symbol ferrocoll calls. That check is
-//! [`load`] here: it asks cudarc whether the library loads, then looks each
+//! `load` here: it asks cudarc whether the library loads, then looks each
 //! symbol up without calling anything, and keeps the answer.
 //!
 //! Outside this crate the bindings are for tests (which call a few driver
