@@ -57,7 +57,7 @@ pub fn driver_status(r: driver::CUresult) -> Status {
 
 /// The error of driver call `call` that returned `r`.
 pub fn driver_error(call: &str, r: driver::CUresult) -> Error {
-    Error::new(driver_status(r), format!("{call} failed: {r:?}{}", driver_text(r)))
+    Error::new(driver_status(r), format!("{call} failed: {}", named(format!("{r:?}"), driver_text(r))))
 }
 
 /// `Ok` for `CUDA_SUCCESS`, else [`driver_error`].
@@ -78,7 +78,7 @@ pub fn nvrtc_status(r: nvrtc::nvrtcResult) -> Status {
 
 /// The error of NVRTC call `call` that returned `r`.
 pub fn nvrtc_error(call: &str, r: nvrtc::nvrtcResult) -> Error {
-    Error::new(nvrtc_status(r), format!("{call} failed: {r:?}{}", nvrtc_text(r)))
+    Error::new(nvrtc_status(r), format!("{call} failed: {}", named(format!("{r:?}"), nvrtc_text(r))))
 }
 
 /// `Ok` for `NVRTC_SUCCESS`, else [`nvrtc_error`].
@@ -86,39 +86,47 @@ pub(crate) fn nvrtc_check(call: &str, r: nvrtc::nvrtcResult) -> Result<()> {
     if r == nvrtc::nvrtcResult::NVRTC_SUCCESS { Ok(()) } else { Err(nvrtc_error(call, r)) }
 }
 
-/// `" (text)"` for a library's static string, empty for none.
-fn parenthesised(text: *const c_char) -> String {
+/// `CODE (text)`, or just `CODE` when the library has no text or its text
+/// is the code's name again (NVRTC's is).
+fn named(code: String, text: Option<String>) -> String {
+    match text {
+        Some(text) if !text.is_empty() && text != code => format!("{code} ({text})"),
+        _ => code,
+    }
+}
+
+/// A library's static error string as text.
+fn static_text(text: *const c_char) -> Option<String> {
     if text.is_null() {
-        return String::new();
+        return None;
     }
     // SAFETY: both libraries document their error strings as static,
     // NUL-terminated text; null was excluded above.
-    let s = unsafe { CStr::from_ptr(text) };
-    format!(" ({})", s.to_string_lossy())
+    Some(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
 }
 
-/// The driver's text for `r`, or nothing before the driver library was
+/// The driver's text for `r`, or none before the driver library was
 /// checked (a unit test may build an error without a driver).
-fn driver_text(r: driver::CUresult) -> String {
+fn driver_text(r: driver::CUresult) -> Option<String> {
     if !Library::Driver.ready() {
-        return String::new();
+        return None;
     }
     let mut text: *const c_char = std::ptr::null();
     // SAFETY: the library loads and exports cuGetErrorString (checked just
     // above, so cudarc's lazy lookup cannot panic); the call writes a pointer
     // to a static string, or leaves null for a code it does not know.
     let r = unsafe { driver::cuGetErrorString(r, &mut text) };
-    if r == driver::CUresult::CUDA_SUCCESS { parenthesised(text) } else { String::new() }
+    if r == driver::CUresult::CUDA_SUCCESS { static_text(text) } else { None }
 }
 
-/// NVRTC's text for `r`, or nothing before NVRTC was checked.
-fn nvrtc_text(r: nvrtc::nvrtcResult) -> String {
+/// NVRTC's text for `r`, or none before NVRTC was checked.
+fn nvrtc_text(r: nvrtc::nvrtcResult) -> Option<String> {
     if !Library::Nvrtc.ready() {
-        return String::new();
+        return None;
     }
     // SAFETY: the library loads and exports nvrtcGetErrorString (checked
     // just above); the call only returns a pointer to a static string.
-    parenthesised(unsafe { nvrtc::nvrtcGetErrorString(r) })
+    static_text(unsafe { nvrtc::nvrtcGetErrorString(r) })
 }
 
 #[cfg(test)]
@@ -172,6 +180,9 @@ mod tests {
         ] {
             assert_eq!(nvrtc_status(r), status, "{r:?}");
         }
+        assert_eq!(named("CUDA_ERROR_X".into(), Some("out of memory".into())), "CUDA_ERROR_X (out of memory)");
+        assert_eq!(named("NVRTC_ERROR_X".into(), Some("NVRTC_ERROR_X".into())), "NVRTC_ERROR_X", "no echo");
+        assert_eq!(named("CUDA_ERROR_X".into(), None), "CUDA_ERROR_X");
         let e = nvrtc_error("nvrtcCompileProgram", N::NVRTC_ERROR_COMPILATION);
         assert!(e.context().starts_with("nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION"), "{e}");
         assert!(nvrtc_check("x", N::NVRTC_SUCCESS).is_ok());
