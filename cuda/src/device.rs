@@ -105,11 +105,6 @@ impl PrimaryContext {
     pub fn context(&self) -> Context {
         self.ctx
     }
-
-    /// The device it belongs to.
-    pub fn device(&self) -> DeviceId {
-        self.device
-    }
 }
 
 impl Drop for PrimaryContext {
