@@ -13,8 +13,8 @@
 #                                        if any binary fails
 #
 # What is collected: the test binaries named gpu_* and ee_* (tests/), every
-# test binary of ferrocoll-kernels and the unit tests of ferrocoll-mc and
-# ferrocoll-ee, into DIR/tests; ferrocoll-perftest, ferrocoll-run and
+# test binary of ferrocoll-kernels and the unit tests of ferrocoll-cuda,
+# ferrocoll-mc and ferrocoll-ee, into DIR/tests; ferrocoll-perftest, ferrocoll-run and
 # ferrocoll-info into DIR/tools (for benchmarks; not run here).
 #
 # With the device tool: build here, then
@@ -38,7 +38,7 @@ wanted() {
     case "$name" in gpu_* | ee_*) return 0 ;; esac
     case "$pkg" in ferrocoll-kernels) return 0 ;; esac
     if [ "$kind" = lib ]; then
-        case "$pkg" in ferrocoll-mc | ferrocoll-ee) return 0 ;; esac
+        case "$pkg" in ferrocoll-cuda | ferrocoll-mc | ferrocoll-ee) return 0 ;; esac
     fi
     return 1
 }

@@ -37,12 +37,6 @@ pub struct ReduceArgs {
     pub avg_divisor: u32,
 }
 
-// SAFETY: ReduceArgs is #[repr(C)], made of u64/u32 fields only (no pointers
-// the host dereferences, no padding: 8 + 64 + 8 + 8 + 4 + 4 = 96 bytes), and
-// its layout equals the C struct of the kernels, which static_asserts the
-// same size and offsets (pinned by the tests below).
-unsafe impl cudarc::driver::DeviceRepr for ReduceArgs {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

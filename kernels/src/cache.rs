@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::nvrtc::Ptx;
 use ferrocoll_core::{Result, hash::fnv1a};
+use ferrocoll_cuda::Ptx;
+use ferrocoll_cuda::nvrtc::version as nvrtc_version;
 
-use crate::compile::{compile_options, compile_source, nvrtc_version};
-use crate::cubin::compile_cubin;
+use crate::compile::{compile_cubin, compile_options, compile_source};
 use crate::names::all_kernel_names;
 use crate::source::source;
 
@@ -76,8 +76,8 @@ fn cached<T>(
 
 /// PTX of every kernel for compute capability `major.minor` (`compute_XY`),
 /// compiled with NVRTC the first time an architecture is asked for and then
-/// shared. Load it with `cuModuleLoadData` (or cudarc's
-/// `CudaContext::load_module`) and look the entries up by the names of
+/// shared. Load it with [`Module::load_ptx`](ferrocoll_cuda::Module::load_ptx)
+/// and look the entries up by the names of
 /// [`all_kernel_names`](crate::all_kernel_names).
 ///
 /// Errors: `NotSupported` naming `libnvrtc.so.13` when NVRTC cannot be
@@ -90,8 +90,8 @@ pub fn ptx_for_arch(major: u32, minor: u32) -> Result<Arc<Ptx>> {
         Kind::Ptx,
         major,
         minor,
-        |bytes| String::from_utf8(bytes).ok().filter(|t| has_every_entry(t)).map(Ptx::from_src),
-        |ptx| ptx.to_src().into_bytes(),
+        |bytes| String::from_utf8(bytes).ok().filter(|t| has_every_entry(t)).and_then(|t| Ptx::from_src(t).ok()),
+        |ptx| ptx.as_str().as_bytes().to_vec(),
         |src| compile_source(src, major, minor),
     )
 }

@@ -3,19 +3,11 @@
 //! `REQUIRE_GPU=1` (set by `scripts/gpu-check.sh` on the GPU machine) a skip
 //! is a failure, so a broken driver set-up cannot pass silently.
 
-/// Why no GPU test can run here, or the number of CUDA devices.
+/// Why no GPU test can run here (ferrocoll-cuda's driver probe: the
+/// library, its entry points, `cuInit`, a device), or the number of CUDA
+/// devices. Once this is `Ok`, calling the driver cannot panic.
 pub fn gpu_status() -> Result<usize, String> {
-    // SAFETY: is_culib_present only tries to dlopen the driver library and
-    // reports whether it loaded; it calls no CUDA function.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("the CUDA driver library (libcuda.so.1) cannot be loaded".to_string());
-    }
-    cudarc::driver::result::init().map_err(|e| format!("cuInit failed: {e:?}"))?;
-    match cudarc::driver::result::device::get_count() {
-        Ok(0) => Err("the CUDA driver sees no device".to_string()),
-        Ok(n) => Ok(n as usize),
-        Err(e) => Err(format!("cuDeviceGetCount failed: {e:?}")),
-    }
+    ferrocoll_cuda::driver().map(|d| d.count()).map_err(|e| e.context().to_string())
 }
 
 /// Whether the GPU test `test` must skip: prints `test: skipped: why` and

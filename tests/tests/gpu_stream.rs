@@ -10,11 +10,11 @@
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::sys::{self, CUdeviceptr, CUresult, CUstream, cudaError_enum as E};
 use ferrocoll::{
     BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, Config, CudaStreamEe, DataType, Ee, Event, EventType,
     MemType, ReduceOp, Request, Status, Team,
 };
+use ferrocoll_cuda::sys::driver::{self as sys, CUdeviceptr, CUresult, CUstream, cudaError_enum as E};
 use ferrocoll_tests::gpu::{gpu_status, skip_unless_gpu};
 use ferrocoll_tests::world::{self, TEST_TIMEOUT};
 

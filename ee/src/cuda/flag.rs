@@ -5,13 +5,11 @@
 //! that ended later than one after it. Sequence-numbered, never reset.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
-use cudarc::driver::sys::{self, CUdeviceptr};
-
-use super::driver::{Raw, check, make_current};
 use ferrocoll_core::Result;
+use ferrocoll_cuda::{Context, HostAlloc};
 
 /// Bytes allocated: one cache line, so the device polls a line nobody else writes.
 const BYTES: usize = 64;
@@ -54,34 +52,24 @@ impl Order {
 }
 
 pub(crate) struct Flag {
-    host: Raw<AtomicU64>,
-    dev: CUdeviceptr,
-    ctx: Raw<sys::CUctx_st>,
+    /// Pinned, device-mapped memory (`cuMemHostAlloc`), freed when the flag
+    /// drops: the stream engine synchronises its stream before dropping the
+    /// flag, so no wait reads it any more.
+    mem: HostAlloc,
     order: Mutex<Order>,
 }
 
 impl Flag {
     /// Allocate the flag (0) in pinned, device-mapped memory of context `ctx`.
-    pub(crate) fn new(ctx: Raw<sys::CUctx_st>) -> Result<Flag> {
-        make_current(ctx)?;
-        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
-        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
-        // SAFETY: p is a valid out-pointer; the context is current (above).
-        check(unsafe { sys::cuMemHostAlloc(&mut p, BYTES, flags) }, "cuMemHostAlloc of the stream flag")?;
-        let host = Raw(p.cast::<AtomicU64>());
-        // SAFETY: p points to BYTES ≥ 8 bytes of page-aligned memory, ours alone; zero them before the device sees them.
-        unsafe { host.0.write(AtomicU64::new(0)) };
-        let mut flag = Flag { host, dev: 0, ctx, order: Mutex::default() };
-        // SAFETY: p was allocated with DEVICEMAP in the current context; dev is a valid out-pointer.
-        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut flag.dev, p, 0) };
-        // On error `flag` is dropped, which frees p.
-        check(r, "cuMemHostGetDevicePointer of the stream flag")?;
-        Ok(flag)
+    pub(crate) fn new(ctx: Context) -> Result<Flag> {
+        let mem = HostAlloc::new(ctx, BYTES).map_err(|e| e.prefixed("the stream flag"))?;
+        Ok(Flag { mem, order: Mutex::default() })
     }
 
     /// The device address of the flag, or of its low 32-bit half (for 32-bit waits).
-    pub(crate) fn device_ptr(&self, wide: bool) -> CUdeviceptr {
-        if wide || cfg!(target_endian = "little") { self.dev } else { self.dev + 4 }
+    pub(crate) fn device_ptr(&self, wide: bool) -> u64 {
+        let dev = self.mem.device_ptr();
+        if wide || cfg!(target_endian = "little") { dev } else { dev + 4 }
     }
 
     /// Lock the order, to issue a sequence number and enqueue its wait atomically.
@@ -91,8 +79,8 @@ impl Flag {
     }
 
     fn store(&self, value: u64) {
-        // SAFETY: host points to the flag allocated in `new`, freed only in Drop.
-        let flag = unsafe { &*self.host.0 };
+        // BYTES >= 8 bytes were allocated in `new`, so word 0 always exists.
+        let Some(flag) = self.mem.atomic_u64(0) else { return };
         // Release: the collective's results (written by this thread, or seen
         // by it as the task ended) are visible before the device sees the flag.
         flag.store(value, Ordering::Release);
@@ -112,19 +100,6 @@ impl Flag {
         let mut o = self.lock();
         let value = o.end_all();
         self.store(value);
-    }
-}
-
-impl Drop for Flag {
-    fn drop(&mut self) {
-        // The stream engine synchronised its stream before dropping us, so no wait reads the flag any more.
-        if make_current(self.ctx).is_ok() {
-            // SAFETY: host came from cuMemHostAlloc in this context and nothing uses it after this.
-            let r = unsafe { sys::cuMemFreeHost(self.host.0.cast()) };
-            if let Err(e) = check(r, "cuMemFreeHost of the stream flag") {
-                ferrocoll_core::log_warn!("{e}");
-            }
-        }
     }
 }
 

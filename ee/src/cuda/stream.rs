@@ -6,11 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cudarc::driver::sys::{self, CUdevice_attribute_enum as Attr, CUstream_st, CUstreamWaitValue_flags_enum as Wait};
 use ferrocoll_core::{Ee, EeTrigger, EeType, Error, Event, EventType, Result, Status};
+use ferrocoll_cuda::{Attribute, Context, DeviceId, EventPool, PrimaryContext, Stream, WaitCond, current_device};
 
-use super::driver::{Raw, check, make_current, probe};
-use super::events::EventPool;
 use super::flag::Flag;
 use super::trigger::StreamTrigger;
 use crate::queue::Outbound;
@@ -18,36 +16,20 @@ use crate::queue::Outbound;
 /// Numbers engines for messages.
 static NEXT_NUMBER: AtomicU64 = AtomicU64::new(1);
 
-/// A stream and the primary context the engine created and retained for it.
-struct Owned {
-    stream: Raw<CUstream_st>,
-    ctx: Raw<sys::CUctx_st>,
-    device: sys::CUdevice,
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        if !self.stream.0.is_null() && make_current(self.ctx).is_ok() {
-            // SAFETY: the stream was created by `new_stream` and the engine, its only user, is being dropped.
-            let r = unsafe { sys::cuStreamDestroy_v2(self.stream.0) };
-            if let Err(e) = check(r, "cuStreamDestroy") {
-                ferrocoll_core::log_warn!("{e}");
-            }
-        }
-        // SAFETY: pairs with the cuDevicePrimaryCtxRetain of `new_stream`.
-        if let Err(e) = check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) }, "cuDevicePrimaryCtxRelease") {
-            ferrocoll_core::log_warn!("{e}");
-        }
-    }
+/// The engine's stream and, for a stream the engine created, the primary
+/// context it retained for it. Fields drop in order: the stream (destroyed
+/// if it is ours) before the context is released.
+pub(crate) struct EngineStream {
+    pub(crate) stream: Stream,
+    _primary: Option<PrimaryContext>,
 }
 
 /// What the engine and its triggers share. Fields drop in order: the flag
 /// and events before the stream and context they belong to.
 pub(crate) struct Shared {
     pub(crate) number: u64,
-    pub(crate) stream: Raw<CUstream_st>,
-    pub(crate) ctx: Raw<sys::CUctx_st>,
-    pub(crate) device: sys::CUdevice,
+    pub(crate) ctx: Context,
+    pub(crate) device: DeviceId,
     /// Whether the device takes 64-bit stream waits (else 32-bit ones on the flag's low half).
     wide: bool,
     pub(crate) flag: Flag,
@@ -55,27 +37,26 @@ pub(crate) struct Shared {
     pub(crate) outbound: Outbound,
     /// What its triggers wait for, made once for timeout messages.
     pub(crate) waiting_for: Arc<str>,
-    _owned: Option<Owned>,
+    pub(crate) engine: EngineStream,
 }
 
 impl Shared {
     pub(crate) fn describe(&self) -> String {
-        format!("CUDA stream EE #{} (stream {:p}, device {})", self.number, self.stream.0, self.device)
+        format!("CUDA stream EE #{} (stream {:p}, device {})", self.number, self.engine.stream.as_raw(), self.device)
     }
 
     /// Enqueue "wait until flag ≥ value" on the stream. The context must be current.
     pub(crate) fn enqueue_wait(&self, value: u64) -> Result<()> {
-        let (stream, addr, geq) =
-            (self.stream.0, self.flag.device_ptr(self.wide), Wait::CU_STREAM_WAIT_VALUE_GEQ as u32);
-        let r = if self.wide {
-            // SAFETY: addr is the device mapping of the live flag; the stream is live (engine invariant).
-            unsafe { sys::cuStreamWaitValue64_v2(stream, addr, value, geq) }
+        let (stream, addr) = (&self.engine.stream, self.flag.device_ptr(self.wide));
+        if self.wide {
+            // SAFETY: addr is the device mapping of the live flag, which is
+            // freed only after the stream was synchronised (Shared's drop).
+            unsafe { stream.wait_value64(addr, value, WaitCond::Geq) }
         } else {
             // Truncation intended: GEQ compares cyclically ((int32)(flag - value) >= 0).
             // SAFETY: as above, on the flag's low 32 bits.
-            unsafe { sys::cuStreamWaitValue32_v2(stream, addr, value as u32, geq) }
-        };
-        check(r, if self.wide { "cuStreamWaitValue64" } else { "cuStreamWaitValue32" })
+            unsafe { stream.wait_value32(addr, value as u32, WaitCond::Geq) }
+        }
     }
 }
 
@@ -85,9 +66,8 @@ impl Drop for Shared {
         // the flag over all of them anyway, then let the stream pass its
         // waits before the flag is freed.
         self.flag.release_all();
-        if make_current(self.ctx).is_ok() {
-            // SAFETY: the stream is live (engine invariant) and no longer waits on anything of ours.
-            if let Err(e) = check(unsafe { sys::cuStreamSynchronize(self.stream.0) }, "cuStreamSynchronize") {
+        if self.ctx.make_current().is_ok() {
+            if let Err(e) = self.engine.stream.synchronize() {
                 ferrocoll_core::log_warn!("{} at teardown: {e}", self.describe());
             }
         }
@@ -132,70 +112,51 @@ impl CudaStreamEe {
     /// synchronises the stream (the engine's flag must outlive the stream's
     /// waits on it).
     pub unsafe fn from_raw(stream: *mut c_void) -> Result<CudaStreamEe> {
-        probe()?;
+        ferrocoll_cuda::driver()?;
         if matches!(stream as usize, 0..=2) {
             return Err(Error::invalid_param(format!(
                 "stream {stream:p} is a default stream (legacy or per-thread), which the collective's own device \
                  copies may wait on; pass a created stream"
             )));
         }
-        let stream: Raw<CUstream_st> = Raw(stream.cast());
-        let mut ctx = std::ptr::null_mut();
-        // SAFETY: the caller promises a valid stream; ctx is a valid out-pointer.
-        check(unsafe { sys::cuStreamGetCtx(stream.0, &mut ctx) }, "cuStreamGetCtx")
-            .map_err(|e| e.prefixed(format_args!("stream {:p}", stream.0)))?;
-        Self::with_parts(stream, Raw(ctx), None)
+        // SAFETY: the caller promises a valid stream that outlives the engine
+        // and every request triggered on it (this function's contract).
+        let stream = unsafe { Stream::from_raw(stream) }?;
+        let ctx = stream.context().map_err(|e| e.prefixed(format_args!("stream {:p}", stream.as_raw())))?;
+        Self::with_parts(EngineStream { stream, _primary: None }, ctx)
     }
 
     /// An engine over a new non-blocking stream of device `device` (its
     /// primary context), which the engine destroys when dropped; for tools
     /// and benchmarks. Reach the stream with [`CudaStreamEe::stream`].
     pub fn new_stream(device: usize) -> Result<CudaStreamEe> {
-        probe()?;
-        let mut count = 0;
-        // SAFETY: count is a valid out-pointer; the driver is initialised (probe).
-        check(unsafe { sys::cuDeviceGetCount(&mut count) }, "cuDeviceGetCount")?;
-        let ordinal = i32::try_from(device).ok().filter(|&d| d < count).ok_or_else(|| {
-            Error::invalid_param(format!("CUDA device {device} does not exist: the driver sees {count} device(s)"))
-        })?;
-        let mut dev = 0;
-        // SAFETY: dev is a valid out-pointer; ordinal is below the device count.
-        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
-        let mut ctx = std::ptr::null_mut();
-        // SAFETY: dev is a device handle from cuDeviceGet; ctx is a valid out-pointer.
-        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
-        let ctx = Raw(ctx);
-        let mut owned = Owned { stream: Raw(std::ptr::null_mut()), ctx, device: dev };
-        make_current(ctx)?;
-        let mut stream = std::ptr::null_mut();
-        let flags = sys::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32;
-        // SAFETY: stream is a valid out-pointer; the context is current. On
-        // error `owned` (a null stream) only releases the context.
-        check(unsafe { sys::cuStreamCreate(&mut stream, flags) }, "cuStreamCreate")?;
-        owned.stream = Raw(stream);
-        Self::with_parts(owned.stream, ctx, Some(owned))
+        let count = ferrocoll_cuda::driver()?.count();
+        if device >= count {
+            return Err(Error::invalid_param(format!(
+                "CUDA device {device} does not exist: the driver sees {count} device(s)"
+            )));
+        }
+        let primary = PrimaryContext::retain(DeviceId::get(device)?)?;
+        let ctx = primary.context();
+        // On error `primary` is dropped, which releases the context.
+        let stream = Stream::create(ctx)?;
+        Self::with_parts(EngineStream { stream, _primary: Some(primary) }, ctx)
     }
 
-    fn with_parts(stream: Raw<CUstream_st>, ctx: Raw<sys::CUctx_st>, owned: Option<Owned>) -> Result<CudaStreamEe> {
-        make_current(ctx)?;
-        let mut device = 0;
-        // SAFETY: device is a valid out-pointer; ctx is current.
-        check(unsafe { sys::cuCtxGetDevice(&mut device) }, "cuCtxGetDevice")?;
-        let mut wide = 0;
-        let attr = Attr::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS;
-        // SAFETY: wide is a valid out-pointer; device came from the driver.
-        check(unsafe { sys::cuDeviceGetAttribute(&mut wide, attr, device) }, "cuDeviceGetAttribute")?;
+    fn with_parts(engine: EngineStream, ctx: Context) -> Result<CudaStreamEe> {
+        ctx.make_current()?;
+        let device = current_device()?;
+        let wide = device.attribute(Attribute::CanUse64BitStreamMemOps)?;
         // Relaxed: numbers only need to be unique.
         let number = NEXT_NUMBER.fetch_add(1, Ordering::Relaxed);
         let waiting_for = format!(
             "the work enqueued on CUDA stream EE #{number} (stream {:p}, device {device}) before triggered_post \
              to complete (cuEventQuery)",
-            stream.0
+            engine.stream.as_raw()
         )
         .into();
         let shared = Shared {
             number,
-            stream,
             ctx,
             device,
             wide: wide != 0,
@@ -203,7 +164,7 @@ impl CudaStreamEe {
             events: EventPool::new(ctx),
             outbound: Outbound::default(),
             waiting_for,
-            _owned: owned,
+            engine,
         };
         // A wait that is already met (flag ≥ 0) checks that the stream takes them.
         shared.enqueue_wait(0).map_err(|e| match e.status() {
@@ -218,17 +179,17 @@ impl CudaStreamEe {
 
     /// The stream (a `CUstream`), for enqueueing work around triggered posts.
     pub fn stream(&self) -> *mut c_void {
-        self.shared.stream.0.cast()
+        self.shared.engine.stream.as_raw()
     }
 
     /// The stream's context (a `CUcontext`).
     pub fn context(&self) -> *mut c_void {
-        self.shared.ctx.0.cast()
+        self.shared.ctx.as_raw()
     }
 
     /// The stream's device (a `CUdevice`, which is its ordinal).
     pub fn device(&self) -> i32 {
-        self.shared.device
+        self.shared.device.raw()
     }
 
     /// Whether stream waits are 64-bit (else 32-bit, compared cyclically).

@@ -6,17 +6,14 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use cudarc::driver::sys::{self, cudaError_enum as E};
 use ferrocoll_core::{EeTrigger, Event, Result};
 
-use super::driver::{check, error, make_current};
-use super::events;
 use super::stream::Shared;
 
 pub(crate) struct StreamTrigger {
     shared: Arc<Shared>,
     /// The input-dependency event, until it completed.
-    event: Option<events::Event>,
+    event: Option<ferrocoll_cuda::Event>,
     /// This post's sequence number: the flag value that releases the stream.
     seq: u64,
     completed: bool,
@@ -28,10 +25,9 @@ impl StreamTrigger {
     pub(crate) fn arm(shared: &Arc<Shared>) -> Result<StreamTrigger> {
         // Held across both calls, so that waits reach the stream in sequence order.
         let mut order = shared.flag.lock();
-        make_current(shared.ctx)?;
+        shared.ctx.make_current()?;
         let event = shared.events.take()?;
-        // SAFETY: event is a live event of the stream's context (current, above); the stream is live.
-        if let Err(e) = check(unsafe { sys::cuEventRecord(event.0, shared.stream.0) }, "cuEventRecord") {
+        if let Err(e) = event.record(&shared.engine.stream) {
             shared.events.put(event);
             return Err(e);
         }
@@ -49,19 +45,19 @@ impl StreamTrigger {
 
 impl EeTrigger for StreamTrigger {
     fn poll_ready(&mut self) -> Poll<Result<()>> {
-        let Some(event) = self.event else { return Poll::Ready(Ok(())) };
-        if let Err(e) = make_current(self.shared.ctx) {
+        let Some(event) = &self.event else { return Poll::Ready(Ok(())) };
+        if let Err(e) = self.shared.ctx.make_current() {
             return Poll::Ready(Err(e));
         }
-        // SAFETY: event is live (ours until given back to the pool) and its context is current.
-        match unsafe { sys::cuEventQuery(event.0) } {
-            E::CUDA_SUCCESS => {
-                self.event = None;
-                self.shared.events.put(event);
+        match event.query() {
+            Ok(true) => {
+                if let Some(event) = self.event.take() {
+                    self.shared.events.put(event);
+                }
                 Poll::Ready(Ok(()))
             }
-            E::CUDA_ERROR_NOT_READY => Poll::Pending,
-            r => Poll::Ready(Err(error(r, "cuEventQuery of the triggered post's input event"))),
+            Ok(false) => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e.prefixed("the triggered post's input event"))),
         }
     }
 

@@ -7,16 +7,10 @@
 //! waited for before returning: callers see a finished copy, as with the
 //! host component.
 
-use cudarc::driver::sys::{self, CUstream};
 use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_cuda::{Stream, memory};
 
-use super::device::Driver;
-use super::probe::check;
-
-/// `CU_STREAM_PER_THREAD`: the calling thread's default stream of the current context.
-pub(crate) fn per_thread_stream() -> CUstream {
-    std::ptr::without_provenance_mut(0x2)
-}
+use super::device::Devices;
 
 /// Whether the CUDA component can address memory of this type.
 pub(crate) fn addressable(mt: MemType) -> bool {
@@ -24,7 +18,7 @@ pub(crate) fn addressable(mt: MemType) -> bool {
 }
 
 /// Copy `src` to `dst` (equal lengths; overlapping ranges allowed).
-pub(crate) fn copy(driver: &Driver, dst: MemRef, src: MemRef) -> Result<()> {
+pub(crate) fn copy(devices: &Devices, dst: MemRef, src: MemRef) -> Result<()> {
     for (what, m) in [("destination", &dst), ("source", &src)] {
         if !addressable(m.mem_type()) {
             return Err(Error::invalid_param(format!(
@@ -43,8 +37,8 @@ pub(crate) fn copy(driver: &Driver, dst: MemRef, src: MemRef) -> Result<()> {
     if dst.is_empty() || dst.addr() == src.addr() {
         return Ok(());
     }
-    let device = driver.current_device()?;
-    let _bound = device.bind()?;
+    let device = devices.current_device()?;
+    let _bound = device.cuda.bind()?;
     if dst.overlaps(&src) {
         // cuMemcpy does not promise memmove semantics: go through scratch.
         let tmp = device.pool.take(src.len())?;
@@ -57,18 +51,14 @@ pub(crate) fn copy(driver: &Driver, dst: MemRef, src: MemRef) -> Result<()> {
 
 /// One copy on the per-thread stream, waited for. A context must be current.
 fn raw_copy(dst: MemRef, src: MemRef) -> Result<()> {
-    let stream = per_thread_stream();
+    let stream = Stream::per_thread()?;
     let n = dst.len();
     // SAFETY: by the MemRef contract both ranges are live allocations of n
     // bytes (dst writable) that only ferrocoll touches during the call, of a
     // memory type the driver addresses under unified addressing (checked by
     // the caller); they do not overlap (the caller stages overlapping
-    // copies); the caller bound a context, whose per-thread stream this is.
-    check("cuMemcpyAsync", unsafe {
-        sys::cuMemcpyAsync(dst.addr() as sys::CUdeviceptr, src.addr() as sys::CUdeviceptr, n, stream)
-    })
-    .map_err(|e| e.prefixed(format!("copy of {n} bytes from {} to {} memory", src.mem_type(), dst.mem_type())))?;
-    // SAFETY: the per-thread stream of the current context always exists.
-    check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
-        .map_err(|e| e.prefixed(format!("copy of {n} bytes")))
+    // copies); the stream is synchronised below, before they are used again.
+    unsafe { memory::copy_async(dst.addr() as u64, src.addr() as u64, n, &stream) }
+        .map_err(|e| e.prefixed(format!("copy of {n} bytes from {} to {} memory", src.mem_type(), dst.mem_type())))?;
+    stream.synchronize().map_err(|e| e.prefixed(format!("copy of {n} bytes")))
 }

@@ -6,12 +6,13 @@
 //! ([`PinnedHost`]) for staging and for flags a stream waits on.
 //!
 //! Design decisions:
-//! - **Probe, never panic.** cudarc panics when it calls into a library that
-//!   is not there, so [`CudaMc::probe`] first checks that `libcuda.so.1`
-//!   loads, then `cuInit`s and counts devices; any failure is
-//!   `Error(NotSupported)` naming what is missing, and
-//!   [`default_mcs`](crate::default_mcs) then leaves the component out
-//!   (saying why at debug log level).
+//! - **Probe, never panic.** [`CudaMc::probe`] is `ferrocoll-cuda`'s driver
+//!   probe (`libcuda.so.1` loads and has every entry point ferrocoll calls,
+//!   `cuInit`, at least one device); any failure is `Error(NotSupported)`
+//!   naming what is missing, and [`default_mcs`](crate::default_mcs) then
+//!   leaves the component out (saying why at debug log level). Every driver
+//!   call goes through `ferrocoll-cuda`; this module keeps the component's
+//!   logic (pools, pointer classification, reduction rounds).
 //! - **Primary contexts, bound per call.** Memory and kernels live in each
 //!   device's primary context (the one the CUDA runtime uses, so buffers from
 //!   PyTorch or CuPy are in the same context). Progress may run on any
@@ -29,9 +30,9 @@
 //!   stream and are waited for before returning, so callers (host-driven
 //!   algorithms) see finished results. A stream-ordered path belongs to the
 //!   CUDA stream execution engine.
-//! - **Process-wide state.** Retained contexts, loaded modules and pools
-//!   belong to the process and are shared by every `CudaMc`; they are kept
-//!   until exit.
+//! - **Process-wide state.** Retained contexts (`ferrocoll-cuda`'s), loaded
+//!   modules and pools belong to the process and are shared by every
+//!   `CudaMc`; they are kept until exit.
 //! - **Two memory types.** One component serves `cuda`, its
 //!   [`managed`](CudaMc::managed) twin serves `cuda_managed`; the pointer
 //!   query tells them apart (`CU_POINTER_ATTRIBUTE_IS_MANAGED`), so
@@ -48,14 +49,11 @@ mod copy;
 mod device;
 mod pinned;
 mod pool;
-mod probe;
 mod query;
 mod reduce;
 
 #[cfg(test)]
 mod tests;
-
-use std::sync::Arc;
 
 use ferrocoll_core::backend::{Mc, ReduceSpec, Scratch};
 use ferrocoll_core::{MemRef, MemType, Result};
@@ -63,7 +61,7 @@ use ferrocoll_core::{MemRef, MemType, Result};
 pub use device::DEFAULT_DEVICE_CACHE_LIMIT;
 pub use pinned::PinnedHost;
 
-use device::{Driver, driver};
+use device::{Devices, devices};
 
 /// The CUDA memory component (one for device memory, one for managed memory; see the module docs).
 ///
@@ -76,7 +74,7 @@ use device::{Driver, driver};
 /// ```
 #[derive(Clone)]
 pub struct CudaMc {
-    driver: Arc<Driver>,
+    devices: &'static Devices,
     kind: MemType,
 }
 
@@ -85,52 +83,52 @@ impl CudaMc {
     /// driver and at least one device; `Err(NotSupported)` naming what is
     /// missing otherwise (never a panic). Creates no context yet.
     pub fn probe() -> Result<CudaMc> {
-        Ok(CudaMc { driver: driver()?, kind: MemType::Cuda })
+        Ok(CudaMc { devices: devices()?, kind: MemType::Cuda })
     }
 
     /// The twin component for CUDA managed memory (same devices, pools and kernels).
     pub fn managed(&self) -> CudaMc {
-        CudaMc { driver: self.driver.clone(), kind: MemType::CudaManaged }
+        CudaMc { devices: self.devices, kind: MemType::CudaManaged }
     }
 
     /// Number of CUDA devices the driver sees.
     pub fn device_count(&self) -> usize {
-        self.driver.count()
+        self.devices.count()
     }
 
     /// Compute capability `(major, minor)` of device `ordinal` (sets the device up).
     pub fn compute_capability(&self, ordinal: usize) -> Result<(u32, u32)> {
-        Ok(self.driver.device(ordinal)?.cc)
+        Ok(self.devices.device(ordinal)?.cuda.compute_capability())
     }
 
     /// What memory `addr` is: `Cuda`, `CudaManaged`, or `Host` for anything
     /// the driver does not place on a device (pageable, pinned or registered
     /// host memory).
     pub fn resolve(&self, addr: *const u8) -> MemType {
-        query::query(&self.driver, addr).mem_type
+        query::query(self.devices, addr).mem_type
     }
 
     /// The device that holds `addr`, for device and managed memory.
     pub fn device_of(&self, addr: *const u8) -> Option<usize> {
-        query::query(&self.driver, addr).device
+        query::query(self.devices, addr).device
     }
 
     /// `len` bytes of pinned host memory mapped for the calling thread's
     /// current device (device 0 if none), freed when dropped.
     pub fn alloc_pinned(&self, len: usize) -> Result<PinnedHost> {
-        PinnedHost::alloc(&self.driver.current_device()?, len)
+        PinnedHost::alloc(self.devices.current_device()?, len)
     }
 
     /// Bytes of freed scratch the current device's pool of this component's memory type keeps.
     pub fn cached_bytes(&self) -> Result<usize> {
-        let d = self.driver.current_device()?;
+        let d = self.devices.current_device()?;
         Ok(if self.kind == MemType::Cuda { d.pool.cached_bytes() } else { d.managed_pool.cached_bytes() })
     }
 }
 
 impl std::fmt::Debug for CudaMc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaMc").field("kind", &self.kind).field("devices", &self.driver.count()).finish()
+        f.debug_struct("CudaMc").field("kind", &self.kind).field("devices", &self.devices.count()).finish()
     }
 }
 
@@ -148,7 +146,7 @@ impl Mc for CudaMc {
     }
 
     fn alloc(&self, len: usize) -> Result<Scratch> {
-        let d = self.driver.current_device()?;
+        let d = self.devices.current_device()?;
         if self.kind == MemType::Cuda {
             Ok(Scratch::new(d.pool.take(len)?, d.pool.clone()))
         } else {
@@ -157,15 +155,15 @@ impl Mc for CudaMc {
     }
 
     fn alloc_host(&self, len: usize) -> Result<Scratch> {
-        let d = self.driver.current_device()?;
+        let d = self.devices.current_device()?;
         Ok(Scratch::new(d.pinned_pool.take(len)?, d.pinned_pool.clone()))
     }
 
     fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
-        copy::copy(&self.driver, dst, src)
+        copy::copy(self.devices, dst, src)
     }
 
     fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
-        reduce::reduce(&self.driver, dst, srcs, spec)
+        reduce::reduce(self.devices, dst, srcs, spec)
     }
 }

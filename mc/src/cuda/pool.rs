@@ -2,7 +2,8 @@
 //! power-of-two size classes, cached on free lists up to a byte cap — the
 //! host pool's policy (see `host/pool.rs`) over driver allocations, which
 //! are far slower than `malloc` (`cuMemAlloc` and `cuMemHostRegister` may
-//! take milliseconds and synchronise the device), so caching matters more here.
+//! take milliseconds and synchronise the device), so caching matters more
+//! here. The driver calls are `ferrocoll-cuda`'s; the policy is this file's.
 //!
 //! Blocks of at most the cap go to the class of the next power of two (at
 //! least [`MIN_BLOCK`] bytes); larger ones are allocated at their own size
@@ -10,25 +11,12 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use cudarc::driver::sys::{self, CUcontext};
 use ferrocoll_core::backend::ScratchOwner;
 use ferrocoll_core::{Error, MemRef, MemType, Result};
-
-use super::device::bind;
-use super::probe::check;
+use ferrocoll_cuda::{Context, RegisteredHost, memory};
 
 /// Smallest block: the driver aligns allocations to 256 bytes anyway.
 pub const MIN_BLOCK: usize = 256;
-
-/// A retained primary context, shareable between threads.
-#[derive(Clone, Copy)]
-pub(crate) struct Ctx(pub CUcontext);
-
-// SAFETY: a context handle is a process-wide driver object that any thread
-// may make current; the handle itself is only copied, never dereferenced.
-unsafe impl Send for Ctx {}
-// SAFETY: as for Send.
-unsafe impl Sync for Ctx {}
 
 /// Where a pool's blocks come from.
 pub(crate) trait Backing: Send + Sync {
@@ -45,30 +33,32 @@ pub(crate) trait Backing: Send + Sync {
 /// Device memory of one device (`cuMemAlloc` in its primary context).
 pub(crate) struct DeviceBacking {
     pub ordinal: usize,
-    pub ctx: Ctx,
+    pub ctx: Context,
 }
 
 /// Managed memory (`cuMemAllocManaged`, attached globally) from one device's context.
 pub(crate) struct ManagedBacking {
     pub ordinal: usize,
-    pub ctx: Ctx,
+    pub ctx: Context,
 }
 
 /// Pinned host memory: page-aligned heap memory registered with
-/// `cuMemHostRegister` (portable, device-mapped).
-///
-/// Why not `cuMemHostAlloc`: its pages are mapped from the driver
-/// (`VM_IO | VM_PFNMAP`), which `process_vm_readv` cannot read, so the
-/// shared-memory transport's single-copy CMA would fail on staged buffers
-/// of processes. Registered heap pages are ordinary anonymous memory that
-/// CMA reads, and the device reaches them by DMA all the same.
+/// `cuMemHostRegister` (portable, device-mapped), as a
+/// [`RegisteredHost`] kept by address. Why not `cuMemHostAlloc`: its pages
+/// cannot be read by the shared-memory transport's single-copy CMA (see
+/// `ferrocoll_cuda`'s `host` module).
 pub(crate) struct PinnedBacking {
-    pub ctx: Ctx,
+    pub ctx: Context,
 }
 
-fn log_free(call: &str, r: sys::CUresult) {
-    if r != sys::CUresult::CUDA_SUCCESS {
-        ferrocoll_core::log_warn!("{call} failed while returning scratch: {r:?}");
+/// Free a device or managed block in `ctx`, logging a failure (this runs in drops).
+fn free_device(ctx: Context, ptr: *mut u8) {
+    let Ok(_bound) = ctx.bind() else { return };
+    // SAFETY: ptr came from memory::alloc or alloc_managed in this context
+    // and is freed once (the pool hands each block out to one Scratch at a
+    // time, and frees only blocks that came back).
+    if let Err(e) = unsafe { memory::free(ptr as u64) } {
+        ferrocoll_core::log_warn!("returning scratch: {e}");
     }
 }
 
@@ -77,19 +67,13 @@ impl Backing for DeviceBacking {
     const WHAT: &'static str = "device memory";
 
     fn alloc(&self, size: usize) -> Result<*mut u8> {
-        let _bound = bind(self.ctx.0)?;
-        let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: the device's context is current (bound above); cuMemAlloc writes one pointer.
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, size) })
-            .map_err(|e| e.prefixed(format!("{size} bytes on CUDA device {}", self.ordinal)))?;
+        let _bound = self.ctx.bind()?;
+        let p = memory::alloc(size).map_err(|e| e.prefixed(format!("{size} bytes on CUDA device {}", self.ordinal)))?;
         Ok(p as *mut u8)
     }
 
     fn free(&self, ptr: *mut u8, _size: usize) {
-        let Ok(_bound) = bind(self.ctx.0) else { return };
-        // SAFETY: ptr came from cuMemAlloc in this context and is freed once
-        // (the pool hands each block out to one Scratch at a time).
-        log_free("cuMemFree", unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) });
+        free_device(self.ctx, ptr);
     }
 }
 
@@ -98,19 +82,14 @@ impl Backing for ManagedBacking {
     const WHAT: &'static str = "managed memory";
 
     fn alloc(&self, size: usize) -> Result<*mut u8> {
-        let _bound = bind(self.ctx.0)?;
-        let mut p: sys::CUdeviceptr = 0;
-        let global = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as std::ffi::c_uint;
-        // SAFETY: the context is current (bound above); the call writes one pointer.
-        check("cuMemAllocManaged", unsafe { sys::cuMemAllocManaged(&mut p, size, global) })
+        let _bound = self.ctx.bind()?;
+        let p = memory::alloc_managed(size)
             .map_err(|e| e.prefixed(format!("{size} bytes from CUDA device {}", self.ordinal)))?;
         Ok(p as *mut u8)
     }
 
     fn free(&self, ptr: *mut u8, _size: usize) {
-        let Ok(_bound) = bind(self.ctx.0) else { return };
-        // SAFETY: ptr came from cuMemAllocManaged and is freed once.
-        log_free("cuMemFree", unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) });
+        free_device(self.ctx, ptr);
     }
 }
 
@@ -119,46 +98,16 @@ impl Backing for PinnedBacking {
     const WHAT: &'static str = "pinned host memory";
 
     fn alloc(&self, size: usize) -> Result<*mut u8> {
-        let layout = page_layout(size)?;
-        // SAFETY: the layout is at least one page, never zero-sized.
-        let p = unsafe { std::alloc::alloc(layout) };
-        if p.is_null() {
-            return Err(Error::no_memory(format!("allocating {size} bytes of host memory to pin failed")));
-        }
-        let registered = bind(self.ctx.0).and_then(|_bound| {
-            let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
-            // SAFETY: p..p+layout.size() is a live heap allocation of whole pages that
-            // stays registered until `free` unregisters it before freeing;
-            // a context is current (bound here).
-            check("cuMemHostRegister", unsafe { sys::cuMemHostRegister_v2(p.cast(), layout.size(), flags) })
-        });
-        if let Err(e) = registered {
-            // SAFETY: p came from alloc with this layout and was not registered.
-            unsafe { std::alloc::dealloc(p, layout) };
-            return Err(e.prefixed(format!("pinning {size} bytes of host memory")));
-        }
-        Ok(p)
+        let block = RegisteredHost::alloc(self.ctx, size)
+            .map_err(|e| e.prefixed(format!("pinning {size} bytes of host memory")))?;
+        Ok(block.into_raw())
     }
 
     fn free(&self, ptr: *mut u8, size: usize) {
-        let Ok(layout) = page_layout(size) else { return };
-        if let Ok(_bound) = bind(self.ctx.0) {
-            // SAFETY: ptr was registered in `alloc` and is unregistered once, here.
-            log_free("cuMemHostUnregister", unsafe { sys::cuMemHostUnregister(ptr.cast()) });
-        }
-        // SAFETY: ptr came from std::alloc::alloc with the layout of this
-        // size (the pool passes the size it allocated) and is freed once.
-        unsafe { std::alloc::dealloc(ptr, layout) };
+        // SAFETY: ptr came from `alloc` above with this size (the pool passes
+        // the size it allocated) in this context, and is freed once.
+        drop(unsafe { RegisteredHost::from_raw(self.ctx, ptr, size) });
     }
-}
-
-/// Whole pages for `size` bytes: registration pins pages, so no two blocks may share one.
-fn page_layout(size: usize) -> Result<std::alloc::Layout> {
-    const PAGE: usize = 4096;
-    size.max(1)
-        .checked_next_multiple_of(PAGE)
-        .and_then(|n| std::alloc::Layout::from_size_align(n, PAGE).ok())
-        .ok_or_else(|| Error::no_memory(format!("{size} bytes of pinned host memory have no valid layout")))
 }
 
 struct Lists {
@@ -268,15 +217,6 @@ mod tests {
         assert_eq!(class(1 << 20, 1 << 20), Some((1 << 20, Some(20))));
         assert_eq!(class((1 << 20) + 1, 1 << 20), Some(((1 << 20) + 256, None)));
         assert_eq!(class(usize::MAX, 1 << 20), None);
-    }
-
-    #[test]
-    fn pinned_blocks_are_whole_pages() {
-        let l = page_layout(1).unwrap();
-        assert_eq!((l.size(), l.align()), (4096, 4096));
-        assert_eq!(page_layout(4097).unwrap().size(), 8192);
-        assert_eq!(page_layout(1 << 20).unwrap().size(), 1 << 20);
-        assert!(page_layout(usize::MAX).unwrap_err().to_string().contains(&usize::MAX.to_string()));
     }
 
     /// Host memory standing in for the driver, counting live blocks.

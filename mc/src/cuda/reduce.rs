@@ -1,5 +1,5 @@
 //! Reductions on the device: the kernels of `ferrocoll-kernels`, loaded once
-//! per device, launched with the raw `cuLaunchKernel`.
+//! per device, launched with `cuLaunchKernel` (through `ferrocoll-cuda`).
 //!
 //! One launch folds at most [`MAX_SOURCES`] sources. More are reduced in
 //! rounds: `dst = op(srcs[0..8])`, then `dst = op(dst, next 7)`, and so on;
@@ -8,76 +8,51 @@
 //! sources the result may differ from the host's one rounding by a few ulps.
 
 use std::collections::HashMap;
-use std::ffi::{CString, c_void};
-use std::sync::{Arc, Mutex};
+use std::ffi::c_void;
+use std::sync::Mutex;
 
-use cudarc::driver::sys::{self, CUfunction, CUmodule};
 use ferrocoll_core::backend::ReduceSpec;
 use ferrocoll_core::{Error, MemRef, MemType, ReduceOp, Result};
+use ferrocoll_cuda::{Function, Module, Stream};
 use ferrocoll_kernels::{MAX_SOURCES, ReduceArgs};
 
-use super::copy::per_thread_stream;
-use super::device::{Device, Driver};
-use super::probe::check;
+use super::device::{Device, Devices};
 use super::query::query;
 
 /// The kernels' module in one device's primary context, and the entry points looked up so far.
 pub(crate) struct Kernels {
-    module: CUmodule,
+    module: Module,
     functions: Mutex<HashMap<&'static str, Function>>,
 }
-
-#[derive(Clone, Copy)]
-struct Function(CUfunction);
-
-// SAFETY: module and function handles are process-wide driver objects that
-// may be used from any thread in whose current context they were loaded
-// (callers bind the device's context first); the map is behind a mutex.
-unsafe impl Send for Kernels {}
-// SAFETY: as for Send.
-unsafe impl Sync for Kernels {}
-// SAFETY: as for Kernels: a plain handle, usable from any thread.
-unsafe impl Send for Function {}
 
 impl Kernels {
     /// Compile (or take from the cache) the PTX for the device's compute
     /// capability and load it into the device's primary context.
     fn load(device: &Device) -> Result<Kernels> {
-        let (major, minor) = device.cc;
+        let (ordinal, (major, minor)) = (device.cuda.ordinal(), device.cuda.compute_capability());
         let ptx = ferrocoll_kernels::ptx_for_arch(major, minor)
-            .map_err(|e| e.prefixed(format!("kernels for CUDA device {} (sm_{major}{minor})", device.ordinal)))?;
-        let image = CString::new(ptx.to_src())
-            .map_err(|e| Error::internal(format!("the kernels' PTX has a NUL byte at offset {}", e.nul_position())))?;
-        let _bound = device.bind()?;
-        let mut module: CUmodule = std::ptr::null_mut();
-        // SAFETY: the device's context is current (bound above); image is a
-        // NUL-terminated PTX text that outlives the call; the call writes one handle.
-        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) }).map_err(
-            |e| e.prefixed(format!("loading the kernels on CUDA device {} (sm_{major}{minor})", device.ordinal)),
-        )?;
+            .map_err(|e| e.prefixed(format!("kernels for CUDA device {ordinal} (sm_{major}{minor})")))?;
+        let _bound = device.cuda.bind()?;
+        let module = Module::load_ptx(&ptx)
+            .map_err(|e| e.prefixed(format!("loading the kernels on CUDA device {ordinal} (sm_{major}{minor})")))?;
         Ok(Kernels { module, functions: Mutex::new(HashMap::new()) })
     }
 
     /// The entry point `name` (the device's context must be current).
-    fn function(&self, name: &'static str) -> Result<CUfunction> {
+    fn function(&self, name: &'static str) -> Result<Function> {
         let mut map = self.functions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = map.get(name) {
-            return Ok(f.0);
+            return Ok(*f);
         }
-        let cname = CString::new(name).map_err(|_| Error::internal(format!("kernel name {name:?} has a NUL byte")))?;
-        let mut f: CUfunction = std::ptr::null_mut();
-        // SAFETY: module is loaded in the current context (the caller bound
-        // it); cname is NUL-terminated; the call writes one handle.
-        check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, self.module, cname.as_ptr()) })
-            .map_err(|e| e.prefixed(format!("kernel {name}")))?;
-        map.insert(name, Function(f));
+        let f = self.module.function(name).map_err(|e| e.prefixed(format!("kernel {name}")))?;
+        map.insert(name, f);
         Ok(f)
     }
 }
 
 /// The loaded kernels of `device` (loading them on first use; a failure is kept and repeated).
-fn kernels(device: &Arc<Device>) -> Result<&Kernels> {
-    device.kernels.get_or_init(|| Kernels::load(device)).as_ref().map_err(Error::duplicate)
+fn kernels(device: &Device) -> Result<&Kernels> {
+    device.kernels.get_or_init(|| Kernels::load(device))
 }
 
 fn check_operand(what: &str, m: &MemRef) -> Result<()> {
@@ -137,7 +112,7 @@ fn validate(dst: &MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<usize> {
 }
 
 /// `dst = op(srcs...)` on the device that holds `dst`, waited for.
-pub(crate) fn reduce(driver: &Driver, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
+pub(crate) fn reduce(devices: &Devices, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
     validate(&dst, srcs, spec)?;
     if spec.count == 0 {
         return Ok(());
@@ -148,16 +123,16 @@ pub(crate) fn reduce(driver: &Driver, dst: MemRef, srcs: &[MemRef], spec: &Reduc
         Some(d) => u32::try_from(d)
             .map_err(|_| Error::invalid_param(format!("avg divisor {d} does not fit the device kernels' 32 bits")))?,
     };
-    let device = match query(driver, dst.addr()).device {
-        Some(ordinal) => driver.device(ordinal)?,
-        None => driver.current_device()?,
+    let device = match query(devices, dst.addr()).device {
+        Some(ordinal) => devices.device(ordinal)?,
+        None => devices.current_device()?,
     };
-    let kernels = kernels(&device)?;
-    let _bound = device.bind()?;
+    let kernels = kernels(device)?;
+    let _bound = device.cuda.bind()?;
     let function = kernels.function(name)?;
     let elem = spec.op.element_size(spec.dtype);
     let (grid, block) = ferrocoll_kernels::launch_dims(spec.count as u64, elem);
-    let stream = per_thread_stream();
+    let stream = Stream::per_thread()?;
     for round in rounds(srcs.len()) {
         let mut args = ReduceArgs { dst: dst.addr() as u64, count: spec.count as u64, ..ReduceArgs::default() };
         let mut n = 0;
@@ -179,15 +154,12 @@ pub(crate) fn reduce(driver: &Driver, dst: MemRef, srcs: &[MemRef], spec: &Reduc
         // are device-accessible ranges of `count` elements (validated above,
         // under the MemRef contract); only the first source may be dst.
         // Rounds after the first read dst, which the previous launch on the
-        // same stream wrote: the stream orders them.
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, params.as_mut_ptr(), std::ptr::null_mut())
-        })
-        .map_err(|e| e.prefixed(format!("{name} over {} elements", spec.count)))?;
+        // same stream wrote: the stream orders them; the stream is
+        // synchronised below, before the caller uses the memory again.
+        unsafe { function.launch(grid, block, &stream, &mut params) }
+            .map_err(|e| e.prefixed(format!("{name} over {} elements", spec.count)))?;
     }
-    // SAFETY: the per-thread stream of the current context always exists.
-    check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
-        .map_err(|e| e.prefixed(format!("{name} over {} elements", spec.count)))
+    stream.synchronize().map_err(|e| e.prefixed(format!("{name} over {} elements", spec.count)))
 }
 
 /// The source ranges of each launch for `n` sources: the first round takes

@@ -8,8 +8,7 @@ use super::CudaMc;
 
 /// Whether the driver library loads here (then the no-driver tests have nothing to check).
 fn driver_present() -> bool {
-    // SAFETY: is_culib_present only tries to dlopen the library; it calls no CUDA function.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    ferrocoll_cuda::sys::library_present(ferrocoll_cuda::sys::Library::Driver)
 }
 
 #[test]

@@ -1,25 +1,35 @@
-//! Device memory for the GPU tests, managed through cudarc's raw driver
-//! calls — independently of ferrocoll's CUDA memory component, which the
-//! tests check.
+//! Device memory for the GPU tests, made with ferrocoll-cuda's allocation
+//! wrappers and the raw driver calls it re-exports — independently of
+//! ferrocoll's CUDA memory component (its pools, copies and pointer query),
+//! which the tests check.
 //!
 //! Shared by `gpu_mc.rs` and `gpu_colls.rs`; each uses part of it.
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
 
-use cudarc::driver::{result, sys};
+use ferrocoll_cuda::sys::driver as sys;
+use ferrocoll_cuda::{Context, DeviceId, HostAlloc, PrimaryContext, memory};
 
-/// Make device 0's primary context current on this thread (retained once
-/// per process). Call only after `skip_unless_gpu` said there is a GPU.
+/// Panic with the call's name unless the driver returned success.
+fn ok(r: sys::CUresult, call: &str) {
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "{call}");
+}
+
+/// Device 0's primary context, retained once per process (never released).
+fn context() -> Context {
+    static CTX: OnceLock<PrimaryContext> = OnceLock::new();
+    CTX.get_or_init(|| {
+        let dev = DeviceId::get(0).expect("cuDeviceGet(0)");
+        PrimaryContext::retain(dev).expect("cuDevicePrimaryCtxRetain")
+    })
+    .context()
+}
+
+/// Make device 0's primary context current on this thread. Call only after
+/// `skip_unless_gpu` said there is a GPU.
 pub fn bind() {
-    static CTX: OnceLock<usize> = OnceLock::new();
-    let ctx = *CTX.get_or_init(|| {
-        let dev = result::device::get(0).expect("cuDeviceGet(0)");
-        // SAFETY: dev is a valid device; the primary context stays retained for the process.
-        unsafe { result::primary_ctx::retain(dev) }.expect("cuDevicePrimaryCtxRetain") as usize
-    });
-    // SAFETY: ctx is the retained primary context of device 0.
-    unsafe { result::ctx::set_current(ctx as sys::CUcontext) }.expect("cuCtxSetCurrent");
+    context().make_current().expect("cuCtxSetCurrent");
 }
 
 /// What kind of memory a [`DevBuf`] is.
@@ -37,7 +47,8 @@ pub enum Kind {
 pub struct DevBuf {
     ptr: u64,
     len: usize,
-    kind: Kind,
+    /// The pinned block (freed by its own drop), for `Kind::Pinned`.
+    pinned: Option<HostAlloc>,
 }
 
 impl DevBuf {
@@ -45,21 +56,14 @@ impl DevBuf {
     pub fn new(len: usize, kind: Kind) -> DevBuf {
         bind();
         let n = len.max(1);
-        // SAFETY: a context is current (bound above); the memory is only
-        // reached through this DevBuf, which frees it once on drop.
-        let ptr = unsafe {
-            match kind {
-                Kind::Device => result::malloc_sync(n).expect("cuMemAlloc"),
-                Kind::Managed => {
-                    result::malloc_managed(n, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL).expect("cuMemAllocManaged")
-                }
-                Kind::Pinned => {
-                    let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-                    result::malloc_host(n, flags).expect("cuMemHostAlloc") as u64
-                }
+        match kind {
+            Kind::Device => DevBuf { ptr: memory::alloc(n).expect("cuMemAlloc"), len, pinned: None },
+            Kind::Managed => DevBuf { ptr: memory::alloc_managed(n).expect("cuMemAllocManaged"), len, pinned: None },
+            Kind::Pinned => {
+                let block = HostAlloc::new(context(), n).expect("cuMemHostAlloc");
+                DevBuf { ptr: block.host_ptr() as u64, len, pinned: Some(block) }
             }
-        };
-        DevBuf { ptr, len, kind }
+        }
     }
 
     /// A block holding `bytes`.
@@ -89,7 +93,7 @@ impl DevBuf {
         // SAFETY: the block holds len bytes; a context is current; the
         // synchronous copy is finished when it returns (unified addressing
         // serves device, managed and pinned blocks alike).
-        unsafe { result::memcpy_htod_sync(self.ptr, bytes) }.expect("cuMemcpyHtoD");
+        ok(unsafe { sys::cuMemcpyHtoD_v2(self.ptr, bytes.as_ptr().cast(), bytes.len()) }, "cuMemcpyHtoD");
         sync();
     }
 
@@ -107,7 +111,7 @@ impl DevBuf {
         bind();
         sync();
         // SAFETY: as in `write`, the other way.
-        unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) }.expect("cuMemcpyDtoH");
+        ok(unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, self.len) }, "cuMemcpyDtoH");
         out
     }
 }
@@ -115,21 +119,19 @@ impl DevBuf {
 /// Wait for everything on the device (copies of ferrocoll's run on other streams).
 pub fn sync() {
     bind();
-    result::ctx::synchronize().expect("cuCtxSynchronize");
+    // SAFETY: a context is current (bound above); the call takes no pointer.
+    ok(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize");
 }
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
+        if self.pinned.is_some() {
+            return; // HostAlloc frees itself (with its context made current).
+        }
         bind();
-        // SAFETY: the block came from the matching allocation in `new` and is freed once.
-        let r = unsafe {
-            match self.kind {
-                Kind::Device | Kind::Managed => result::free_sync(self.ptr),
-                Kind::Pinned => result::free_host(self.ptr as *mut std::ffi::c_void),
-            }
-        };
-        if let Err(e) = r {
-            eprintln!("freeing a test block failed: {e:?}");
+        // SAFETY: the block came from memory::alloc or alloc_managed in `new` and is freed once.
+        if let Err(e) = unsafe { memory::free(self.ptr) } {
+            eprintln!("freeing a test block failed: {e}");
         }
     }
 }
