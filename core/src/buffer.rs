@@ -30,6 +30,7 @@ unsafe impl Sync for MemRef {}
 
 impl MemRef {
     /// An empty range (any address is valid for zero bytes).
+    #[inline]
     pub const fn empty(mem_type: MemType) -> MemRef {
         MemRef { addr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0, mem_type }
     }
@@ -43,6 +44,7 @@ impl MemRef {
     ///   writable;
     /// - no one but ferrocoll reads or writes it (the request that carries it
     ///   owns it until completion or cancellation).
+    #[inline]
     pub unsafe fn new(addr: *mut u8, len: usize, mem_type: MemType) -> MemRef {
         if len == 0 { MemRef::empty(mem_type) } else { MemRef { addr, len, mem_type } }
     }
@@ -67,21 +69,25 @@ impl MemRef {
     }
 
     /// Start address.
+    #[inline]
     pub fn addr(&self) -> *mut u8 {
         self.addr
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True when the range is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Memory type.
+    #[inline]
     pub fn mem_type(&self) -> MemType {
         self.mem_type
     }
@@ -89,23 +95,22 @@ impl MemRef {
     /// The sub-range of `len` bytes starting `offset` bytes in. An empty
     /// range is valid at any offset (v-variant blocks of count 0 may carry
     /// any displacement).
+    #[inline]
     pub fn range(&self, offset: usize, len: usize) -> Result<MemRef> {
         if len == 0 {
             return Ok(MemRef::empty(self.mem_type));
         }
         match offset.checked_add(len) {
             Some(end) if end <= self.len => {
-                if len == 0 {
-                    return Ok(MemRef::empty(self.mem_type));
-                }
                 // wrapping_add cannot leave the allocation: offset + len <= self.len.
                 Ok(MemRef { addr: self.addr.wrapping_add(offset), len, mem_type: self.mem_type })
             }
-            _ => Err(Error::internal(format!("range {offset}+{len} is outside a buffer of {} bytes", self.len))),
+            _ => Err(outside(offset, len, self.len)),
         }
     }
 
     /// Whether the two ranges share at least one byte.
+    #[inline]
     pub fn overlaps(&self, other: &MemRef) -> bool {
         if self.len == 0 || other.len == 0 {
             return false;
@@ -139,6 +144,12 @@ impl MemRef {
         // allocation; the caller promises exclusive host access.
         unsafe { std::slice::from_raw_parts_mut(self.addr, self.len) }
     }
+}
+
+/// The error of a sub-range outside its buffer (out of line: `range` is hot).
+#[cold]
+fn outside(offset: usize, len: usize, buffer: usize) -> Error {
+    Error::internal(format!("range {offset}+{len} is outside a buffer of {buffer} bytes"))
 }
 
 #[cfg(test)]

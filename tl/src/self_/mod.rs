@@ -24,8 +24,8 @@ use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 pub struct SelfTl;
 
 /// Every collective's `copy`, one entry each.
-static REGISTRY: LazyLock<Registry<McSet>> = LazyLock::new(|| {
-    let algs: Vec<Alg<McSet>> = CollType::ALL
+static REGISTRY: LazyLock<Registry<Arc<SelfTeam>>> = LazyLock::new(|| {
+    let algs: Vec<Alg<Arc<SelfTeam>>> = CollType::ALL
         .iter()
         .map(|&coll| Alg::new(coll, 0, "copy", "local copy of this rank's data (team of one)", Run::Any(copy)))
         .collect();
@@ -38,7 +38,8 @@ const FIELDS: &[ConfigField] =
     &[ConfigField { name: "UCC_TL_SELF_TUNE", default: "", doc: "Score-map overrides for the self TL." }];
 
 /// The collective of a team of one, through the library's memory components.
-fn copy(mcs: McSet, init: Arc<CollInit>) -> AlgFuture {
+fn copy(team: Arc<SelfTeam>, init: Arc<CollInit>) -> AlgFuture {
+    let mcs = &team.mcs;
     let copy = |d: MemRef, s: MemRef| if d.is_empty() || d == s { Ok(()) } else { mcs.get(d.mem_type())?.copy(d, s) };
     let reduce = |dst: MemRef, srcs: &[MemRef], spec| mcs.get(dst.mem_type())?.reduce(dst, srcs, &spec);
     Box::pin(std::future::ready(team_of_one(&init.ops, &copy, &reduce)))
@@ -104,10 +105,10 @@ struct SelfTeam {
 }
 
 impl AlgTeam for SelfTeam {
-    type Exec = McSet;
+    type Exec = Arc<SelfTeam>;
     const TL: &'static str = "self";
 
-    fn registry(&self) -> &'static Registry<McSet> {
+    fn registry(&self) -> &'static Registry<Arc<SelfTeam>> {
         &REGISTRY
     }
 
@@ -123,19 +124,19 @@ impl AlgTeam for SelfTeam {
         CollType::ALL.iter().map(|&coll| DefaultAlg { coll, range: MsgRange::ALL, alg: 0 }).collect()
     }
 
-    fn task(self: &Arc<Self>, alg: &'static Alg<McSet>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
-        Ok(Box::new(SelfTask { mcs: self.mcs.clone(), init: init.clone(), run: alg.run }))
+    fn task(self: &Arc<Self>, alg: &'static Alg<Arc<SelfTeam>>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+        Ok(Box::new(SelfTask { team: self.clone(), init: init.clone(), run: alg.run }))
     }
 }
 
 struct SelfTask {
-    mcs: McSet,
+    team: Arc<SelfTeam>,
     init: Arc<CollInit>,
-    run: Run<McSet>,
+    run: Run<Arc<SelfTeam>>,
 }
 
 impl CollTask for SelfTask {
     fn start(&self, _post: &PostInfo) -> Result<TaskFuture> {
-        self.run.start(self.mcs.clone(), &self.init)
+        self.run.start(self.team.clone(), &self.init)
     }
 }

@@ -71,16 +71,19 @@ impl Mapping {
     }
 
     /// First byte (page-aligned).
+    #[inline]
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the mapping is empty (never: mappings have at least one byte).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -88,14 +91,17 @@ impl Mapping {
     /// The first of `len` bytes at `off`, once `off + len` is checked to lie
     /// within the mapping (without overflowing). What may be written there,
     /// and when, is the caller's protocol.
+    // Inlined: the shm TL reaches its segment through this on every step.
+    #[inline]
     pub fn range(&self, off: usize, len: usize) -> Result<*mut u8> {
         match off.checked_add(len) {
             Some(end) if end <= self.len => Ok(self.ptr().wrapping_add(off)),
-            _ => Err(Error::internal(format!("{len} bytes at offset {off} lie outside a {}-byte mapping", self.len))),
+            _ => Err(outside(off, len, self.len)),
         }
     }
 
     /// A `T` at `off`, in bounds and aligned for `T` (the mapping is page-aligned).
+    #[inline]
     pub fn at<T>(&self, off: usize) -> Result<*mut T> {
         let (size, align) = (std::mem::size_of::<T>(), std::mem::align_of::<T>());
         if !off.is_multiple_of(align) {
@@ -127,6 +133,12 @@ impl Mapping {
     pub fn u8_at(&self, off: usize) -> Result<&AtomicU8> {
         self.view(off)
     }
+}
+
+/// The error of a range outside a mapping (out of line: the checks above are hot).
+#[cold]
+fn outside(off: usize, len: usize, mapped: usize) -> Error {
+    Error::internal(format!("{len} bytes at offset {off} lie outside a {mapped}-byte mapping"))
 }
 
 impl Drop for Mapping {
