@@ -120,7 +120,7 @@ run() {
     while IFS= read -r d; do
         [ -n "$d" ] && libs="${libs:+$libs:}$d"
     done < <(wheel_lib_dirs)
-    # cudarc asks for libnccl.so, the wheel ships libnccl.so.2: link it (NATIVE-DEPS.md).
+    # cudarc asks for libnccl.so, the nvidia-nccl wheel ships only libnccl.so.2: link it.
     local shim
     shim="$(mktemp -d)"
     local dirs=()

@@ -8,7 +8,7 @@
 #     ferrocoll   - default selection (shm TL on one host);
 #     p2p         - ferrocoll with UCC_TLS=^shm (p2p algorithms over the
 #                   shared-memory transport: rings + CMA single copy);
-#     openmpi     - ../shared/bench/run-openmpi.sh (btl self,vader, tuned).
+#     openmpi     - bench/peers/run-openmpi.sh (btl self,vader, tuned).
 #   Then prints markdown tables (bench/scripts/tables.py).
 set -euo pipefail
 out=${1:?output directory}
@@ -17,7 +17,7 @@ ranks=("$@")
 [ ${#ranks[@]} -gt 0 ] || ranks=(2 4)
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-peer=${FERROCOLL_PEER_BENCH:-$root/../shared/bench/run-openmpi.sh}
+peer=${FERROCOLL_PEER_BENCH:-$root/bench/peers/run-openmpi.sh}
 mkdir -p "$out"
 cargo build --release -q -p ferrocoll-bench --manifest-path "$root/Cargo.toml"
 perftest="$root/target/release/ferrocoll-perftest"

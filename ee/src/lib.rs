@@ -35,9 +35,9 @@
 //! ## Events
 //!
 //! UCC's calls: `set_event` (user → engine), `get_event`, `ack_event`,
-//! `wait` (engine → user). Differences from UCC, as DESIGN.md asks: `wait`
-//! returns the event instead of losing it, and `CollectiveComplete` is
-//! produced. Each engine keeps up to 4096 events for the user; past that an
+//! `wait` (engine → user). Differences from UCC, where UCC has known
+//! defects: `wait` returns the event instead of losing it, and
+//! `CollectiveComplete` is produced. Each engine keeps up to 4096 events for the user; past that an
 //! `Overflow` event takes the place of the excess until it is taken.
 //!
 //! ## Limits
