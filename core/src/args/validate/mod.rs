@@ -89,45 +89,7 @@ impl CollInit {
         let coll = args.coll_type;
         let ck = Checker { coll, size, args, resolve_mem };
         let in_place = args.flags.contains(CollFlags::IN_PLACE);
-        let root = if coll.is_rooted() {
-            let r = usize::try_from(args.root).unwrap_or(usize::MAX);
-            if r >= size {
-                return Err(ck.err(format!("root {} is not below team size {size}", args.root)));
-            }
-            r
-        } else {
-            0
-        };
-        if in_place && matches!(coll, Bcast | Barrier | Fanin | Fanout) {
-            let why =
-                if coll == Bcast { "bcast is always in place (its one buffer is src)" } else { "it has no buffers" };
-            return Err(ck.err(format!("the in-place flag is not allowed: {why}")));
-        }
-        if coll.is_reduction() && args.op.is_loc() && !args.flags.contains(CollFlags::LOC_PAIRS) {
-            return Err(ck.err(format!(
-                "{} reduces (value, index) pairs: set CollFlags::LOC_PAIRS and count pairs (ValueIndex<T> \
-                 buffers of the typed API do), so that an array of plain values is not read as pairs",
-                args.op
-            )));
-        }
-        if args.flags.contains(CollFlags::MEM_MAPPED_BUFFERS) {
-            return Err(Error::not_supported(format!("{coll}: mem-mapped (one-sided) buffers are not supported")));
-        }
-        let timeout = if args.flags.contains(CollFlags::TIMEOUT) {
-            if !(args.timeout.is_finite() && args.timeout > 0.0) {
-                return Err(ck.err(format!("timeout {} s is not a positive number of seconds", args.timeout)));
-            }
-            // Longer than a Duration holds (centuries): as long as it holds.
-            Some(Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::MAX))
-        } else {
-            default_timeout
-        };
-        if let Some(set) = &args.active_set {
-            if coll != Bcast {
-                return Err(Error::not_supported(format!("{coll}: active sets are supported for bcast only")));
-            }
-            check_active_set(&ck, set, size, root, rank)?;
-        }
+        let (root, timeout) = check_common(&ck, rank, default_timeout)?;
         let c = Ctx { ck, rank, size, root, in_place, op: args.op };
         let v = match coll {
             Barrier => Validated { src: None, dst: None, count: 0, ops: Operands::Barrier },
@@ -172,6 +134,53 @@ impl CollInit {
             cb: args.cb.clone(),
         })
     }
+}
+
+/// The checks every collective shares: root, flags, timeout, active set.
+/// Returns the root (0 for unrooted collectives) and the timeout.
+fn check_common(ck: &Checker<'_>, rank: usize, default_timeout: Option<Duration>) -> Result<(usize, Option<Duration>)> {
+    use CollType::*;
+    let (args, coll, size) = (ck.args, ck.coll, ck.size);
+    let in_place = args.flags.contains(CollFlags::IN_PLACE);
+    let root = if coll.is_rooted() {
+        let r = usize::try_from(args.root).unwrap_or(usize::MAX);
+        if r >= size {
+            return Err(ck.err(format!("root {} is not below team size {size}", args.root)));
+        }
+        r
+    } else {
+        0
+    };
+    if in_place && matches!(coll, Bcast | Barrier | Fanin | Fanout) {
+        let why = if coll == Bcast { "bcast is always in place (its one buffer is src)" } else { "it has no buffers" };
+        return Err(ck.err(format!("the in-place flag is not allowed: {why}")));
+    }
+    if coll.is_reduction() && args.op.is_loc() && !args.flags.contains(CollFlags::LOC_PAIRS) {
+        return Err(ck.err(format!(
+            "{} reduces (value, index) pairs: set CollFlags::LOC_PAIRS and count pairs (ValueIndex<T> \
+             buffers of the typed API do), so that an array of plain values is not read as pairs",
+            args.op
+        )));
+    }
+    if args.flags.contains(CollFlags::MEM_MAPPED_BUFFERS) {
+        return Err(Error::not_supported(format!("{coll}: mem-mapped (one-sided) buffers are not supported")));
+    }
+    let timeout = if args.flags.contains(CollFlags::TIMEOUT) {
+        if !(args.timeout.is_finite() && args.timeout > 0.0) {
+            return Err(ck.err(format!("timeout {} s is not a positive number of seconds", args.timeout)));
+        }
+        // Longer than a Duration holds (centuries): as long as it holds.
+        Some(Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::MAX))
+    } else {
+        default_timeout
+    };
+    if let Some(set) = &args.active_set {
+        if coll != Bcast {
+            return Err(Error::not_supported(format!("{coll}: active sets are supported for bcast only")));
+        }
+        check_active_set(ck, set, size, root, rank)?;
+    }
+    Ok((root, timeout))
 }
 
 /// The checks between a source and a destination that both exist: same
