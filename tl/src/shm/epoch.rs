@@ -14,7 +14,8 @@ use std::task::Poll;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::liveness::Proc;
 
-use super::segment::Ctrl;
+use super::segment::{Ctrl, FAILED, PRESENT};
+use super::signature::Signature;
 use super::team::ShmTeam;
 
 /// Fruitless polls between two liveness checks of the rank waited for.
@@ -38,9 +39,29 @@ fn load(c: &Ctrl, f: Flag) -> u64 {
     }
 }
 
+/// Whether rank `r` still takes part in the team's collectives.
+fn check_present(r: usize, ctrl: &Ctrl) -> Result<()> {
+    // Acquire: the peer's Release when it left or failed.
+    match ctrl.left.load(Ordering::Acquire) {
+        PRESENT => Ok(()),
+        FAILED => Err(Error::io(format!(
+            "shm team rank {r} stopped taking part: a collective failed on it (its own error says why, e.g. \
+             calls that differ between ranks, or a collective cancelled halfway)"
+        ))),
+        _ => Err(Error::io(format!("shm team rank {r} left the team (its team or context was destroyed)"))),
+    }
+}
+
 impl ShmTeam {
-    /// Wait until `flag` of every rank in `ranks` is at least `epoch`.
+    /// Wait until `flag` of every rank in `ranks` is at least `epoch`, an
+    /// epoch of the running collective, checking that each of those ranks
+    /// runs the same collective (see `signature.rs`) before anything it
+    /// published is read.
     pub(crate) async fn wait(&self, flag: Flag, ranks: &[usize], epoch: u64) -> Result<()> {
+        self.wait_for(flag, ranks, epoch, true).await
+    }
+
+    async fn wait_for(&self, flag: Flag, ranks: &[usize], epoch: u64, same_collective: bool) -> Result<()> {
         let mut next = 0;
         let mut polls = 0u32;
         std::future::poll_fn(|_| {
@@ -50,12 +71,22 @@ impl ShmTeam {
                     Err(e) => return Poll::Ready(Err(e)),
                 };
                 if load(ctrl, flag) >= epoch {
+                    if same_collective {
+                        if let Err(e) = self.check_signature(r, ctrl, epoch) {
+                            return Poll::Ready(Err(e));
+                        }
+                    }
                     next += 1;
                     polls = 0;
                     continue;
                 }
                 polls += 1;
                 self.diag_waiting(r);
+                // Whether r is still taking part is one load of the line just
+                // read; whether its process lives is a system call, so rarer.
+                if let Err(e) = check_present(r, ctrl) {
+                    return Poll::Ready(Err(e));
+                }
                 if polls.is_multiple_of(LIVENESS_EVERY) {
                     if let Err(e) = self.check_alive(r, ctrl) {
                         return Poll::Ready(Err(e));
@@ -68,11 +99,36 @@ impl ShmTeam {
         .await
     }
 
-    fn check_alive(&self, r: usize, ctrl: &Ctrl) -> Result<()> {
-        // Acquire: the peer's Release when it left.
-        if ctrl.left.load(Ordering::Acquire) != 0 {
-            return Err(Error::io(format!("shm team rank {r} left the team (its team or context was destroyed)")));
+    /// Rank `r`, seen at `epoch` or later, must have published the running
+    /// collective's signature for `epoch`: the same call, begun at the same epoch.
+    fn check_signature(&self, r: usize, ctrl: &Ctrl, epoch: u64) -> Result<()> {
+        let slot = &ctrl.sig[(epoch % 2) as usize];
+        // Relaxed: written by rank r before the Release of the flag this wait
+        // just Acquire-loaded, and not rewritten before this rank finishes
+        // `epoch` (the slot's next user is epoch + 2).
+        let (seen, start) = (slot.epoch.load(Ordering::Relaxed), slot.start.load(Ordering::Relaxed));
+        let theirs = Signature { word: slot.word.load(Ordering::Relaxed), size: slot.size.load(Ordering::Relaxed) };
+        let (mine, my_start) = self.running.get();
+        if seen == epoch && start == my_start && theirs.agrees(&mine) {
+            return Ok(());
         }
+        let me = self.rank;
+        Err(Error::invalid_param(if seen != epoch || start != my_start {
+            format!(
+                "the ranks' collectives are out of step: rank {r} is in a collective that began at another \
+                 step than this rank's ({me}) {} (step {my_start}): earlier calls on the team differed",
+                mine.describe()
+            )
+        } else {
+            format!(
+                "the ranks' calls differ: rank {r} posted {}, this rank ({me}) posted {}",
+                theirs.describe(),
+                mine.describe()
+            )
+        }))
+    }
+
+    fn check_alive(&self, r: usize, ctrl: &Ctrl) -> Result<()> {
         // Relaxed: the pid is written once, and a late view only delays the check.
         let raw = ctrl.pid.load(Ordering::Relaxed);
         let pid = match u32::try_from(raw) {
@@ -103,9 +159,31 @@ impl ShmTeam {
     pub(crate) async fn begin(&self) -> Result<u64> {
         let e = self.next_epoch();
         if e > 2 {
-            self.wait(Flag::Done, &self.all, e - 2).await?;
+            self.wait_for(Flag::Done, &self.all, e - 2, false).await?;
         }
+        self.sign(e)?;
         Ok(e)
+    }
+
+    /// Write the running collective's signature for epoch `e` (its slot's
+    /// readers of epoch `e - 2` have all finished: `begin` waited for them).
+    fn sign(&self, e: u64) -> Result<()> {
+        // Relaxed throughout: the running state is this task's own, and the
+        // slot is published by the Release of this rank's next flag.
+        let start = match self.running.start.load(Ordering::Relaxed) {
+            0 => {
+                self.running.start.store(e, Ordering::Relaxed);
+                e
+            }
+            s => s,
+        };
+        let (sig, _) = self.running.get();
+        let slot = &self.seg.ctrl(self.rank)?.sig[(e % 2) as usize];
+        slot.start.store(start, Ordering::Relaxed);
+        slot.word.store(sig.word, Ordering::Relaxed);
+        slot.size.store(sig.size, Ordering::Relaxed);
+        slot.epoch.store(e, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Publish this rank's data (or results) of epoch `e`.

@@ -23,6 +23,7 @@ mod context;
 mod epoch;
 mod layout;
 mod segment;
+mod signature;
 mod team;
 
 use std::sync::Arc;

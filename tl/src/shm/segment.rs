@@ -14,7 +14,7 @@ use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, S
 use super::layout::{LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -43,8 +43,34 @@ pub(crate) struct Ctrl {
     pub done: AtomicU64,
     /// The rank's process id (for liveness checks).
     pub pid: AtomicU64,
-    /// Set when the rank destroyed its team.
+    /// [`PRESENT`], [`LEFT`] (the rank destroyed its team) or [`FAILED`]
+    /// (a collective failed on it, e.g. its arguments differed from another
+    /// rank's, and it will not take part in later ones).
     pub left: AtomicU64,
+    /// The signature of the collective of epoch `e`, in slot `e % 2` (see
+    /// `signature.rs`): a rank cannot start epoch `e + 2` before every rank
+    /// has finished `e`, so the slot of an epoch a reader waits in is stable.
+    pub sig: [SigSlot; 2],
+}
+
+/// A rank's control-line value of `left` while it takes part.
+pub(crate) const PRESENT: u64 = 0;
+/// The rank destroyed its team.
+pub(crate) const LEFT: u64 = 1;
+/// A collective failed on the rank; it takes no part in later ones.
+pub(crate) const FAILED: u64 = 2;
+
+/// One epoch's signature in a control line.
+#[repr(C)]
+pub(crate) struct SigSlot {
+    /// The epoch it describes.
+    pub epoch: AtomicU64,
+    /// The first epoch of that epoch's collective.
+    pub start: AtomicU64,
+    /// `Signature::word`.
+    pub word: AtomicU64,
+    /// `Signature::size`.
+    pub size: AtomicU64,
 }
 
 // SAFETY: as for Header: repr(C), atomics only.

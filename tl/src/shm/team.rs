@@ -20,7 +20,8 @@ use ferrocoll_transport::liveness::Proc;
 
 use super::alg::{self, Exec};
 use super::layout::Layout;
-use super::segment::Segment;
+use super::segment::{FAILED, LEFT, PRESENT, Segment};
+use super::signature::Signature;
 use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
@@ -43,6 +44,35 @@ pub(crate) struct ShmTeam {
     /// The rank the running collective waits for (`u64::MAX`: none), copied
     /// into the task's diagnostics by the task's future.
     waiting: AtomicU64,
+    /// The running collective's signature and first epoch (0 until its
+    /// first `begin`), which every epoch publishes and checks (`epoch.rs`).
+    pub(crate) running: Running,
+}
+
+/// The collective this rank runs on the team now (one at a time: see the module docs).
+#[derive(Default)]
+pub(crate) struct Running {
+    /// `Signature::word`.
+    pub word: AtomicU64,
+    /// `Signature::size`.
+    pub size: AtomicU64,
+    /// Its first epoch, 0 before it began.
+    pub start: AtomicU64,
+}
+
+impl Running {
+    /// What is running now (Relaxed: only the one running task of this rank touches it).
+    pub(crate) fn get(&self) -> (Signature, u64) {
+        let sig = Signature { word: self.word.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed) };
+        (sig, self.start.load(Ordering::Relaxed))
+    }
+
+    fn set(&self, sig: Signature) {
+        // Relaxed: read only by this rank's running task (see `get`).
+        self.word.store(sig.word, Ordering::Relaxed);
+        self.size.store(sig.size, Ordering::Relaxed);
+        self.start.store(0, Ordering::Relaxed);
+    }
 }
 
 impl ShmTeam {
@@ -94,6 +124,7 @@ impl ShmTeam {
             epoch: AtomicU64::new(0),
             broken: AtomicBool::new(false),
             waiting: AtomicU64::new(u64::MAX),
+            running: Running::default(),
         }))))
     }
 
@@ -128,11 +159,27 @@ impl ShmTeam {
     }
 }
 
+impl ShmTeam {
+    /// Mark the team broken on this rank, and tell the others: they fail
+    /// at their next wait for this rank instead of waiting for a collective
+    /// it will not run.
+    fn break_team(&self) {
+        // Release: later tasks that see `broken` fail instead of running.
+        self.broken.store(true, Ordering::Release);
+        if let Ok(c) = self.seg.ctrl(self.rank) {
+            // Release: peers that see FAILED stop waiting for us. A rank that
+            // already left stays LEFT.
+            let _ = c.left.compare_exchange(PRESENT, FAILED, Ordering::Release, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Drop for ShmTeam {
     fn drop(&mut self) {
         if let Ok(c) = self.seg.ctrl(self.rank) {
-            // Release: peers that see `left` stop waiting for us.
-            c.left.store(1, Ordering::Release);
+            // Release: peers that see `left` stop waiting for us. A rank on
+            // which a collective failed stays FAILED, the better reason.
+            let _ = c.left.compare_exchange(PRESENT, LEFT, Ordering::Release, Ordering::Relaxed);
         }
     }
 }
@@ -165,7 +212,8 @@ impl AlgTeam for ShmTeam {
     }
 
     fn task(self: &Arc<Self>, alg: &'static Alg<Exec>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
-        Ok(Box::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run }))
+        let sig = Signature::of(init);
+        Ok(Box::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run, sig }))
     }
 }
 
@@ -173,17 +221,20 @@ struct ShmTask {
     team: Arc<ShmTeam>,
     init: Arc<CollInit>,
     run: Run<Exec>,
+    sig: Signature,
 }
 
 impl CollTask for ShmTask {
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
         // Relaxed: tickets are taken in post order by this rank's posting thread(s).
         let ticket = self.team.tickets.fetch_add(1, Ordering::Relaxed);
-        let (team, init, run, diag) = (self.team.clone(), self.init.clone(), self.run, post.diag.clone());
+        let (team, init, run, diag, sig) =
+            (self.team.clone(), self.init.clone(), self.run, post.diag.clone(), self.sig);
         let waiting = Waiting { team: team.clone(), armed: true };
         let watched = team.clone();
         let inner = async move {
             let mut turn = Turn::take(waiting, ticket).await?;
+            team.running.set(sig);
             let result = match run.start(team.clone(), &init) {
                 Ok(collective) => collective.await,
                 Err(e) => Err(e),
@@ -225,8 +276,7 @@ struct Waiting {
 impl Drop for Waiting {
     fn drop(&mut self) {
         if self.armed {
-            // Release: later tasks that see `broken` fail instead of waiting for this turn.
-            self.team.broken.store(true, Ordering::Release);
+            self.team.break_team();
         }
     }
 }
@@ -254,8 +304,7 @@ impl Turn {
 impl Drop for Turn {
     fn drop(&mut self) {
         if !self.ok {
-            // Release: later tasks that see `broken` fail instead of running.
-            self.team.broken.store(true, Ordering::Release);
+            self.team.break_team();
         }
         // Release: the next task starts after this one's last step.
         self.team.turn.store(self.ticket + 1, Ordering::Release);

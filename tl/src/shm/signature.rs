@@ -1,0 +1,99 @@
+//! What every rank must agree on for one collective, so that ranks whose
+//! calls differ fail, naming each other, instead of exchanging data that
+//! does not fit (wrong results returned as success, or a hang).
+//!
+//! A [`Signature`] packs the collective, its reduction (datatype and
+//! operation; data movement compares bytes, not types), its root, and its
+//! size: elements for reductions, bytes for data movement, "unknown" for the
+//! v-variants where a rank does not know the others' sizes (gatherv,
+//! scatterv, alltoallv: their size round checks those). Each rank writes its
+//! signature, with the epoch its collective started at, into its control
+//! line at every epoch (`epoch.rs`); a rank that waits for another checks
+//! the other's against its own before it reads anything the other published.
+
+use ferrocoll_core::args::CollInit;
+use ferrocoll_core::{CollType, DataType, ReduceOp};
+
+/// A size that one rank cannot know for the others.
+const UNKNOWN: u64 = u64::MAX;
+/// The datatype and op bytes of a collective without a reduction.
+const NONE: u64 = 0xff;
+
+/// One collective's signature (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Signature {
+    /// collective index | datatype << 8 | op << 16 | root << 32.
+    pub word: u64,
+    /// Elements (reductions) or bytes (data movement), or [`UNKNOWN`].
+    pub size: u64,
+}
+
+impl Signature {
+    /// The signature of `init`.
+    pub(crate) fn of(init: &CollInit) -> Signature {
+        use CollType::*;
+        let coll = init.coll;
+        let (dtype, op) = if coll.is_reduction() { (init.dtype as u64, init.op as u64) } else { (NONE, NONE) };
+        let root = if coll.is_rooted() { init.root as u64 & 0xffff_ffff } else { 0 };
+        let word = coll.index() as u64 | dtype << 8 | op << 16 | root << 32;
+        let size = match coll {
+            Gatherv | Scatterv | Alltoallv => UNKNOWN,
+            _ if coll.is_reduction() => init.count as u64,
+            _ => (init.count as u64).saturating_mul(init.elem_size as u64),
+        };
+        Signature { word, size }
+    }
+
+    /// Whether two ranks' signatures fit together.
+    pub(crate) fn agrees(&self, other: &Signature) -> bool {
+        self.word == other.word && (self.size == other.size || self.size == UNKNOWN || other.size == UNKNOWN)
+    }
+
+    /// The call in words: "allreduce sum float32 of 1024 elements", "bcast root 0 of 4096 bytes".
+    pub(crate) fn describe(&self) -> String {
+        let field = |shift: u32| (self.word >> shift) & 0xff;
+        let coll = CollType::ALL.into_iter().find(|c| c.index() as u64 == field(0));
+        let mut s = coll.map_or_else(|| format!("collective #{}", field(0)), |c| c.name().to_string());
+        if field(16) != NONE {
+            let op = ReduceOp::ALL.into_iter().find(|o| *o as u64 == field(16));
+            let dtype = DataType::ALL.into_iter().find(|d| *d as u64 == field(8));
+            s += &format!(" {} {}", op.map_or("?", |o| o.name()), dtype.map_or("?", |d| d.name()));
+        }
+        if coll.is_some_and(CollType::is_rooted) {
+            s += &format!(" root {}", self.word >> 32);
+        }
+        let unit = if field(16) != NONE { "elements" } else { "bytes" };
+        if self.size != UNKNOWN {
+            s += &format!(" of {} {unit}", self.size);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(coll: CollType, dtype: DataType, op: ReduceOp, root: u64, size: u64) -> Signature {
+        let (d, o) = if coll.is_reduction() { (dtype as u64, op as u64) } else { (NONE, NONE) };
+        Signature { word: coll.index() as u64 | d << 8 | o << 16 | root << 32, size }
+    }
+
+    #[test]
+    fn fields_that_differ_disagree_and_describe_themselves() {
+        use CollType::*;
+        let a = sig(Allreduce, DataType::Float32, ReduceOp::Sum, 0, 1024);
+        assert!(a.agrees(&a));
+        assert!(!a.agrees(&sig(Allreduce, DataType::Float64, ReduceOp::Sum, 0, 1024)));
+        assert!(!a.agrees(&sig(Allreduce, DataType::Float32, ReduceOp::Max, 0, 1024)));
+        assert!(!a.agrees(&sig(Allreduce, DataType::Float32, ReduceOp::Sum, 0, 512)));
+        assert!(!a.agrees(&sig(Bcast, DataType::Float32, ReduceOp::Sum, 0, 4096)));
+        assert_eq!(a.describe(), "allreduce sum float32 of 1024 elements");
+        let b = sig(Bcast, DataType::Uint8, ReduceOp::Sum, 3, 4096);
+        assert_eq!(b.describe(), "bcast root 3 of 4096 bytes");
+        assert!(!b.agrees(&sig(Bcast, DataType::Uint8, ReduceOp::Sum, 2, 4096)));
+        let v = sig(Gatherv, DataType::Uint8, ReduceOp::Sum, 1, UNKNOWN);
+        assert!(v.agrees(&sig(Gatherv, DataType::Uint8, ReduceOp::Sum, 1, 80)));
+        assert_eq!(v.describe(), "gatherv root 1");
+    }
+}
