@@ -497,3 +497,54 @@ fn a_shm_data_size_past_its_maximum_is_refused_not_wrapped() {
         assert!(e.to_string().contains("maximum"), "{e}");
     }
 }
+
+/// Team creation on 2 thread ranks whose libraries are configured apart
+/// (`settings[r]` for rank r); each rank's result.
+fn create_with(settings: [&[(&str, &str)]; 2]) -> Vec<ferrocoll::Result<()>> {
+    let handles: Vec<_> = ThreadOob::group(2)
+        .into_iter()
+        .zip(settings)
+        .map(|(oob, set)| {
+            let mut c = Config::new();
+            // A regression hangs for this long, not for the default 120 s.
+            c.set("TEAM_CREATE_TIMEOUT", "20s");
+            for (k, v) in set {
+                c.set(k, *v);
+            }
+            std::thread::spawn(move || {
+                let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() })?;
+                let ctx = Context::new(&lib, ContextParams::with_oob(oob))?;
+                Team::create(&ctx, TeamParams::default()).map(drop)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("rank thread")).collect()
+}
+
+#[test]
+fn members_with_no_transport_layer_in_common_are_told_at_once() {
+    let start = std::time::Instant::now();
+    let out = create_with([&[("TLS", "shm,self")], &[("TLS", "p2p,self")]]);
+    for r in &out {
+        let e = r.as_ref().expect_err("no common TL");
+        assert_eq!(e.status(), Status::NotSupported, "{e}");
+        assert!(e.to_string().contains("endpoint 0 has self, shm; endpoint 1 has self, p2p"), "{e}");
+    }
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+    // A TL one member lacks is left out; the others serve the team.
+    assert!(create_with([&[("TLS", "shm,p2p,self")], &[("TLS", "p2p,self")]]).iter().all(Result::is_ok));
+}
+
+#[test]
+fn members_that_tune_a_tl_differently_are_refused_naming_the_variable() {
+    let out = create_with([&[("TL_P2P_ALLREDUCE_KN_RADIX", "2")], &[("TL_P2P_ALLREDUCE_KN_RADIX", "8")]]);
+    for r in &out {
+        let e = r.as_ref().expect_err("different radixes");
+        assert_eq!(e.status(), Status::InvalidParam, "{e}");
+        assert!(e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX differs"), "{e}");
+    }
+    let out = create_with([&[("TL_SHM_TUNE", "allreduce:@rsag")], &[]]);
+    assert!(out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_SHM_TUNE"))), "{out:?}");
+    // Transport settings are each rank's own.
+    assert!(create_with([&[("TL_P2P_TCP_CONNECT_TIMEOUT", "5s")], &[]]).iter().all(Result::is_ok));
+}

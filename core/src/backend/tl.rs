@@ -61,6 +61,13 @@ pub trait TlComponent: Send + Sync {
     fn config_fields(&self) -> Vec<ConfigField>;
     /// Every algorithm it has.
     fn algorithms(&self) -> &'static [AlgInfo];
+    /// The variables every member of a team must set alike for this TL to
+    /// serve it (tune strings, algorithm knobs: anything that changes which
+    /// algorithm runs or how), checked at team creation. Settings of a
+    /// rank's own resources (interfaces, ports, ring sizes) are not.
+    fn agreed_fields(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
     /// Open this TL's resources for one context. `Err(NotSupported)` means the
     /// TL is unusable here (it is then left out, and the reason logged at debug level).
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>>;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::endpoint::EndpointInfo;
 use super::library::{Lib, LibInner};
 use super::settings::Settings;
 use crate::backend::{TlComponent, TlContext, TlContextParams, TlPeer};
@@ -55,6 +56,8 @@ pub(crate) struct ContextInner {
     pub(crate) n_eps: usize,
     /// Host and process of every endpoint.
     pub(crate) procs: Vec<ProcInfo>,
+    /// What every endpoint said of itself (its TLs, the settings teams must share).
+    pub(crate) endpoints: Vec<EndpointInfo>,
     pub(crate) config: Config,
     pub(crate) settings: Settings,
     pub(crate) tls: Vec<TlEntry>,
@@ -144,26 +147,21 @@ impl Context {
             }
         }
         let me = ProcInfo::local();
-        let blob = encode_addresses(&me, &tls);
+        let blob = own_endpoint(&me, &tls, &config).encode()?;
         let all = match &params.oob {
             Some(oob) => allgather_blocking(oob.as_ref(), &blob, settings.oob_timeout)
                 .map_err(|e| e.prefixed("context creation (address exchange)"))?,
             None => vec![blob],
         };
-        let decoded = all
+        let endpoints = all
             .iter()
             .enumerate()
-            .map(|(i, b)| decode_addresses(b).map_err(|e| e.prefixed(format!("address of endpoint {i}"))))
+            .map(|(i, b)| EndpointInfo::decode(b).map_err(|e| e.prefixed(format!("address of endpoint {i}"))))
             .collect::<Result<Vec<_>>>()?;
         for tl in &tls {
             let name = tl.component.name();
-            let peers: Vec<TlPeer> = decoded
-                .iter()
-                .map(|(proc, addrs)| TlPeer {
-                    proc: proc.clone(),
-                    addr: addrs.iter().find(|(n, _)| n == name).map(|(_, a)| a.clone()).unwrap_or_default(),
-                })
-                .collect();
+            let peers: Vec<TlPeer> =
+                endpoints.iter().map(|e| TlPeer { proc: e.proc.clone(), addr: e.address(name) }).collect();
             tl.context.connect(&peers).map_err(|e| e.prefixed(format!("TL {name} connect")))?;
         }
         // Every endpoint has connected once all pass this barrier.
@@ -174,7 +172,7 @@ impl Context {
         for tl in &tls {
             tl.context.connected().map_err(|e| e.prefixed(format!("TL {}", tl.component.name())))?;
         }
-        let procs: Vec<ProcInfo> = decoded.into_iter().map(|(p, _)| p).collect();
+        let procs: Vec<ProcInfo> = endpoints.iter().map(|e| e.proc.clone()).collect();
         let spins = settings.spin_count.unwrap_or_else(|| {
             // Endpoints of this job on this host against the cores we may use.
             let local = procs.iter().filter(|p| p.same_host(&me)).count();
@@ -187,6 +185,7 @@ impl Context {
             ep,
             n_eps,
             procs,
+            endpoints,
             config,
             settings,
             tls,
@@ -238,35 +237,18 @@ impl Drop for Context {
     }
 }
 
-/// `[proc info] [n_tls u16] then per TL: [name_len u8][name][addr_len u32 LE][addr]`.
-fn encode_addresses(me: &ProcInfo, tls: &[TlEntry]) -> Vec<u8> {
-    let mut out = Vec::new();
-    me.encode(&mut out);
-    out.extend_from_slice(&(tls.len() as u16).to_le_bytes());
-    for tl in tls {
-        let name = tl.component.name().as_bytes();
-        let addr = tl.context.address();
-        out.push(name.len() as u8);
-        out.extend_from_slice(name);
-        out.extend_from_slice(&(addr.len() as u32).to_le_bytes());
-        out.extend_from_slice(&addr);
-    }
-    out
-}
-
-type Addresses = (ProcInfo, Vec<(String, Vec<u8>)>);
-
-fn decode_addresses(b: &[u8]) -> Result<Addresses> {
-    let mut r = crate::wire::Reader::new(b);
-    let proc = ProcInfo::decode(&mut r)?;
-    let n = r.u16()?;
-    let mut out = Vec::with_capacity(usize::from(n));
-    for _ in 0..n {
-        let name_len = r.u8()?;
-        let name = String::from_utf8_lossy(r.bytes(usize::from(name_len))?).into_owned();
-        let len = r.u32()? as usize;
-        out.push((name, r.bytes(len)?.to_vec()));
-    }
-    r.finish()?;
-    Ok((proc, out))
+/// This endpoint as the others will know it: its TLs' addresses and the
+/// settings of each that every member of a team must share.
+fn own_endpoint(me: &ProcInfo, tls: &[TlEntry], config: &Config) -> EndpointInfo {
+    let addrs = tls.iter().map(|tl| (tl.component.name().to_string(), tl.context.address())).collect();
+    let agreed =
+        tls.iter()
+            .flat_map(|tl| {
+                let name = tl.component.name();
+                tl.component.agreed_fields().into_iter().map(move |var| {
+                    (name.to_string(), var.to_string(), config.get(var).unwrap_or_default().to_string())
+                })
+            })
+            .collect();
+    EndpointInfo { proc: me.clone(), tls: addrs, agreed }
 }

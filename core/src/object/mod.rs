@@ -1,6 +1,8 @@
 //! The objects of UCC's model: library, context, team, request.
 
+mod agreement;
 mod context;
+mod endpoint;
 mod library;
 mod request;
 mod settings;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::Instant;
 
+use super::agreement;
 use super::context::{Context, ContextInner};
 use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
@@ -173,8 +174,10 @@ impl Team {
             config: config.clone(),
             diag: diag.clone(),
         };
+        let common = agreement::common_tls(c, &tl_params.eps);
+        agreement::check_settings(c, &tl_params.eps, &common).map_err(|e| e.prefixed(format!("team {id:#x}")))?;
         let mut pending = Vec::new();
-        for tl in &c.tls {
+        for tl in common.iter().filter_map(|&i| c.tls.get(i)) {
             match tl.context.team_create(&tl_params) {
                 Ok(f) => pending.push((tl.component.clone(), f)),
                 Err(e) if e.status() == Status::NotSupported => {
@@ -182,6 +185,13 @@ impl Team {
                 }
                 Err(e) => return Err(e.prefixed(format!("TL {} team creation", tl.component.name()))),
             }
+        }
+        if pending.is_empty() {
+            return Err(Error::not_supported(format!(
+                "no transport layer can serve team {id:#x} of {} ranks that every member has ({})",
+                tl_params.size,
+                agreement::describe_tls(c, &tl_params.eps)
+            )));
         }
         let state = TeamState::Creating { pending, done: Vec::new(), started: Instant::now(), diag };
         Ok(Team {

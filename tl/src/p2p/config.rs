@@ -118,6 +118,14 @@ impl P2pConfig {
         Ok(c)
     }
 
+    /// The variables that change which algorithm runs, or how: every member
+    /// of a team must set them alike (the transports' are each rank's own).
+    pub fn agreed_fields() -> Vec<&'static str> {
+        let mut f = vec![TUNE.name, "UCC_TL_UCP_TUNE", KN_RADIX.name];
+        f.extend(knobs::fields(KNOBS).map(|k| k.name));
+        f
+    }
+
     /// The variables, for `ferrocoll-info -c`.
     pub fn fields() -> Vec<ConfigField> {
         let mut f = vec![TUNE, KN_RADIX];

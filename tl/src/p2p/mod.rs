@@ -75,6 +75,10 @@ impl TlComponent for P2pTl {
         alg::registry().infos()
     }
 
+    fn agreed_fields(&self) -> Vec<&'static str> {
+        P2pConfig::agreed_fields()
+    }
+
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {
         P2pConfig::from_config(params.config)?;
         Ok(Arc::new(context::P2pContext::new(params, self.default_score())?))

@@ -66,6 +66,10 @@ impl TlComponent for SelfTl {
         REGISTRY.infos()
     }
 
+    fn agreed_fields(&self) -> Vec<&'static str> {
+        FIELDS.iter().map(|f| f.name).collect()
+    }
+
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {
         Ok(Arc::new(SelfContext { mcs: params.mcs.clone() }))
     }

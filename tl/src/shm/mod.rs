@@ -108,6 +108,10 @@ impl TlComponent for ShmTl {
         alg::registry().infos()
     }
 
+    fn agreed_fields(&self) -> Vec<&'static str> {
+        knobs::fields(KNOBS).chain([TUNE]).map(|f| f.name).collect()
+    }
+
     fn context_create(&self, params: &TlContextParams<'_>) -> Result<Arc<dyn TlContext>> {
         Ok(Arc::new(context::ShmContext::new(params)?))
     }
