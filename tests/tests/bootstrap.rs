@@ -236,6 +236,8 @@ fn processes_started_like_mpirun_find_the_store_without_master_variables() {
         }
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(out.status.success(), "rank 0: {stdout}\n{stderr}");
+        // A token derived from a job id anyone on the host can read is said to be weak.
+        assert!(stderr.contains("job token is derived from PMIX_NAMESPACE"), "rank 0 did not warn: {stderr}");
         let mut lines = vec![result_line(&stdout).unwrap_or_default()];
         lines.extend(collect(children, 1).unwrap_or_else(|e| panic!("{e}")));
         check(&lines, size, |r| format!("Some({r})/Some({size})"));

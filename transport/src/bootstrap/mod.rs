@@ -169,7 +169,7 @@ impl TcpOob {
     /// |---|---|---|
     /// | `MASTER_ADDR` | rank 0's host (name or IP) | `127.0.0.1` when the job is on one host (local size = size), else an error asking for it |
     /// | `MASTER_PORT` | the store's port | derived from the job identifier (a port in 20000–32767), else an error asking for it |
-    /// | `FERROCOLL_JOB_TOKEN` | the job's secret, set by `ferrocoll-run` | derived from the job identifier, else empty with a warning: any process that reaches the port can join |
+    /// | `FERROCOLL_JOB_TOKEN` | the job's secret, set by `ferrocoll-run` | derived from the job identifier, with a warning at rank 0 (job ids are not secret), else empty with a warning: any process that reaches the port can join |
     /// | `UCC_OOB_TIMEOUT` | how long to reach the store (clients) or to wait for every rank to connect (rank 0): `30s`, `500ms`, `inf` | 120 s |
     ///
     /// Nothing found is a `NotFound` error listing the variables looked for; a
@@ -189,6 +189,15 @@ impl TcpOob {
         }
         match &launch.token {
             env::TokenSource::Explicit => {}
+            // Said once per job (at rank 0, which runs the store): a token
+            // derived from a job id that other users can read keeps only
+            // accidents out, not a local process that wants in.
+            env::TokenSource::Derived(from) if launch.params.rank == 0 => ferrocoll_core::log_warn!(
+                "TCP bootstrap: no FERROCOLL_JOB_TOKEN, so the job token is derived from {from}, which other \
+                 processes on these hosts can read: one of them could join the bootstrap (or, listening on the \
+                 port first, collect the ranks' hellos); set FERROCOLL_JOB_TOKEN to the same secret on every \
+                 rank (ferrocoll-run does)"
+            ),
             env::TokenSource::Derived(from) => {
                 ferrocoll_core::log_debug!("TCP bootstrap: job token derived from {from}")
             }
