@@ -37,6 +37,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod signal;
+
 use std::ops::Deref;
 
 pub use ferrocoll_core::{
@@ -82,7 +84,9 @@ impl Lib {
     /// A library over a chosen set of components (e.g. [`default_components`]
     /// plus a transport layer of your own).
     pub fn with_components(params: LibParams, components: Components) -> Result<Lib> {
-        ferrocoll_core::Lib::with_components(params, components).map(Lib)
+        let lib = ferrocoll_core::Lib::with_components(params, components).map(Lib)?;
+        signal::install_dump_signal();
+        Ok(lib)
     }
 }
 

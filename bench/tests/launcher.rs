@@ -258,3 +258,26 @@ fn a_missing_program_and_bad_options() {
         assert!(stderr(&o).contains("usage: ferrocoll-run"));
     }
 }
+
+#[test]
+fn a_hung_job_is_explained_by_the_ranks_flight_records() {
+    // Rank 0 runs allreduces, rank 1 bcasts: over p2p they wait for each
+    // other forever. At the timeout the launcher asks every rank for its
+    // flight record and says where each one is.
+    let perftest = env!("CARGO_BIN_EXE_ferrocoll-perftest");
+    let script = format!(
+        "if [ \"$RANK\" = 0 ]; then exec {perftest} -c allreduce -b 1 -e 1 -n 5 -w 0; \
+         else exec {perftest} -c bcast -b 1 -e 1 -n 5 -w 0; fi"
+    );
+    let o = Command::new(RUN)
+        .args(["-n", "2", "--timeout", "10", "--", "sh", "-c", &script])
+        .env("UCC_TLS", "p2p,self")
+        .env_remove("FERROCOLL_HOST_ID")
+        .output()
+        .expect("start ferrocoll-run");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(124), "{err}");
+    assert!(err.contains("flight records of team"), "{err}");
+    assert!(err.contains("rank 0 is in allreduce seq") && err.contains("waiting for rank 1"), "{err}");
+    assert!(err.contains("rank 1 is in bcast seq"), "{err}");
+}

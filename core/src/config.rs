@@ -67,6 +67,11 @@ pub const CORE_FIELDS: &[ConfigField] = &[
         doc: "How long a team creation may stay in progress before create_test fails naming the ranks that did not join.",
     },
     ConfigField {
+        name: "UCC_FLIGHT_RECORDER_SIZE",
+        default: "32",
+        doc: "Collectives each team remembers for hang diagnosis (dumped as JSON on a timeout, a watchdog warning or SIGUSR1, to FERROCOLL_FLIGHT_RECORDER_DIR or the log); 0 disables it.",
+    },
+    ConfigField {
         name: "UCC_TL_<NAME>_TUNE",
         default: "",
         doc: "Score-map overrides for one TL: tokens coll:msg_range:mem_type:[team_size]:score:@alg joined by '#'.",

@@ -1,5 +1,6 @@
 //! Diagnosis: `UCC_COLL_TRACE` says which TL and algorithm ran and why, and
-//! the watchdog names a collective that is stuck and the rank it waits for.
+//! the watchdog names a collective that is stuck and the rank it waits for,
+//! and the flight recorder keeps each team's last collectives.
 //! Log lines are captured through `log::set_sink` (one test binary, so the
 //! sink is not disturbed by other tests' processes).
 
@@ -65,6 +66,56 @@ fn coll_trace_and_watchdog() {
     let warned = lines.lock().unwrap().iter().any(|(lvl, l)| {
         *lvl == Level::Warn && l.contains("watchdog: bcast seq 0") && l.contains("waiting for a message from rank 1")
     });
+    // The watchdog and the timeout also dump the team's flight record (to the
+    // log, with no FERROCOLL_FLIGHT_RECORDER_DIR): the collective, in
+    // progress, and the rank it waits for.
+    let dumps: Vec<String> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(lvl, l)| *lvl == Level::Warn && l.contains("flight recorder ("))
+        .map(|(_, l)| l.clone())
+        .collect();
     log::set_sink(None);
     assert!(warned, "no watchdog warning in {:?}", lines.lock().unwrap());
+    let on = |why: &str| dumps.iter().find(|l| l.contains(why)).cloned();
+    let watchdog = on("(watchdog of bcast seq 0").unwrap_or_else(|| panic!("no watchdog dump in {dumps:?}"));
+    assert!(watchdog.contains(r#""state":"in_progress","waiting_for":1"#), "{watchdog}");
+    let timeout = on("(timeout of bcast seq 0").unwrap_or_else(|| panic!("no timeout dump in {dumps:?}"));
+    assert!(timeout.contains(r#""coll":"bcast""#) && timeout.contains("timed out after"), "{timeout}");
+}
+
+#[test]
+fn the_flight_record_says_what_each_collective_did_and_waits_for() {
+    let mut c = Config::new();
+    c.set("TLS", "p2p,self");
+    let go = Arc::new(std::sync::Barrier::new(2));
+    world::run(2, &c, move |team, _| {
+        let mut b = vec![1u8; 8];
+        Coll::bcast(&mut b, 0).run(team).expect("bcast");
+        if team.rank() == 0 {
+            let src = vec![1.0f32; 4];
+            let mut dst = vec![0.0f32; 4];
+            let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(team).expect("init");
+            req.post().expect("post");
+            for _ in 0..100 {
+                team.progress().expect("progress");
+            }
+            let rec: serde_json::Value = serde_json::from_str(&team.flight_record()).expect("JSON");
+            go.wait();
+            req.wait().expect("allreduce");
+            let colls = rec["collectives"].as_array().expect("collectives");
+            assert_eq!((rec["rank"].as_u64(), rec["size"].as_u64()), (Some(0), Some(2)), "{rec}");
+            assert_eq!((colls[0]["coll"].as_str(), colls[0]["state"].as_str()), (Some("bcast"), Some("ok")), "{rec}");
+            let a = &colls[1];
+            assert_eq!((a["seq"].as_u64(), a["state"].as_str()), (Some(1), Some("in_progress")), "{rec}");
+            assert_eq!(a["waiting_for"].as_u64(), Some(1), "{rec}");
+            assert!(a["call"].as_str().is_some_and(|c| c.contains("allreduce sum count 4 float32")), "{rec}");
+        } else {
+            go.wait();
+            let src = vec![1.0f32; 4];
+            let mut dst = vec![0.0f32; 4];
+            Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(team).expect("allreduce");
+        }
+    });
 }

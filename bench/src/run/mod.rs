@@ -15,6 +15,9 @@
 //!   them too); a second Ctrl-C kills the launcher, and with it the ranks
 //!   (they carry a parent-death signal);
 //! - `timeout` stops everything and makes the exit code 124;
+//! - when a rank fails, the job times out or the launcher is interrupted,
+//!   the ranks' flight recorders are dumped and analysed first ([`flight`]:
+//!   which collective each rank is in);
 //! - at the end nothing is left: every rank is reaped, processes the ranks
 //!   left behind are killed and reaped (the launcher is their subreaper),
 //!   and the job's `/dev/shm/ferrocoll-*` segments are removed (see [`shm`]).
@@ -31,6 +34,7 @@ mod child;
 pub mod cli;
 pub mod env;
 pub mod exit;
+pub mod flight;
 mod orphans;
 pub mod pump;
 pub mod shm;
@@ -154,12 +158,15 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
         setup("becoming the subreaper of the job", orphans::become_subreaper())?;
     }
     let signals = setup("installing the SIGINT/SIGTERM handlers", SignalGuard::install())?;
+    // Best effort: without it, a failure is reported without the ranks' flight records.
+    let flight = flight::FlightDir::create(job.token.get(..8).unwrap_or("job")).ok();
     let start = Instant::now();
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let mut ranks = Vec::with_capacity(cfg.ranks);
     let mut pumps = Vec::new();
     for p in env::placements(cfg.ranks, cfg.emulate_hosts) {
-        let vars = job.vars(&p);
+        let mut vars = job.vars(&p);
+        vars.extend(flight.as_ref().map(flight::FlightDir::var));
         let spec = RankSpec {
             rank: p.rank,
             program: &cfg.program,
@@ -196,6 +203,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
         label: &cfg.label,
         signals: &signals,
         shm: &mut shm,
+        flight: flight.as_ref(),
     };
     let pgids: Vec<libc::pid_t> = sup.ranks.iter().map(|r| r.pid).collect();
     let outcome = sup.run(start);

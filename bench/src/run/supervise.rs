@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::child::{RankProc, try_reap};
 use super::exit::{Exit, signal_name};
+use super::flight::FlightDir;
 use super::shm::ShmWatch;
 use super::signals::{SignalGuard, signal_group};
 
@@ -58,6 +59,8 @@ pub struct Supervisor<'a> {
     pub signals: &'a SignalGuard,
     /// Shared-memory segments in use.
     pub shm: &'a mut ShmWatch,
+    /// Where the ranks' flight records go, when the job has one.
+    pub flight: Option<&'a FlightDir>,
 }
 
 impl Supervisor<'_> {
@@ -74,6 +77,20 @@ impl Supervisor<'_> {
         v.join(", ")
     }
 
+    /// Once per job, before it is stopped: the live ranks' flight records, analysed.
+    fn report_flight(&self, done: &mut bool) {
+        if std::mem::replace(done, true) {
+            return;
+        }
+        let Some(f) = self.flight else { return };
+        let pids: Vec<libc::pid_t> = self.live().map(|r| r.pid).collect();
+        if let Some(report) = f.collect(&pids) {
+            for line in report.lines() {
+                self.say(format_args!("{line}"));
+            }
+        }
+    }
+
     fn signal_live(&self, sig: libc::c_int) {
         for r in self.live() {
             signal_group(r.pid, sig);
@@ -84,9 +101,11 @@ impl Supervisor<'_> {
     pub fn run(mut self, start: Instant) -> Outcome {
         let mut phase = Phase::Running;
         let mut out = Outcome { exits: vec![None; self.ranks.len()], ..Outcome::default() };
+        let mut reported = false;
         loop {
             for sig in self.signals.take() {
                 if out.interrupted.is_none() {
+                    self.report_flight(&mut reported);
                     out.interrupted = Some(sig);
                     let n = self.live().count();
                     self.say(format_args!("received {}, forwarding it to {n} running ranks", signal_name(sig)));
@@ -116,6 +135,7 @@ impl Supervisor<'_> {
                 if out.first_failure.is_none() && !stopped_by_us {
                     out.first_failure = Some((rank, exit));
                     if phase == Phase::Running && self.live().next().is_some() {
+                        self.report_flight(&mut reported);
                         self.say(format_args!(
                             "giving the other ranks ({}) {} s to finish before stopping them",
                             self.live_list(),
@@ -132,6 +152,7 @@ impl Supervisor<'_> {
             if let Some(t) = self.timeout {
                 if !out.timed_out && now.duration_since(start) >= t && !matches!(phase, Phase::Killed(_)) {
                     out.timed_out = true;
+                    self.report_flight(&mut reported);
                     self.say(format_args!(
                         "timeout: {} s elapsed with ranks {} still running; stopping them",
                         t.as_secs_f64(),

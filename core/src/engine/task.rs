@@ -1,12 +1,14 @@
 //! Tasks: the future of one posted collective, its slot in the progress
 //! queue, and what it is waiting for (for timeout and watchdog messages).
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::join::BoxFuture;
+use super::recorder::{FlightRecorder, json_str};
 use crate::args::CompletionCallback;
 use crate::error::{Error, Result, Status};
 
@@ -54,6 +56,11 @@ impl TaskDiag {
             NONE => String::new(),
             p => format!(", waiting for a message from rank {p} (step tag {})", self.tag.load(Ordering::Relaxed)),
         }
+    }
+
+    /// The step tag last waited for (meaningful with [`TaskDiag::peer`]).
+    pub fn tag(&self) -> u64 {
+        self.tag.load(Ordering::Relaxed)
     }
 
     /// The rank last waited for, if any.
@@ -108,6 +115,8 @@ pub struct TaskSlot {
     diag: Arc<TaskDiag>,
     timeout: Option<Duration>,
     on_complete: Option<CompletionCallback>,
+    /// The team's flight recorder, dumped when this task times out or the watchdog warns.
+    recorder: OnceLock<Weak<FlightRecorder>>,
 }
 
 fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
@@ -135,6 +144,7 @@ impl TaskSlot {
             diag,
             timeout,
             on_complete,
+            recorder: OnceLock::new(),
         })
     }
 
@@ -146,7 +156,51 @@ impl TaskSlot {
             diag: Arc::new(TaskDiag::default()),
             timeout: None,
             on_complete: None,
+            recorder: OnceLock::new(),
         })
+    }
+
+    /// The recorder that keeps this task (see [`FlightRecorder::record`]).
+    pub(crate) fn set_recorder(&self, recorder: Weak<FlightRecorder>) {
+        let _ = self.recorder.set(recorder);
+    }
+
+    /// Dump the team's record, if it keeps one (never under the state lock:
+    /// the dump reads every recorded slot, this one included).
+    fn dump(&self, reason: &str) {
+        if let Some(r) = self.recorder.get().and_then(Weak::upgrade) {
+            r.dump(&format!("{reason} of {}", self.desc));
+        }
+    }
+
+    /// This task as a JSON object of the flight record; `call` describes its arguments.
+    pub(crate) fn write_json(&self, out: &mut String, call: &str) {
+        let (state, error, age) = match &*lock(&self.state) {
+            SlotState::Running { started, .. } => ("in_progress", None, started.map(|s| s.elapsed().as_secs_f64())),
+            SlotState::Done(None) => ("ok", None, None),
+            SlotState::Done(Some(e)) => ("error", Some(e.to_string()), None),
+        };
+        let d = &self.desc;
+        let _ = write!(
+            out,
+            "{{\"seq\":{},\"coll\":{},\"call\":{},\"via\":{},\"state\":\"{state}\"",
+            d.seq,
+            json_str(d.coll),
+            json_str(call),
+            json_str(&d.via)
+        );
+        if let Some(e) = error {
+            let _ = write!(out, ",\"error\":{}", json_str(&e));
+        }
+        if state == "in_progress" {
+            if let Some(p) = self.diag.peer() {
+                let _ = write!(out, ",\"waiting_for\":{p},\"tag\":{}", self.diag.tag());
+            }
+            if let Some(a) = age {
+                let _ = write!(out, ",\"in_progress_s\":{a:.3}");
+            }
+        }
+        out.push('}');
     }
 
     /// Description used in messages.
@@ -161,6 +215,7 @@ impl TaskSlot {
             return true;
         };
         let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut warned_now = false;
         let outcome = match fut.as_mut().poll(&mut cx) {
             Poll::Ready(r) => Some(r.map_err(|e| e.prefixed(&self.desc))),
             Poll::Pending => {
@@ -179,6 +234,7 @@ impl TaskSlot {
                             let since = *started.get_or_insert(now);
                             if !*warned && now.duration_since(since) > w {
                                 *warned = true;
+                                warned_now = true;
                                 crate::log_warn!(
                                     "watchdog: {} in progress for {:.1} s{}",
                                     self.desc,
@@ -201,9 +257,18 @@ impl TaskSlot {
                 *state = SlotState::Done(r.err());
                 drop(state);
                 self.notify(status);
+                if status == Status::TimedOut {
+                    self.dump("timeout");
+                }
                 true
             }
-            None => false,
+            None => {
+                drop(state);
+                if warned_now {
+                    self.dump("watchdog");
+                }
+                false
+            }
         }
     }
 

@@ -86,6 +86,7 @@ impl ContextInner {
             tl.context.progress()?;
         }
         self.queue.progress(&self.settings.watchdog);
+        crate::engine::recorder::dump_if_requested();
         Ok(())
     }
 

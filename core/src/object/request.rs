@@ -152,6 +152,7 @@ impl<'a> Request<'a> {
                 let diag = Arc::new(TaskDiag::default());
                 let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
                 let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
+                self.team.recorder.record(&slot, &self.init);
                 // One poll now sends the first messages without waiting for progress.
                 if !slot.poll(&self.team.ctx.settings.watchdog) {
                     self.team.ctx.queue.push(slot.clone());

@@ -10,10 +10,13 @@ use super::agreement;
 use super::context::{Context, ContextInner};
 use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
-use crate::engine::{Backoff, TaskDiag};
+use crate::engine::{Backoff, FlightRecorder, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
 use crate::types::CollType;
+
+/// Collectives a team's flight recorder keeps when `UCC_FLIGHT_RECORDER_SIZE` is unset.
+const DEFAULT_RECORDER_SIZE: usize = 32;
 
 /// Which context endpoints form the team, in team-rank order (`ucc_ep_map_t`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,6 +100,8 @@ pub(crate) struct TeamInner {
     pub(crate) config: Config,
     /// "team 0x… (rank r of n)", for messages.
     pub(crate) desc: Arc<str>,
+    /// Its last collectives, for hang diagnosis (`UCC_FLIGHT_RECORDER_SIZE`).
+    pub(crate) recorder: Arc<FlightRecorder>,
     state: Mutex<TeamState>,
     seq: AtomicU64,
     alive: AtomicBool,
@@ -194,6 +199,16 @@ impl Team {
             )));
         }
         let state = TeamState::Creating { pending, done: Vec::new(), started: Instant::now(), diag };
+        let recorder = FlightRecorder::new(
+            TeamIdentity {
+                id,
+                rank,
+                size: tl_params.size,
+                ep: c.ep,
+                host: c.procs.get(c.ep).map(|p| p.host.clone()).unwrap_or_default(),
+            },
+            config.parse_or("FLIGHT_RECORDER_SIZE", DEFAULT_RECORDER_SIZE)?,
+        );
         Ok(Team {
             inner: Arc::new(TeamInner {
                 ctx: c.clone(),
@@ -205,6 +220,7 @@ impl Team {
                 state: Mutex::new(state),
                 seq: AtomicU64::new(0),
                 alive: AtomicBool::new(true),
+                recorder,
             }),
         })
     }
@@ -312,6 +328,12 @@ impl Team {
     pub fn score_map(&self) -> Result<String> {
         let active = self.inner.active()?;
         Ok(active.score_map.describe(&|tl, coll, alg| active.alg_name(tl, coll, alg).to_string()))
+    }
+
+    /// The team's flight record on this rank: its last collectives (see
+    /// [`FlightRecorder`]) as one JSON document.
+    pub fn flight_record(&self) -> String {
+        self.inner.recorder.to_json("requested by the application")
     }
 
     /// Names of the TLs serving this team.

@@ -1,0 +1,179 @@
+//! The flight recorder: each team keeps its last collectives (their slots in
+//! the progress queue) so that a hang can be explained after the fact —
+//! which collective every rank is in, and which rank it waits for.
+//!
+//! Dumped as one JSON document per team:
+//! - on a timeout and on a watchdog warning of one of the team's collectives;
+//! - on request ([`request_dump`], which `SIGUSR1` calls where the facade
+//!   installs the handler): the next `Context::progress` on any thread dumps
+//!   every team of the process;
+//! - by [`Team::flight_record`](crate::Team::flight_record).
+//!
+//! A dump goes to `<FERROCOLL_FLIGHT_RECORDER_DIR>/ep<endpoint>-team<id>.json`
+//! when that variable names a directory (`ferrocoll-run` sets it and reads
+//! the files when a job fails or is interrupted), else to the log at warn
+//! level. Recording costs one lock and one reference count per post; the
+//! clock is read only by the timeout and the watchdog, as before.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use super::task::TaskSlot;
+use crate::args::CollInit;
+
+/// The variable naming the directory dumps go to.
+pub const DUMP_DIR_VAR: &str = "FERROCOLL_FLIGHT_RECORDER_DIR";
+
+/// Who a team is, for the dump's header.
+#[derive(Clone, Debug)]
+pub struct TeamIdentity {
+    /// Team id.
+    pub id: u64,
+    /// This rank in the team.
+    pub rank: usize,
+    /// Team size.
+    pub size: usize,
+    /// This context's endpoint (the job's rank).
+    pub ep: usize,
+    /// Host identity.
+    pub host: String,
+}
+
+/// A team's last collectives.
+pub struct FlightRecorder {
+    who: TeamIdentity,
+    capacity: usize,
+    slots: Mutex<VecDeque<(Arc<TaskSlot>, Arc<CollInit>)>>,
+}
+
+/// Every recorder of the process, for dumps on request.
+static RECORDERS: Mutex<Vec<Weak<FlightRecorder>>> = Mutex::new(Vec::new());
+/// Set by [`request_dump`] (from a signal handler), cleared by the dump.
+static DUMP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Poisoned only if a panic happened while it was held; the data stays whole.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Ask for a dump of every team of the process at the next progress.
+/// Async-signal-safe: one atomic store.
+pub fn request_dump() {
+    // Relaxed: a request flag; the dump reads nothing the requester wrote.
+    DUMP_REQUESTED.store(true, Ordering::Relaxed);
+}
+
+/// Dump every team of the process if a dump was requested (called by every progress).
+pub fn dump_if_requested() {
+    // Relaxed: see request_dump; the swap makes one caller do it.
+    if DUMP_REQUESTED.load(Ordering::Relaxed) && DUMP_REQUESTED.swap(false, Ordering::Relaxed) {
+        let live: Vec<Arc<FlightRecorder>> = {
+            let mut all = lock(&RECORDERS);
+            all.retain(|w| w.strong_count() > 0);
+            all.iter().filter_map(Weak::upgrade).collect()
+        };
+        for r in live {
+            r.dump("requested (signal or launcher)");
+        }
+    }
+}
+
+impl FlightRecorder {
+    /// A recorder of the last `capacity` collectives of a team (0: records nothing).
+    pub fn new(who: TeamIdentity, capacity: usize) -> Arc<FlightRecorder> {
+        let r = Arc::new(FlightRecorder { who, capacity, slots: Mutex::new(VecDeque::with_capacity(capacity)) });
+        if capacity > 0 {
+            lock(&RECORDERS).push(Arc::downgrade(&r));
+        }
+        r
+    }
+
+    /// Remember a posted collective (its slot tells its state when dumped).
+    pub fn record(self: &Arc<Self>, slot: &Arc<TaskSlot>, args: &Arc<CollInit>) {
+        if self.capacity == 0 {
+            return;
+        }
+        slot.set_recorder(Arc::downgrade(self));
+        let mut slots = lock(&self.slots);
+        if slots.len() == self.capacity {
+            slots.pop_front();
+        }
+        slots.push_back((slot.clone(), args.clone()));
+    }
+
+    /// The record as one JSON document; `reason` says why it was taken.
+    pub fn to_json(&self, reason: &str) -> String {
+        let w = &self.who;
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "{{\"team\":\"{:#x}\",\"rank\":{},\"size\":{},\"ep\":{},\"pid\":{},\"host\":{},\"reason\":{},\"collectives\":[",
+            w.id,
+            w.rank,
+            w.size,
+            w.ep,
+            std::process::id(),
+            json_str(&w.host),
+            json_str(reason)
+        );
+        let entries: Vec<(Arc<TaskSlot>, Arc<CollInit>)> = lock(&self.slots).iter().cloned().collect();
+        for (i, (slot, args)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            slot.write_json(&mut out, &format!("{args:?}"));
+        }
+        out.push_str("]}");
+        out
+    }
+
+    /// Write the record where dumps go (see the module docs).
+    pub fn dump(&self, reason: &str) {
+        let json = self.to_json(reason);
+        static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+        let dir = DIR
+            .get_or_init(|| std::env::var_os(DUMP_DIR_VAR).map(Into::into).filter(|p: &std::path::PathBuf| p.is_dir()));
+        match dir {
+            Some(d) => {
+                let path = d.join(format!("ep{}-team{:x}.json", self.who.ep, self.who.id));
+                let tmp = path.with_extension("json.tmp");
+                let written = std::fs::write(&tmp, json.as_bytes()).and_then(|()| std::fs::rename(&tmp, &path));
+                if let Err(e) = written {
+                    crate::log_warn!("flight recorder: cannot write {}: {e}", path.display());
+                }
+            }
+            None => crate::log_warn!("flight recorder ({reason}): {json}"),
+        }
+    }
+}
+
+/// `s` as a JSON string literal.
+pub(crate) fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped() {
+        assert_eq!(json_str("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+}
