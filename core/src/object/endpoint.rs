@@ -125,4 +125,23 @@ mod tests {
         assert!(e.has_tl("self") && !e.has_tl("shm"));
         assert_eq!(e.agreed_of("p2p").collect::<Vec<_>>(), vec![("UCC_TL_P2P_TUNE", "allreduce:@ring")]);
     }
+
+    proptest::proptest! {
+        /// Another endpoint's bytes: decoding never panics, and any value round-trips.
+        #[test]
+        fn decoding_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = EndpointInfo::decode(&bytes);
+        }
+
+        #[test]
+        fn any_endpoint_round_trips(
+            pid in proptest::prelude::any::<u32>(),
+            host in "[a-z0-9:]{0,20}",
+            tls in proptest::collection::vec(("[a-z_]{1,8}", proptest::collection::vec(proptest::prelude::any::<u8>(), 0..16)), 0..4),
+            agreed in proptest::collection::vec(("[a-z]{1,6}", "UCC_[A-Z_]{1,20}", ".{0,30}"), 0..4),
+        ) {
+            let e = EndpointInfo { proc: ProcInfo { host, pid }, tls, agreed };
+            proptest::prop_assert_eq!(EndpointInfo::decode(&e.encode().unwrap()).unwrap(), e);
+        }
+    }
 }

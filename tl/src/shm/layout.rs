@@ -128,4 +128,18 @@ mod tests {
             assert!(e.context().contains(&format!("{ranks} ranks with {data}-byte")), "{e}");
         }
     }
+
+    proptest::proptest! {
+        /// Sizes come from configuration and from the creator's header: any
+        /// of them is a layout whose regions lie inside the segment, or an
+        /// error, never an overflow.
+        #[test]
+        fn any_size_is_a_layout_inside_its_segment_or_an_error(ranks in 0usize..1 << 20, data in proptest::prelude::any::<usize>()) {
+            if let Ok(l) = Layout::new(ranks, data) {
+                let last = ranks.saturating_sub(1);
+                proptest::prop_assert!(l.results_at(last, 1) + l.results <= l.total());
+                proptest::prop_assert!(l.ctrl(last) + LINE <= l.total());
+            }
+        }
+    }
 }

@@ -461,4 +461,25 @@ mod tests {
         assert_eq!((e.status(), e.context()), (Status::TimedOut, "no"));
         assert_eq!(decode_error(&[1]).status(), Status::IoError);
     }
+
+    proptest::proptest! {
+        /// Frames come from other processes: whatever their payload, decoding
+        /// is a value or an error, never a panic, and what encodes decodes back.
+        #[test]
+        fn decoders_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256), size in 0usize..8) {
+            let _ = Hello::decode(&bytes);
+            let _ = decode_contribution(&bytes);
+            let _ = decode_result(&bytes, size);
+            let _ = decode_error(&bytes);
+        }
+
+        #[test]
+        fn contributions_and_results_round_trip(round in 0u64..1 << 40, parts in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40), 1..6)) {
+            // A frame is [kind u8][length u32] then the payload the decoders read.
+            let c = encode_contribution(round, &parts[0]).unwrap();
+            proptest::prop_assert_eq!(decode_contribution(&c[HEADER..]).unwrap(), (round, parts[0].clone()));
+            let r = encode_result(round, &parts).unwrap();
+            proptest::prop_assert_eq!(decode_result(&r[HEADER..], parts.len()).unwrap(), (round, parts.clone()));
+        }
+    }
 }
