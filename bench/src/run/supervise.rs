@@ -117,11 +117,15 @@ impl Supervisor<'_> {
             }
             let pids: Vec<libc::pid_t> = self.live().map(|r| r.pid).collect();
             self.shm.poll(pids.into_iter());
-            for i in 0..self.ranks.len() {
-                if self.ranks[i].exit.is_some() {
-                    continue;
-                }
-                let Some(exit) = try_reap(self.ranks[i].pid) else { continue };
+            // Ranks that ended since the last look: one killed by a signal
+            // goes first, since the others often fail because it died (they
+            // notice within milliseconds, so both can end between two looks).
+            let mut ended: Vec<(usize, Exit)> = (0..self.ranks.len())
+                .filter(|&i| self.ranks[i].exit.is_none())
+                .filter_map(|i| try_reap(self.ranks[i].pid).map(|e| (i, e)))
+                .collect();
+            order_ended(&mut ended);
+            for (i, exit) in ended {
                 self.ranks[i].exit = Some(exit);
                 out.exits[i] = Some(exit);
                 if exit.success() {
@@ -207,6 +211,12 @@ impl Outcome {
     }
 }
 
+/// Ranks that ended between two looks, in the order to report them: those
+/// killed by a signal first (a likely cause of the others' failures), then by rank.
+fn order_ended(ended: &mut [(usize, Exit)]) {
+    ended.sort_by_key(|(i, e)| (!matches!(e, Exit::Signal(_)), *i));
+}
+
 /// 0 iff every rank exited 0; else 124 on timeout, else the first failure's
 /// shell code (its status, or 128 + its signal).
 pub fn exit_code(out: &Outcome) -> i32 {
@@ -226,6 +236,14 @@ pub fn exit_code(out: &Outcome) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rank_killed_by_a_signal_is_reported_before_those_that_failed_after_it() {
+        let mut ended = vec![(0, Exit::Status(1)), (1, Exit::Status(1)), (2, Exit::Signal(9)), (3, Exit::Status(0))];
+        order_ended(&mut ended);
+        assert_eq!(ended[0], (2, Exit::Signal(9)));
+        assert_eq!(ended[1..], [(0, Exit::Status(1)), (1, Exit::Status(1)), (3, Exit::Status(0))]);
+    }
 
     #[test]
     fn exit_codes() {

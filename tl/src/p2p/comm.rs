@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
 use ferrocoll_core::engine::{TaskDiag, try_join_all};
@@ -79,7 +80,7 @@ impl Comm {
 
     /// Receive the message with `tag` from team rank `peer` into `buf` (its size must match).
     pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
-        RecvFuture { comm: self.clone(), peer, tag, buf }
+        RecvFuture { comm: self.clone(), peer, tag, buf, left: None }
     }
 
     /// Send to one peer and receive from another at the same time.
@@ -157,37 +158,65 @@ pub struct RecvFuture {
     peer: usize,
     tag: u32,
     buf: MemRef,
+    /// The peer left: its error, reported at the deadline unless a member
+    /// is found dead meanwhile (see [`LEFT_GRACE`]).
+    left: Option<(Error, Instant)>,
+}
+
+/// How long a receive whose peer left waits to see whether another member
+/// died (a few of the transports' liveness scans): a survivor that left
+/// because of a death elsewhere must not be blamed for it.
+const LEFT_GRACE: Duration = Duration::from_millis(250);
+
+impl RecvFuture {
+    /// The first member of the team whose transport says it died, named.
+    fn dead_member(&self) -> Option<Error> {
+        let c = &self.comm;
+        c.team
+            .eps
+            .iter()
+            .enumerate()
+            .find_map(|(r, &e)| c.team.transport.failed(e).map(|err| err.prefixed(format!("team rank {r}"))))
+    }
 }
 
 impl Future for RecvFuture {
     type Output = Result<()>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
-        let c = &self.comm;
-        let ep = match c.ep(self.peer) {
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
+        let ep = match self.comm.ep(self.peer) {
             Ok(ep) => ep,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        let key = c.key(self.tag, self.peer);
-        match c.team.transport.try_recv(ep, &key, self.buf) {
+        let key = self.comm.key(self.tag, self.peer);
+        match self.comm.team.transport.try_recv(ep, &key, self.buf) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Pending => {
-                c.diag.waiting_for(self.peer, key.tag);
+                self.comm.diag.waiting_for(self.peer, key.tag);
                 // A member that died can never take part: fail now rather than hang.
-                match c.team.eps.iter().enumerate().find_map(|(r, &e)| c.team.transport.failed(e).map(|err| (r, err))) {
-                    Some((r, err)) => Poll::Ready(Err(err.prefixed(format!("team rank {r}")))),
+                match self.dead_member() {
+                    Some(err) => Poll::Ready(Err(err)),
                     None => Poll::Pending,
                 }
             }
             Poll::Ready(Err(e)) => {
-                // A peer that left may have left because another one died: name the dead one.
-                let dead =
-                    c.team.eps.iter().enumerate().find_map(|(r, &e)| c.team.transport.failed(e).map(|err| (r, err)));
-                Poll::Ready(Err(match dead {
-                    Some((r, err)) => err.prefixed(format!("team rank {r}")),
-                    None => e.prefixed(format!("receive from rank {}", self.peer)),
-                }))
+                // A peer that left may have left because another one died:
+                // name the dead one, if it is known or becomes known soon.
+                if let Some(err) = self.dead_member() {
+                    return Poll::Ready(Err(err));
+                }
+                let peer = self.peer;
+                let (_, deadline) = self.left.get_or_insert_with(|| {
+                    (e.prefixed(format!("receive from rank {peer}")), Instant::now() + LEFT_GRACE)
+                });
+                if Instant::now() < *deadline {
+                    return Poll::Pending;
+                }
+                match self.left.take() {
+                    Some((err, _)) => Poll::Ready(Err(err)),
+                    None => Poll::Pending,
+                }
             }
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
         }
     }
 }
