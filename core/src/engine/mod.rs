@@ -11,4 +11,4 @@ mod task;
 pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use recorder::{FlightRecorder, TeamIdentity};
-pub use task::{ProgressQueue, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};
+pub use task::{Call, ProgressQueue, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

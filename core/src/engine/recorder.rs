@@ -3,7 +3,8 @@
 //! which collective every rank is in, and which rank it waits for.
 //!
 //! Dumped as one JSON document per team:
-//! - on a timeout and on a watchdog warning of one of the team's collectives;
+//! - on a timeout and on a watchdog warning of a collective (every team of
+//!   the process, at the next progress);
 //! - on request ([`request_dump`], which `SIGUSR1` calls where the facade
 //!   installs the handler): the next `Context::progress` on any thread dumps
 //!   every team of the process;
@@ -12,8 +13,8 @@
 //! A dump goes to `<FERROCOLL_FLIGHT_RECORDER_DIR>/ep<endpoint>-team<id>.json`
 //! when that variable names a directory (`ferrocoll-run` sets it and reads
 //! the files when a job fails or is interrupted), else to the log at warn
-//! level. Recording costs one lock and one reference count per post; the
-//! clock is read only by the timeout and the watchdog, as before.
+//! level. Recording costs one uncontended lock and one reference count per
+//! post; the clock is read only by the timeout and the watchdog, as before.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -21,7 +22,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use super::task::TaskSlot;
-use crate::args::CollInit;
 
 /// The variable naming the directory dumps go to.
 pub const DUMP_DIR_VAR: &str = "FERROCOLL_FLIGHT_RECORDER_DIR";
@@ -45,13 +45,15 @@ pub struct TeamIdentity {
 pub struct FlightRecorder {
     who: TeamIdentity,
     capacity: usize,
-    slots: Mutex<VecDeque<(Arc<TaskSlot>, Arc<CollInit>)>>,
+    slots: Mutex<VecDeque<Arc<TaskSlot>>>,
 }
 
 /// Every recorder of the process, for dumps on request.
 static RECORDERS: Mutex<Vec<Weak<FlightRecorder>>> = Mutex::new(Vec::new());
 /// Set by [`request_dump`] (from a signal handler), cleared by the dump.
 static DUMP_REQUESTED: AtomicBool = AtomicBool::new(false);
+/// Why the next dump was asked for, when it was not a signal.
+static DUMP_REASON: Mutex<Option<String>> = Mutex::new(None);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Poisoned only if a panic happened while it was held; the data stays whole.
@@ -65,17 +67,25 @@ pub fn request_dump() {
     DUMP_REQUESTED.store(true, Ordering::Relaxed);
 }
 
+/// Ask for a dump of every team of the process at the next progress, saying why
+/// (a collective's timeout or watchdog warning; not from a signal handler).
+pub fn request_dump_because(reason: String) {
+    lock(&DUMP_REASON).get_or_insert(reason);
+    request_dump();
+}
+
 /// Dump every team of the process if a dump was requested (called by every progress).
 pub fn dump_if_requested() {
     // Relaxed: see request_dump; the swap makes one caller do it.
     if DUMP_REQUESTED.load(Ordering::Relaxed) && DUMP_REQUESTED.swap(false, Ordering::Relaxed) {
+        let reason = lock(&DUMP_REASON).take().unwrap_or_else(|| "requested (signal or launcher)".to_string());
         let live: Vec<Arc<FlightRecorder>> = {
             let mut all = lock(&RECORDERS);
             all.retain(|w| w.strong_count() > 0);
             all.iter().filter_map(Weak::upgrade).collect()
         };
         for r in live {
-            r.dump("requested (signal or launcher)");
+            r.dump(&reason);
         }
     }
 }
@@ -91,16 +101,16 @@ impl FlightRecorder {
     }
 
     /// Remember a posted collective (its slot tells its state when dumped).
-    pub fn record(self: &Arc<Self>, slot: &Arc<TaskSlot>, args: &Arc<CollInit>) {
+    pub fn record(&self, slot: &Arc<TaskSlot>) {
         if self.capacity == 0 {
             return;
         }
-        slot.set_recorder(Arc::downgrade(self));
         let mut slots = lock(&self.slots);
-        if slots.len() == self.capacity {
-            slots.pop_front();
-        }
-        slots.push_back((slot.clone(), args.clone()));
+        let old = if slots.len() == self.capacity { slots.pop_front() } else { None };
+        slots.push_back(slot.clone());
+        drop(slots);
+        // The oldest slot, if this was its last holder, is freed outside the lock.
+        drop(old);
     }
 
     /// The record as one JSON document; `reason` says why it was taken.
@@ -118,12 +128,12 @@ impl FlightRecorder {
             json_str(&w.host),
             json_str(reason)
         );
-        let entries: Vec<(Arc<TaskSlot>, Arc<CollInit>)> = lock(&self.slots).iter().cloned().collect();
-        for (i, (slot, args)) in entries.iter().enumerate() {
+        let entries: Vec<Arc<TaskSlot>> = lock(&self.slots).iter().cloned().collect();
+        for (i, slot) in entries.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            slot.write_json(&mut out, &format!("{args:?}"));
+            slot.write_json(&mut out);
         }
         out.push_str("]}");
         out

@@ -3,12 +3,12 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::join::BoxFuture;
-use super::recorder::{FlightRecorder, json_str};
+use super::recorder::{json_str, request_dump_because};
 use crate::args::CompletionCallback;
 use crate::error::{Error, Result, Status};
 
@@ -84,6 +84,41 @@ pub struct TaskDesc {
     pub team: Arc<str>,
     /// "tl/algorithm".
     pub via: Arc<str>,
+    /// The arguments, for the flight record.
+    pub call: Call,
+}
+
+/// A collective's arguments in brief (plain values: copied at every post).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Call {
+    /// Elements of the full vector (see `CollInit::count`).
+    pub count: usize,
+    /// Element type, when there is data.
+    pub dtype: Option<crate::types::DataType>,
+    /// Reduction, for reduction collectives.
+    pub op: Option<crate::types::ReduceOp>,
+    /// Root, for rooted collectives.
+    pub root: Option<usize>,
+    /// UCC's message size.
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut sep = "";
+        if let Some(op) = self.op {
+            write!(f, "{op}")?;
+            sep = " ";
+        }
+        if let Some(dt) = self.dtype {
+            write!(f, "{sep}count {} {dt} ({} bytes)", self.count, self.bytes)?;
+            sep = " ";
+        }
+        if let Some(r) = self.root {
+            write!(f, "{sep}root {r}")?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Display for TaskDesc {
@@ -115,8 +150,6 @@ pub struct TaskSlot {
     diag: Arc<TaskDiag>,
     timeout: Option<Duration>,
     on_complete: Option<CompletionCallback>,
-    /// The team's flight recorder, dumped when this task times out or the watchdog warns.
-    recorder: OnceLock<Weak<FlightRecorder>>,
 }
 
 fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
@@ -144,7 +177,6 @@ impl TaskSlot {
             diag,
             timeout,
             on_complete,
-            recorder: OnceLock::new(),
         })
     }
 
@@ -156,25 +188,18 @@ impl TaskSlot {
             diag: Arc::new(TaskDiag::default()),
             timeout: None,
             on_complete: None,
-            recorder: OnceLock::new(),
         })
     }
 
-    /// The recorder that keeps this task (see [`FlightRecorder::record`]).
-    pub(crate) fn set_recorder(&self, recorder: Weak<FlightRecorder>) {
-        let _ = self.recorder.set(recorder);
-    }
-
-    /// Dump the team's record, if it keeps one (never under the state lock:
-    /// the dump reads every recorded slot, this one included).
+    /// Ask for the flight records of every team of the process (at the next
+    /// progress: the dump reads every recorded slot, this one included, so
+    /// never under its lock).
     fn dump(&self, reason: &str) {
-        if let Some(r) = self.recorder.get().and_then(Weak::upgrade) {
-            r.dump(&format!("{reason} of {}", self.desc));
-        }
+        request_dump_because(format!("{reason} of {}", self.desc));
     }
 
-    /// This task as a JSON object of the flight record; `call` describes its arguments.
-    pub(crate) fn write_json(&self, out: &mut String, call: &str) {
+    /// This task as a JSON object of the flight record.
+    pub(crate) fn write_json(&self, out: &mut String) {
         let (state, error, age) = match &*lock(&self.state) {
             SlotState::Running { started, .. } => ("in_progress", None, started.map(|s| s.elapsed().as_secs_f64())),
             SlotState::Done(None) => ("ok", None, None),
@@ -186,7 +211,7 @@ impl TaskSlot {
             "{{\"seq\":{},\"coll\":{},\"call\":{},\"via\":{},\"state\":\"{state}\"",
             d.seq,
             json_str(d.coll),
-            json_str(call),
+            json_str(&format!("{} {}", d.coll, d.call)),
             json_str(&d.via)
         );
         if let Some(e) = error {
@@ -363,7 +388,13 @@ mod tests {
     }
 
     fn desc(coll: &'static str) -> TaskDesc {
-        TaskDesc { coll, seq: 1, team: "team 0x1 (rank 0 of 2)".into(), via: "p2p/knomial".into() }
+        TaskDesc {
+            coll,
+            seq: 1,
+            team: "team 0x1 (rank 0 of 2)".into(),
+            via: "p2p/knomial".into(),
+            call: Call::default(),
+        }
     }
 
     #[test]

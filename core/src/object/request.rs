@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::team::{Team, TeamInner};
 use crate::args::{CollArgs, CollInit};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{Backoff, TaskDesc, TaskDiag, TaskSlot};
+use crate::engine::{Backoff, Call, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -152,7 +152,7 @@ impl<'a> Request<'a> {
                 let diag = Arc::new(TaskDiag::default());
                 let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
                 let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
-                self.team.recorder.record(&slot, &self.init);
+                self.team.recorder.record(&slot);
                 // One poll now sends the first messages without waiting for progress.
                 if !slot.poll(&self.team.ctx.settings.watchdog) {
                     self.team.ctx.queue.push(slot.clone());
@@ -170,7 +170,15 @@ impl<'a> Request<'a> {
             Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
             None => self.team.next_seq(),
         };
-        TaskDesc { coll: self.init.coll.name(), seq, team: self.team_desc.clone(), via: self.selected.clone() }
+        let i = &self.init;
+        let call = Call {
+            count: i.count,
+            dtype: (!i.coll.is_synchronisation()).then_some(i.dtype),
+            op: i.coll.is_reduction().then_some(i.op),
+            root: i.coll.is_rooted().then_some(i.root),
+            bytes: i.msgsize,
+        };
+        TaskDesc { coll: i.coll.name(), seq, team: self.team_desc.clone(), via: self.selected.clone(), call }
     }
 
     /// Refuse a post of a finalized request, of one in progress, of a

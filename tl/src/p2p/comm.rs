@@ -69,8 +69,21 @@ impl Comm {
     /// when `data` may be reused. Sending starts now, not when the future is polled.
     pub fn isend(&self, peer: usize, tag: u32, data: MemRef) -> Result<SendFuture> {
         let ep = self.ep(peer)?;
-        let handle = self.team.transport.send(ep, self.key(tag, self.team.rank), data)?;
-        Ok(SendFuture { handle })
+        let state = match self.team.transport.send(ep, self.key(tag, self.team.rank), data) {
+            Ok(handle) => SendState::Sending(handle),
+            // The peer left, perhaps because another member died: say which, when that is known.
+            Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}"))), self.clone()),
+        };
+        Ok(SendFuture { state })
+    }
+
+    /// The first member of the team whose transport says it died, named.
+    fn dead_member(&self) -> Option<Error> {
+        self.team
+            .eps
+            .iter()
+            .enumerate()
+            .find_map(|(r, &e)| self.team.transport.failed(e).map(|err| err.prefixed(format!("team rank {r}"))))
     }
 
     /// Send and wait until `data` may be reused.
@@ -80,7 +93,7 @@ impl Comm {
 
     /// Receive the message with `tag` from team rank `peer` into `buf` (its size must match).
     pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
-        RecvFuture { comm: self.clone(), peer, tag, buf, left: None }
+        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None }
     }
 
     /// Send to one peer and receive from another at the same time.
@@ -138,17 +151,58 @@ impl Comm {
     }
 }
 
+/// An error about a peer (it left) that may only echo another member's
+/// death: held for [`LEFT_GRACE`] while the transports' liveness checks run,
+/// and replaced by the death, naming the member that died, if one is found.
+/// A survivor that left because of a death elsewhere is not blamed for it.
+struct Suspect {
+    err: Option<Error>,
+    until: Instant,
+}
+
+/// How long a peer's leaving is held (a few of the transports' liveness scans).
+const LEFT_GRACE: Duration = Duration::from_millis(250);
+
+impl Suspect {
+    fn new(err: Error) -> Suspect {
+        Suspect { err: Some(err), until: Instant::now() + LEFT_GRACE }
+    }
+
+    /// The error to report, once it is known.
+    fn poll(&mut self, comm: &Comm) -> Poll<Error> {
+        if let Some(dead) = comm.dead_member() {
+            return Poll::Ready(dead);
+        }
+        match self.err.take() {
+            Some(e) if Instant::now() >= self.until => Poll::Ready(e),
+            Some(e) => {
+                self.err = Some(e);
+                Poll::Pending
+            }
+            None => Poll::Ready(Error::internal("a failed p2p operation was polled after it ended")),
+        }
+    }
+}
+
 /// A send in flight (see [`Comm::isend`]). Dropping it retracts the message
 /// if the receiver has not taken it yet.
 pub struct SendFuture {
-    handle: Box<dyn SendHandle>,
+    state: SendState,
+}
+
+enum SendState {
+    Sending(Box<dyn SendHandle>),
+    Failing(Suspect, Comm),
 }
 
 impl Future for SendFuture {
     type Output = Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
-        self.handle.test()
+        match &mut self.state {
+            SendState::Sending(handle) => handle.test(),
+            SendState::Failing(suspect, comm) => suspect.poll(comm).map(Err),
+        }
     }
 }
 
@@ -158,64 +212,38 @@ pub struct RecvFuture {
     peer: usize,
     tag: u32,
     buf: MemRef,
-    /// The peer left: its error, reported at the deadline unless a member
-    /// is found dead meanwhile (see [`LEFT_GRACE`]).
-    left: Option<(Error, Instant)>,
-}
-
-/// How long a receive whose peer left waits to see whether another member
-/// died (a few of the transports' liveness scans): a survivor that left
-/// because of a death elsewhere must not be blamed for it.
-const LEFT_GRACE: Duration = Duration::from_millis(250);
-
-impl RecvFuture {
-    /// The first member of the team whose transport says it died, named.
-    fn dead_member(&self) -> Option<Error> {
-        let c = &self.comm;
-        c.team
-            .eps
-            .iter()
-            .enumerate()
-            .find_map(|(r, &e)| c.team.transport.failed(e).map(|err| err.prefixed(format!("team rank {r}"))))
-    }
+    /// Set once the receive failed (the peer left, or its message did not fit).
+    failed: Option<Suspect>,
 }
 
 impl Future for RecvFuture {
     type Output = Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
-        let ep = match self.comm.ep(self.peer) {
+        let this = &mut *self;
+        if let Some(s) = &mut this.failed {
+            return s.poll(&this.comm).map(Err);
+        }
+        let ep = match this.comm.ep(this.peer) {
             Ok(ep) => ep,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        let key = self.comm.key(self.tag, self.peer);
-        match self.comm.team.transport.try_recv(ep, &key, self.buf) {
+        let key = this.comm.key(this.tag, this.peer);
+        match this.comm.team.transport.try_recv(ep, &key, this.buf) {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Pending => {
-                self.comm.diag.waiting_for(self.peer, key.tag);
+                this.comm.diag.waiting_for(this.peer, key.tag);
                 // A member that died can never take part: fail now rather than hang.
-                match self.dead_member() {
+                match this.comm.dead_member() {
                     Some(err) => Poll::Ready(Err(err)),
                     None => Poll::Pending,
                 }
             }
             Poll::Ready(Err(e)) => {
-                // A peer that left may have left because another one died:
-                // name the dead one, if it is known or becomes known soon.
-                if let Some(err) = self.dead_member() {
-                    return Poll::Ready(Err(err));
-                }
-                let peer = self.peer;
-                let (_, deadline) = self.left.get_or_insert_with(|| {
-                    (e.prefixed(format!("receive from rank {peer}")), Instant::now() + LEFT_GRACE)
-                });
-                if Instant::now() < *deadline {
-                    return Poll::Pending;
-                }
-                match self.left.take() {
-                    Some((err, _)) => Poll::Ready(Err(err)),
-                    None => Poll::Pending,
-                }
+                let mut s = Suspect::new(e.prefixed(format!("receive from rank {}", this.peer)));
+                let verdict = s.poll(&this.comm);
+                this.failed = Some(s);
+                verdict.map(Err)
             }
         }
     }

@@ -100,26 +100,26 @@ impl ShmTeam {
     }
 
     /// Rank `r`, seen at `epoch` or later, must have published the running
-    /// collective's signature for `epoch`: the same call, begun at the same epoch.
+    /// collective's signature for `epoch`.
     fn check_signature(&self, r: usize, ctrl: &Ctrl, epoch: u64) -> Result<()> {
         let slot = &ctrl.sig[(epoch % 2) as usize];
         // Relaxed: written by rank r before the Release of the flag this wait
         // just Acquire-loaded, and not rewritten before this rank finishes
         // `epoch` (the slot's next user is epoch + 2).
-        let (seen, start) = (slot.epoch.load(Ordering::Relaxed), slot.start.load(Ordering::Relaxed));
-        let theirs = Signature { word: slot.word.load(Ordering::Relaxed), size: slot.size.load(Ordering::Relaxed) };
-        let (mine, my_start) = self.running.get();
-        if seen == epoch && start == my_start && theirs.agrees(&mine) {
+        let (word, size) = (slot.word.load(Ordering::Relaxed), slot.size.load(Ordering::Relaxed));
+        let mine = self.running.get();
+        if word == mine.tagged(epoch) && mine.agrees(&Signature { word: mine.word, size }) {
             return Ok(());
         }
         let me = self.rank;
-        Err(Error::invalid_param(if seen != epoch || start != my_start {
+        Err(Error::invalid_param(if (word >> 24) & 0xff != epoch & 0xff {
             format!(
-                "the ranks' collectives are out of step: rank {r} is in a collective that began at another \
-                 step than this rank's ({me}) {} (step {my_start}): earlier calls on the team differed",
+                "the ranks' collectives are out of step: rank {r} is not at the step of this rank's ({me}) {}: \
+                 earlier calls on the team differed",
                 mine.describe()
             )
         } else {
+            let theirs = Signature { word: word & !(0xff << 24), size };
             format!(
                 "the ranks' calls differ: rank {r} posted {}, this rank ({me}) posted {}",
                 theirs.describe(),
@@ -168,21 +168,11 @@ impl ShmTeam {
     /// Write the running collective's signature for epoch `e` (its slot's
     /// readers of epoch `e - 2` have all finished: `begin` waited for them).
     fn sign(&self, e: u64) -> Result<()> {
-        // Relaxed throughout: the running state is this task's own, and the
-        // slot is published by the Release of this rank's next flag.
-        let start = match self.running.start.load(Ordering::Relaxed) {
-            0 => {
-                self.running.start.store(e, Ordering::Relaxed);
-                e
-            }
-            s => s,
-        };
-        let (sig, _) = self.running.get();
+        let sig = self.running.get();
         let slot = &self.seg.ctrl(self.rank)?.sig[(e % 2) as usize];
-        slot.start.store(start, Ordering::Relaxed);
-        slot.word.store(sig.word, Ordering::Relaxed);
+        // Relaxed: published by the Release of this rank's next flag.
+        slot.word.store(sig.tagged(e), Ordering::Relaxed);
         slot.size.store(sig.size, Ordering::Relaxed);
-        slot.epoch.store(e, Ordering::Relaxed);
         Ok(())
     }
 

@@ -32,7 +32,9 @@ struct Header {
 // segment included) are a value, and every process accesses it atomically.
 unsafe impl AtomicView for Header {}
 
-/// A rank's control line: counters only that rank writes, that everyone reads.
+/// A rank's control line: values only that rank writes, that everyone reads.
+/// What every step reads and writes (the counters and the signatures) fits
+/// in its first 64 bytes, one cache line.
 #[repr(C)]
 pub(crate) struct Ctrl {
     /// Last epoch whose data this rank has published.
@@ -41,16 +43,16 @@ pub(crate) struct Ctrl {
     pub reduced: AtomicU64,
     /// Last epoch this rank has finished reading.
     pub done: AtomicU64,
+    /// The signature of the collective of epoch `e`, in slot `e % 2` (see
+    /// `signature.rs`): a rank cannot start epoch `e + 2` before every rank
+    /// has finished `e`, so the slot of an epoch a reader waits in is stable.
+    pub sig: [SigSlot; 2],
     /// The rank's process id (for liveness checks).
     pub pid: AtomicU64,
     /// [`PRESENT`], [`LEFT`] (the rank destroyed its team) or [`FAILED`]
     /// (a collective failed on it, e.g. its arguments differed from another
     /// rank's, and it will not take part in later ones).
     pub left: AtomicU64,
-    /// The signature of the collective of epoch `e`, in slot `e % 2` (see
-    /// `signature.rs`): a rank cannot start epoch `e + 2` before every rank
-    /// has finished `e`, so the slot of an epoch a reader waits in is stable.
-    pub sig: [SigSlot; 2],
 }
 
 /// A rank's control-line value of `left` while it takes part.
@@ -63,11 +65,8 @@ pub(crate) const FAILED: u64 = 2;
 /// One epoch's signature in a control line.
 #[repr(C)]
 pub(crate) struct SigSlot {
-    /// The epoch it describes.
-    pub epoch: AtomicU64,
-    /// The first epoch of that epoch's collective.
-    pub start: AtomicU64,
-    /// `Signature::word`.
+    /// `Signature::word`, with the epoch's low byte in bits 24..32 (the
+    /// slot of epoch `e` held `e - 2` before: a byte tells them apart).
     pub word: AtomicU64,
     /// `Signature::size`.
     pub size: AtomicU64,
@@ -77,6 +76,7 @@ pub(crate) struct SigSlot {
 unsafe impl AtomicView for Ctrl {}
 
 const _: () = assert!(std::mem::size_of::<Ctrl>() <= LINE && std::mem::size_of::<Header>() <= LINE);
+const _: () = assert!(std::mem::offset_of!(Ctrl, pid) <= 64, "a step's reads and writes fit one cache line");
 
 /// A mapped team segment.
 pub(crate) struct Segment {

@@ -7,9 +7,11 @@
 //! size: elements for reductions, bytes for data movement, "unknown" for the
 //! v-variants where a rank does not know the others' sizes (gatherv,
 //! scatterv, alltoallv: their size round checks those). Each rank writes its
-//! signature, with the epoch its collective started at, into its control
-//! line at every epoch (`epoch.rs`); a rank that waits for another checks
-//! the other's against its own before it reads anything the other published.
+//! signature, tagged with the epoch, into its control line at every epoch
+//! (`epoch.rs`), in the cache line of its counters; a rank that waits for
+//! another checks the other's against its own before it reads anything the
+//! other published. Ranks whose calls agree walk the same epochs, so a
+//! signature of the same call at the same epoch is the same collective.
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::{CollType, DataType, ReduceOp};
@@ -22,7 +24,8 @@ const NONE: u64 = 0xff;
 /// One collective's signature (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Signature {
-    /// collective index | datatype << 8 | op << 16 | root << 32.
+    /// collective index | datatype << 8 | op << 16 | root << 32 (bits 24..32
+    /// are free: the control line puts the epoch's low byte there).
     pub word: u64,
     /// Elements (reductions) or bytes (data movement), or [`UNKNOWN`].
     pub size: u64,
@@ -44,6 +47,11 @@ impl Signature {
         Signature { word, size }
     }
 
+    /// The word as written for epoch `epoch` (see [`Signature::word`]).
+    pub(crate) fn tagged(&self, epoch: u64) -> u64 {
+        self.word | (epoch & 0xff) << 24
+    }
+
     /// Whether two ranks' signatures fit together.
     pub(crate) fn agrees(&self, other: &Signature) -> bool {
         self.word == other.word && (self.size == other.size || self.size == UNKNOWN || other.size == UNKNOWN)
@@ -52,6 +60,7 @@ impl Signature {
     /// The call in words: "allreduce sum float32 of 1024 elements", "bcast root 0 of 4096 bytes".
     pub(crate) fn describe(&self) -> String {
         let field = |shift: u32| (self.word >> shift) & 0xff;
+        // (bits 24..32 hold an epoch tag in the control line, not part of the call)
         let coll = CollType::ALL.into_iter().find(|c| c.index() as u64 == field(0));
         let mut s = coll.map_or_else(|| format!("collective #{}", field(0)), |c| c.name().to_string());
         if field(16) != NONE {

@@ -44,8 +44,7 @@ pub(crate) struct ShmTeam {
     /// The rank the running collective waits for (`u64::MAX`: none), copied
     /// into the task's diagnostics by the task's future.
     waiting: AtomicU64,
-    /// The running collective's signature and first epoch (0 until its
-    /// first `begin`), which every epoch publishes and checks (`epoch.rs`).
+    /// The running collective's signature, which every epoch publishes and checks (`epoch.rs`).
     pub(crate) running: Running,
 }
 
@@ -56,22 +55,18 @@ pub(crate) struct Running {
     pub word: AtomicU64,
     /// `Signature::size`.
     pub size: AtomicU64,
-    /// Its first epoch, 0 before it began.
-    pub start: AtomicU64,
 }
 
 impl Running {
     /// What is running now (Relaxed: only the one running task of this rank touches it).
-    pub(crate) fn get(&self) -> (Signature, u64) {
-        let sig = Signature { word: self.word.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed) };
-        (sig, self.start.load(Ordering::Relaxed))
+    pub(crate) fn get(&self) -> Signature {
+        Signature { word: self.word.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed) }
     }
 
     fn set(&self, sig: Signature) {
         // Relaxed: read only by this rank's running task (see `get`).
         self.word.store(sig.word, Ordering::Relaxed);
         self.size.store(sig.size, Ordering::Relaxed);
-        self.start.store(0, Ordering::Relaxed);
     }
 }
 

@@ -63,7 +63,7 @@ impl Request<'_> {
         };
         let fut = triggered_task(armed, diag.clone(), start);
         let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
-        self.team.recorder.record(&slot, &self.init);
+        self.team.recorder.record(&slot);
         // One poll now starts it at once if the trigger already fired.
         if !slot.poll(&self.team.ctx.settings.watchdog) {
             self.team.ctx.queue.push(slot.clone());
