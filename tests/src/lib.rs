@@ -2,11 +2,12 @@
 //!
 //! Helpers for ferrocoll's many-rank tests: worlds of thread ranks, seeded
 //! inputs, references computed independently of the library, the
-//! conformance matrix ([`cases`]) with its runner, the GPU tests' gate, and
-//! native test libraries built with the system's compilers ([`native`]).
+//! conformance matrix ([`cases`]) with its runner, and the GPU tests' gate
+//! with the fake CUDA driver they run on where there is no GPU.
 
 pub mod cases;
 pub mod dtypes;
+pub mod fake_cuda;
 pub mod floats;
 pub mod gpu;
 pub mod kernels_emu;
