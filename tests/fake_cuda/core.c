@@ -310,7 +310,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
     pthread_mutex_lock(&ctx_mu);
     primary[d].magic = CTX_MAGIC;
     primary[d].device = d;
-    if (primary[d].retains++ == 0) primary[d].sticky = 0; /* a fresh context */
+    if (primary[d].retains++ == 0) __atomic_store_n(&primary[d].sticky, 0, __ATOMIC_RELEASE); /* a fresh context */
     pthread_mutex_unlock(&ctx_mu);
     FC_ADD(fc_n.retains[d], 1);
     *c = &primary[d];
@@ -346,8 +346,9 @@ struct fc_ctx *fc_current(CUresult *err) {
         *err = CUDA_ERROR_CONTEXT_IS_DESTROYED;
         return NULL;
     }
-    if (c->sticky) {
-        *err = c->sticky;
+    CUresult fault = __atomic_load_n(&c->sticky, __ATOMIC_ACQUIRE);
+    if (fault) {
+        *err = fault;
         return NULL;
     }
     return c;

@@ -41,7 +41,8 @@
  *   CPU behind a shim of the built-ins) over a serial 1-D grid, with the
  *   parameters copied at launch. Operands a kernel would touch outside live
  *   device-accessible memory make the context fail with
- *   CUDA_ERROR_ILLEGAL_ADDRESS (sticky, as a device fault is); so does any
+ *   CUDA_ERROR_ILLEGAL_ADDRESS (sticky, as a device fault is) — device
+ *   memory of another device counts as such (no peer access); so does any
  *   stream operation that reaches a block freed after it was queued, and
  *   the free itself is reported (stderr, faults.freed_in_use).
  * - Failure injection: FAKE_CUDA_FAIL="sym:n[+][:code],..." fails the n-th
@@ -221,6 +222,7 @@ struct fc_op {
     uint64_t event_gen;
     struct fc_function *fn;         /* OP_KERNEL */
     unsigned grid, block;
+    int device;                     /* OP_KERNEL: the device that runs it */
     unsigned char params[96] __attribute__((aligned(8)));
     const char *fault;              /* set at enqueue: why the op would fault */
     int nranges;

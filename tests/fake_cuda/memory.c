@@ -272,8 +272,7 @@ static CUresult copy(uint64_t dst, uint64_t src, size_t n, CUstream h, int sync)
     if (overlaps(dst, src, n)) FC_ADD(fc_n.overlapping_copies, 1);
     uint64_t seq = fc_enqueue(s, op);
     if (sync) fc_wait_seq(s, seq);
-    struct fc_ctx *c = fc_stream_ctx(s);
-    return c->sticky ? c->sticky : CUDA_SUCCESS;
+    return __atomic_load_n(&fc_stream_ctx(s)->sticky, __ATOMIC_ACQUIRE);
 }
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {

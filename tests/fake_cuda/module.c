@@ -261,7 +261,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
         RET(CUDA_ERROR_NOT_SUPPORTED);
     }
     struct fc_op *op = fc_op_new(OP_KERNEL);
-    op->fn = fn, op->grid = gx, op->block = bx;
+    op->fn = fn, op->grid = gx, op->block = bx, op->device = c->device;
     switch (fn->kind) {
     case FN_REDUCE:
         memcpy(op->params, params[0], sizeof(struct reduce_args));

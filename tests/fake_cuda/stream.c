@@ -140,6 +140,8 @@ int fc_op_range(struct fc_op *op, uint64_t lo, uint64_t len, int host_ok) {
     struct fc_block b;
     if (fc_block_at(lo, &b)) {
         if (len > b.size - (lo - b.base)) return 0; /* runs past its block */
+        if (op->kind == OP_KERNEL && b.kind == K_DEVICE && b.device != op->device && !op->fault)
+            op->fault = "another device's memory (the fake has no peer access)";
         if (op->nranges < FC_MAX_RANGES) op->ranges[op->nranges++] = (struct fc_range){lo, len, b.id};
         return 1;
     }
@@ -408,15 +410,18 @@ CUresult cuCtxSynchronize(void) {
     CUresult err = CUDA_SUCCESS;
     struct fc_ctx *c = fc_current(&err);
     if (!c) RET(err);
-    /* Snapshot the streams (they are never freed), then wait for each. */
-    struct fc_stream *list[256];
-    uint64_t upto[256];
-    int n = 0;
+    /* Snapshot the streams and their work (streams are never freed), then wait for each. */
+    struct fc_dep *upto = NULL;
+    size_t n = 0, cap = 0;
     pthread_mutex_lock(&streams_mu);
-    for (struct fc_stream *s = streams; s && n < 256; s = s->next)
-        if (s->ctx == c) list[n] = s, upto[n] = load(&s->enqueued), n++;
+    for (struct fc_stream *s = streams; s; s = s->next) {
+        if (s->ctx != c) continue;
+        if (n == cap && !(upto = realloc(upto, (cap = 2 * cap + 16) * sizeof *upto))) abort();
+        upto[n++] = (struct fc_dep){s, load(&s->enqueued)};
+    }
     pthread_mutex_unlock(&streams_mu);
-    for (int i = 0; i < n; i++) fc_wait_seq(list[i], upto[i]);
+    for (size_t i = 0; i < n; i++) fc_wait_seq(upto[i].s, upto[i].seq);
+    free(upto);
     RET(sticky(c));
 }
 
