@@ -244,6 +244,15 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     RET(i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS);
 }
 
+/* The driver's private function tables, which NVRTC 13 asks for (for its
+ * cache, which it disables when refused): the fake has none. */
+CUresult cuGetExportTable(const void **table, const void *id) {
+    ENTER(cuGetExportTable);
+    (void)id;
+    if (table) *table = NULL;
+    RET(CUDA_ERROR_NOT_FOUND);
+}
+
 /* ---- initialisation and devices ---- */
 
 CUresult cuDriverGetVersion(int *v) {

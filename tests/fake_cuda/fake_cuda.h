@@ -70,6 +70,8 @@
  * - PTX and machine code: the PTX is only scanned for its version, target
  *   and entry names; the code that runs is the same CUDA C compiled by g++
  *   (inline PTX is under #ifdef __CUDA_ARCH__ there and is never run).
+ * - The driver's private export tables (cuGetExportTable answers "not
+ *   found": NVRTC 13 asks for one for its cache, and then works without it).
  * - Timing, occupancy, launch limits beyond the block size, peer access,
  *   IPC, graphs, multi-dimensional grids, dynamic shared memory, cubins.
  */
@@ -127,7 +129,8 @@ enum {
     X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2)                 \
     X(cuPointerGetAttributes) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)               \
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async)     \
-    X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)
+    X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)              \
+    X(cuGetExportTable)
 
 enum fc_sym {
 #define FC_ENUM(n) SYM_##n,
