@@ -6,9 +6,11 @@
 //!   (host memory labelled `cuda`, served by a stand-in component whose
 //!   copies are memmove), so the wrapper's copy-in/copy-out logic is tested
 //!   on machines without a GPU.
-//! - On a GPU: allreduce, bcast and reduce_scatter (and a slice of every
-//!   other collective) on device and managed memory over teams of 2 and 4
-//!   threads sharing the GPU, and over teams of 2 and 4 processes.
+//! - On a GPU (or, without one, on the fake CUDA driver; see
+//!   `ferrocoll_tests::gpu::skip_unless_gpu`): allreduce, bcast and
+//!   reduce_scatter (and a slice of every other collective) on device and
+//!   managed memory over teams of 2 and 4 threads sharing the GPU, and over
+//!   teams of 2 and 4 processes.
 //!
 //! Results are checked against the conformance suite's independent
 //! references (`ferrocoll_tests::setup` / `runner::verify`), outputs

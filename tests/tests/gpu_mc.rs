@@ -2,8 +2,10 @@
 //! the pointer query, copies in every direction, and device reductions of
 //! every dtype × op with 1 to 9 sources against the host kernels.
 //!
-//! Every test skips (printing why) where there is no GPU, and fails
-//! instead under `REQUIRE_GPU=1`.
+//! Where there is no GPU every test runs on the fake CUDA driver
+//! (`ferrocoll_tests::gpu::skip_unless_gpu`: the kernels compiled for the
+//! CPU), or prints that it skipped where the fake cannot be built; under
+//! `REQUIRE_GPU=1` a missing GPU fails instead.
 
 mod gpu_support;
 

@@ -1,6 +1,9 @@
-//! Triggered post on a CUDA stream engine. Without a GPU these tests print
-//! that they skipped (and fail under `REQUIRE_GPU=1`), except the first,
-//! which checks that the engine is refused cleanly where no driver is.
+//! Triggered post on a CUDA stream engine. Without a GPU these tests run on
+//! the fake CUDA driver (`ferrocoll_tests::gpu::skip_unless_gpu`), with a
+//! lighter load; where it cannot be built they print that they skipped
+//! (failing under `REQUIRE_FAKE_CUDA=1`; under `REQUIRE_GPU=1` a missing GPU
+//! fails). The first test runs in this process: where no driver is, it
+//! checks that the engine is refused cleanly.
 //!
 //! The ordering test runs on pinned host memory mapped into the device (the
 //! host-driven TLs read and write it, the stream's work reaches it through
