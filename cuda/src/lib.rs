@@ -51,8 +51,11 @@
 //! ## Limits
 //! - **No GPU execution is verified on the machine this crate was written
 //!   on**: there is no GPU and no driver there. The probes' failure paths,
-//!   the error table and NVRTC compilation are tested; every driver call is
-//!   only compiled here and runs in the GPU tests (`scripts/gpu-check.sh`).
+//!   the error table and NVRTC compilation are tested; every driver call
+//!   runs in the GPU tests, on a GPU (`scripts/gpu-check.sh`) or, without
+//!   one, on the fake driver of the tests (`tests/fake_cuda/`), which checks
+//!   the order, pairing and error handling of the calls and the results of
+//!   the kernels compiled for the CPU — not the device itself.
 //! - Linux names of the libraries; CUDA 12 or newer (the stream memory
 //!   operations `_v2`); one-dimensional launches without dynamic shared memory.
 //! - Contexts and events are plain handles: their holders keep them alive

@@ -313,14 +313,18 @@ pub fn expected(dt: DataType, op: ReduceOp, contrib: &[Val]) -> Expected {
 }
 
 /// Whether `got` matches `want`; the tolerance for floats grows with the
-/// number of contributions (each algorithm step may round) and the dtype's epsilon.
+/// number of contributions (each algorithm step may round) and the dtype's
+/// epsilon, relative to the operands' scale, plus the dtype's smallest
+/// subnormal per step for results that round near zero (an average of tiny
+/// narrow floats may round to zero, whatever its relative error).
 pub fn matches(dt: DataType, op: ReduceOp, got: &Val, want: &Expected) -> bool {
     let eps = floats::epsilon(dt);
+    let steps = want.n as f64 + 1.0;
     let close = |g: f64, e: f64| {
         if g.is_nan() || e.is_nan() {
             return false;
         }
-        (g - e).abs() <= eps * (want.n as f64 + 1.0) * want.scale + f64::MIN_POSITIVE
+        (g - e).abs() <= steps * (eps * want.scale + floats::min_subnormal(dt))
     };
     match (got, &want.val) {
         (Val::Int(g), Val::Int(e)) => g == e,

@@ -50,6 +50,21 @@ pub fn epsilon(dt: ferrocoll::DataType) -> f64 {
     }
 }
 
+/// The smallest positive subnormal of a float datatype, as f64: the
+/// spacing of its values near zero, where rounding errs by up to half of it
+/// whatever the magnitude of the operands.
+pub fn min_subnormal(dt: ferrocoll::DataType) -> f64 {
+    use ferrocoll::DataType::*;
+    match dt {
+        Float8E4M3 => 2f64.powi(-9),
+        Float8E5M2 => 2f64.powi(-16),
+        Bfloat16 => 2f64.powi(-133),
+        Float16 => 2f64.powi(-24),
+        Float32 | Float32Complex => 2f64.powi(-149),
+        _ => f64::from_bits(1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +79,10 @@ mod tests {
         assert_eq!(e5m2(0x7b), 57344.0);
         assert_eq!(e5m2(0x7c), f64::INFINITY);
         assert_eq!(e5m2(0xc0), -2.0);
+        assert_eq!(min_subnormal(ferrocoll::DataType::Float8E4M3), e4m3(0x01));
+        assert_eq!(min_subnormal(ferrocoll::DataType::Float8E5M2), e5m2(0x01));
+        assert_eq!(min_subnormal(ferrocoll::DataType::Float16), half::f16::from_bits(1).to_f64());
+        assert_eq!(min_subnormal(ferrocoll::DataType::Bfloat16), half::bf16::from_bits(1).to_f64());
+        assert_eq!(min_subnormal(ferrocoll::DataType::Float32), f64::from(f32::from_bits(1)));
     }
 }

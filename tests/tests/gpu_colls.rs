@@ -6,9 +6,11 @@
 //!   (host memory labelled `cuda`, served by a stand-in component whose
 //!   copies are memmove), so the wrapper's copy-in/copy-out logic is tested
 //!   on machines without a GPU.
-//! - On a GPU: allreduce, bcast and reduce_scatter (and a slice of every
-//!   other collective) on device and managed memory over teams of 2 and 4
-//!   threads sharing the GPU, and over teams of 2 and 4 processes.
+//! - On a GPU (or, without one, on the fake CUDA driver; see
+//!   `ferrocoll_tests::gpu::skip_unless_gpu`): allreduce, bcast and
+//!   reduce_scatter (and a slice of every other collective) on device and
+//!   managed memory over teams of 2 and 4 threads sharing the GPU, and over
+//!   teams of 2 and 4 processes.
 //!
 //! Results are checked against the conformance suite's independent
 //! references (`ferrocoll_tests::setup` / `runner::verify`), outputs
@@ -21,8 +23,8 @@ use std::time::Duration;
 
 use ferrocoll::core::backend::{Mc, ReduceSpec, Scratch};
 use ferrocoll::{
-    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollType, Components, Config, Context, ContextParams, Error, Lib,
-    LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
+    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollType, Components, Config, Context, ContextParams, CpuEe, Error,
+    Event, EventType, Lib, LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_mc::HostMc;
 use ferrocoll_tests::cases::{Case, matrix};
@@ -331,6 +333,51 @@ fn every_collective_runs_staged_on_emulated_cuda_memory_3_ranks() {
 #[test]
 fn every_collective_runs_staged_on_emulated_cuda_memory_4_ranks() {
     thread_world(4, emulated, data_colls().collect(), Place::Emulated, 1);
+}
+
+/// A triggered post copies its staged inputs in when its trigger fires, not
+/// when it is posted: the trigger says the inputs are ready (on a CUDA
+/// stream engine, that the stream work writing them has run). On emulated
+/// CUDA memory with the CPU engine: the inputs are written after
+/// `triggered_post` and before `set_event`, on teams of 1 to 3 ranks.
+#[test]
+fn a_triggered_post_stages_its_inputs_when_triggered_not_when_posted() {
+    const N: usize = 64;
+    const COMPUTE: Event = Event::new(EventType::ComputeComplete);
+    for size in 1..=3 {
+        world(size, emulated, |team| {
+            let rank = team.rank();
+            let mut src = vec![-1i64; N];
+            let mut dst = vec![0i64; N];
+            let info = |buffer: *mut i64| {
+                CollBuffer::Info(BufferInfo {
+                    buffer: buffer.cast(),
+                    count: N as u64,
+                    datatype: ferrocoll::DataType::Int64,
+                    mem_type: MemType::Cuda,
+                })
+            };
+            let mut a = CollArgs::new(CollType::Allreduce);
+            a.op = ReduceOp::Sum;
+            a.src = info(src.as_mut_ptr());
+            a.dst = info(dst.as_mut_ptr());
+            // SAFETY: src and dst outlive the request, which is finalized below; between
+            // triggered_post and set_event only this thread writes src, and the request
+            // may not read it before the trigger.
+            let mut req = unsafe { team.collective_init(&a) }.expect("init");
+            let ee = CpuEe::new();
+            req.triggered_post(&ee, &COMPUTE).expect("triggered_post");
+            let ready: Vec<i64> = (0..N as i64).map(|i| (rank as i64 + 1) * 100 + i).collect();
+            // SAFETY: the request does not touch src before the trigger (the property tested).
+            unsafe { std::ptr::copy_nonoverlapping(ready.as_ptr(), src.as_mut_ptr(), N) };
+            ee.set_event(COMPUTE).expect("set_event");
+            req.wait().expect("wait");
+            req.finalize().expect("finalize");
+            let want: Vec<i64> =
+                (0..N as i64).map(|i| (0..team.size() as i64).map(|r| (r + 1) * 100 + i).sum()).collect();
+            assert_eq!(dst, want, "rank {rank} of {}: the collective read its input before the trigger", team.size());
+        });
+    }
 }
 
 fn default_components() -> Components {

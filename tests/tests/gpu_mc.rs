@@ -2,17 +2,20 @@
 //! the pointer query, copies in every direction, and device reductions of
 //! every dtype × op with 1 to 9 sources against the host kernels.
 //!
-//! Every test skips (printing why) where there is no GPU, and fails
-//! instead under `REQUIRE_GPU=1`.
+//! Where there is no GPU every test runs on the fake CUDA driver
+//! (`ferrocoll_tests::gpu::skip_unless_gpu`: the kernels compiled for the
+//! CPU), or prints that it skipped where the fake cannot be built; under
+//! `REQUIRE_GPU=1` a missing GPU fails instead.
 
 mod gpu_support;
 
 use ferrocoll::core::backend::{Mc, McSet, ReduceSpec};
 use ferrocoll::{DataType, MemRef, MemType, ReduceOp, Status};
-use ferrocoll_mc::{CudaMc, HostMc, reduce_slices};
-use ferrocoll_tests::dtypes::{Val, decode, elem_size, expected, input, matches, reduction_pairs};
-use ferrocoll_tests::gpu::skip_unless_gpu;
+use ferrocoll_mc::{CudaMc, HostMc};
+use ferrocoll_tests::dtypes::{elem_size, reduction_pairs};
+use ferrocoll_tests::gpu::{skip_unless_gpu, skip_unless_nvrtc};
 use ferrocoll_tests::rng::{Rng, hash};
+use gpu_support::reduce::{COUNTS, check_reduction, mem};
 use gpu_support::{DevBuf, Kind, bind};
 
 /// The component, after the gate said there is a GPU.
@@ -26,13 +29,6 @@ fn fresh_seed(test: &str) -> u64 {
     let seed = hash(&[t, u64::from(std::process::id())]);
     eprintln!("{test}: seed {seed}");
     seed
-}
-
-/// `MemRef` over a test block.
-fn mem(b: &DevBuf, mt: MemType) -> MemRef {
-    // SAFETY: the block outlives every use of the MemRef in these tests, and
-    // nothing else touches it while ferrocoll does.
-    unsafe { MemRef::new(b.addr(), b.len(), mt) }
 }
 
 fn kind_type(k: Kind) -> MemType {
@@ -196,88 +192,10 @@ fn copies_work_between_every_pair_of_memory_kinds() {
     assert_eq!(mc.copy(rocm, whole.range(0, 16).unwrap()).unwrap_err().status(), Status::InvalidParam);
 }
 
-/// Sources one kernel launch folds (more are reduced in rounds).
-const LAUNCH_SOURCES: usize = 8;
-
-/// Element counts of the reduce matrix: one, odd, past one block of vectors, large.
-const COUNTS: [usize; 4] = [1, 37, 4099, 70_001];
-
-/// The device result of one reduction against the host kernels (bit-exact
-/// where the device promises it) and against the float64 reference.
-#[allow(clippy::too_many_arguments)]
-fn check_reduction(
-    mc: &CudaMc,
-    dt: DataType,
-    op: ReduceOp,
-    nsrcs: usize,
-    count: usize,
-    seed: u64,
-    offset: usize,
-    in_place: bool,
-) {
-    let es = elem_size(dt, Some(op));
-    let bytes = count * es;
-    let srcs: Vec<Vec<u8>> = (0..nsrcs)
-        .map(|s| {
-            let mut v = vec![0u8; bytes];
-            for (i, e) in v.chunks_exact_mut(es).enumerate() {
-                input(dt, Some(op), seed, s, i, e);
-            }
-            v
-        })
-        .collect();
-    let divisor = (op == ReduceOp::Avg).then_some(nsrcs);
-    let spec = ReduceSpec { dtype: dt, op, count, avg_divisor: divisor };
-    let mut host = vec![0u8; bytes];
-    let refs: Vec<&[u8]> = srcs.iter().map(Vec::as_slice).collect();
-    reduce_slices(&mut host, &refs, &spec).unwrap();
-    // Device operands, `offset` bytes into their blocks (misaligned when offset is not a multiple of 16).
-    let blocks: Vec<DevBuf> = srcs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut padded = vec![0x5au8; offset + bytes];
-            padded[offset..].copy_from_slice(s);
-            DevBuf::from_host(&padded, if i % 3 == 2 { Kind::Managed } else { Kind::Device })
-        })
-        .collect();
-    let operand = |i: usize| {
-        let mt = if i % 3 == 2 { MemType::CudaManaged } else { MemType::Cuda };
-        mem(&blocks[i], mt).range(offset, bytes).unwrap()
-    };
-    let dst_block = (!in_place).then(|| DevBuf::new(offset + bytes, Kind::Device));
-    let dst = match &dst_block {
-        None => operand(0),
-        Some(b) => {
-            b.fill(0xa5); // poison: an unwritten element shows
-            mem(b, MemType::Cuda).range(offset, bytes).unwrap()
-        }
-    };
-    let operands: Vec<MemRef> = (0..nsrcs).map(operand).collect();
-    let what =
-        format!("{op} on {dt}, {nsrcs} sources, count {count}, offset {offset}, in place {in_place}, seed {seed}");
-    mc.reduce(dst, &operands, &spec).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let whole = dst_block.as_ref().unwrap_or(&blocks[0]).read();
-    let got = &whole[offset..offset + bytes];
-    // Beyond 8 sources a narrow float is rounded between launches: only the reference applies.
-    let exact = nsrcs <= LAUNCH_SOURCES || !dt.is_narrow_float();
-    for (i, (g, h)) in got.chunks_exact(es).zip(host.chunks_exact(es)).enumerate() {
-        let gv = decode(dt, op, g);
-        let contrib: Vec<_> = refs.iter().map(|s| decode(dt, op, &s[i * es..(i + 1) * es])).collect();
-        let want = expected(dt, op, &contrib);
-        assert!(matches(dt, op, &gv, &want), "{what}: element {i} is {gv:?}, the float64 reference {want:?}");
-        if exact && g != h {
-            // NaN payloads are not promised (see the kernels' docs); NaN is.
-            let both_nan =
-                matches!((&gv, decode(dt, op, h)), (Val::Float(a), Val::Float(b)) if a.is_nan() && b.is_nan());
-            assert!(both_nan, "{what}: element {i} is {g:02x?}, the host kernels give {h:02x?}");
-        }
-    }
-}
-
 #[test]
 fn device_reductions_match_the_host_for_every_dtype_and_op() {
-    if skip_unless_gpu("device_reductions_match_the_host_for_every_dtype_and_op") {
+    let name = "device_reductions_match_the_host_for_every_dtype_and_op";
+    if skip_unless_gpu(name) || skip_unless_nvrtc(name) {
         return;
     }
     let mc = mc();

@@ -1,6 +1,7 @@
 //! The device kernels, run on the CPU: the same CUDA C text that NVRTC
 //! compiles (`ferrocoll_kernels::source()`) is compiled with g++ behind a
-//! shim of the CUDA built-ins and launched on a serial grid (see `emu.rs`),
+//! shim of the CUDA built-ins and launched on a serial grid
+//! (`ferrocoll_tests::kernels_emu`, loaded by `emu.rs`),
 //! then every reduce kernel is held against the host memory component
 //! (`ferrocoll_mc::reduce_slices`) on random operands: bit for bit, except
 //! NaN payloads. This checks the kernels' arithmetic (conversions, rounding,

@@ -155,9 +155,17 @@ pub(crate) fn reduce(devices: &Devices, dst: MemRef, srcs: &[MemRef], spec: &Red
         // under the MemRef contract); only the first source may be dst.
         // Rounds after the first read dst, which the previous launch on the
         // same stream wrote: the stream orders them; the stream is
-        // synchronised below, before the caller uses the memory again.
-        unsafe { function.launch(grid, block, &stream, &mut params) }
-            .map_err(|e| e.prefixed(format!("{name} over {} elements", spec.count)))?;
+        // synchronised before this function returns (also when a launch
+        // fails), before the caller uses the memory again.
+        let launched = unsafe { function.launch(grid, block, &stream, &mut params) };
+        if let Err(e) = launched {
+            // Earlier rounds may still be queued: let them finish before the
+            // caller, told the reduction failed, frees or reuses the operands.
+            if let Err(sync) = stream.synchronize() {
+                ferrocoll_core::log_warn!("{name} after a failed launch: {sync}");
+            }
+            return Err(e.prefixed(format!("{name} over {} elements", spec.count)));
+        }
     }
     stream.synchronize().map_err(|e| e.prefixed(format!("{name} over {} elements", spec.count)))
 }

@@ -3,8 +3,13 @@
 //! ferrocoll's CUDA memory component (its pools, copies and pointer query),
 //! which the tests check.
 //!
-//! Shared by `gpu_mc.rs` and `gpu_colls.rs`; each uses part of it.
+//! Shared by the GPU tests and `gpu_fake_driver.rs`; each uses part of it
+//! ([`reduce`]: the device reduction check; [`stream`]: what the stream
+//! engine tests use).
 #![allow(dead_code)]
+
+pub mod reduce;
+pub mod stream;
 
 use std::sync::OnceLock;
 

@@ -1,72 +1,12 @@
-//! The kernels' CUDA C compiled for the CPU with g++, behind a shim that
-//! defines the CUDA built-ins they use, and launched with a serial grid: for
-//! every block, for every thread, call the kernel with `blockIdx`/`threadIdx`
-//! set. The kernels never synchronise threads or share memory, so a serial
-//! grid computes what the device computes (device-only inline PTX sits under
-//! `#ifdef __CUDA_ARCH__`, with C fallbacks of the same arithmetic).
+//! The kernels' CUDA C compiled for the CPU (`ferrocoll_tests::kernels_emu`,
+//! shared with the fake CUDA driver), loaded here to call each kernel
+//! directly on a serial grid.
 
 use std::ffi::{CString, c_void};
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
 
 use ferrocoll_kernels::ReduceArgs;
-
-/// Prepended to the kernel source: the CUDA built-ins, for g++.
-const SHIM_HEAD: &str = r#"
-#define __global__
-#define __device__
-#define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
-struct fc_emu_dim3 { unsigned x, y, z; };
-// Per OS thread, so that tests running in parallel launch independently.
-extern "C" {
-thread_local fc_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
-}
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-"#;
-
-/// Appended: serial launchers, one per kernel signature.
-const SHIM_TAIL: &str = r#"
-static void fc_emu_grid(unsigned grid, unsigned block) {
-    gridDim = {grid, 1, 1};
-    blockDim = {block, 1, 1};
-}
-extern "C" void fc_emu_launch_reduce(const void* kernel, const ReduceArgs* args, unsigned grid, unsigned block) {
-    typedef void (*K)(ReduceArgs);
-    fc_emu_grid(grid, block);
-    for (unsigned b = 0; b < grid; ++b) {
-        for (unsigned t = 0; t < block; ++t) {
-            blockIdx = {b, 0, 0};
-            threadIdx = {t, 0, 0};
-            ((K)kernel)(*args);
-        }
-    }
-}
-extern "C" void fc_emu_launch3(const void* kernel, u64 x, u64 y, u64 z, unsigned grid, unsigned block) {
-    typedef void (*K)(u64, u64, u64);
-    fc_emu_grid(grid, block);
-    for (unsigned b = 0; b < grid; ++b) {
-        for (unsigned t = 0; t < block; ++t) {
-            blockIdx = {b, 0, 0};
-            threadIdx = {t, 0, 0};
-            ((K)kernel)(x, y, z);
-        }
-    }
-}
-extern "C" void fc_emu_launch2(const void* kernel, u64 x, u64 y, unsigned grid, unsigned block) {
-    typedef void (*K)(u64, u64);
-    fc_emu_grid(grid, block);
-    for (unsigned b = 0; b < grid; ++b) {
-        for (unsigned t = 0; t < block; ++t) {
-            blockIdx = {b, 0, 0};
-            threadIdx = {t, 0, 0};
-            ((K)kernel)(x, y);
-        }
-    }
-}
-"#;
+use ferrocoll_tests::kernels_emu;
+use ferrocoll_tests::native::Unavailable;
 
 type LaunchReduce = unsafe extern "C" fn(*const c_void, *const ReduceArgs, u32, u32);
 type Launch3 = unsafe extern "C" fn(*const c_void, u64, u64, u64, u32, u32);
@@ -80,45 +20,15 @@ pub struct Emu {
     launch2: Launch2,
 }
 
-/// Why the emulation is unavailable: skip (no g++) or fail (the source does not build).
-pub enum Unavailable {
-    Skip(String),
-    Fail(String),
-}
-
-fn build() -> Result<Emu, Unavailable> {
-    let dir: PathBuf = std::env::temp_dir().join(format!("ferrocoll-kernels-emu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| Unavailable::Fail(format!("create {}: {e}", dir.display())))?;
-    let cpp = dir.join("kernels_emu.cpp");
-    let so = dir.join("libkernels_emu.so");
-    let text = format!("{SHIM_HEAD}\n{}\n{SHIM_TAIL}", ferrocoll_kernels::source());
-    std::fs::write(&cpp, text).map_err(|e| Unavailable::Fail(format!("write {}: {e}", cpp.display())))?;
-    // -ffp-contract=off: no fused multiply-add, as NVRTC's --fmad=false and the host.
-    let out = Command::new("g++")
-        .args(["-std=c++17", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-Wall"])
-        .arg("-o")
-        .arg(&so)
-        .arg(&cpp)
-        .output()
-        .map_err(|e| Unavailable::Skip(format!("g++ cannot be run: {e}")))?;
-    if !out.status.success() {
-        return Err(Unavailable::Fail(format!(
-            "g++ failed to compile the kernels ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    let warnings = String::from_utf8_lossy(&out.stderr);
-    if !warnings.trim().is_empty() {
-        eprintln!("g++ warnings on the kernel source:\n{warnings}");
-    }
-    // SAFETY: the library is the kernels compiled just above; its only
+fn load() -> Result<Emu, Unavailable> {
+    let so = kernels_emu::library()?;
+    // SAFETY: the library is the kernels compiled by kernels_emu; its only
     // initialisers are the thread-local grid variables (zero-initialised).
-    let lib = unsafe { libloading::Library::new(&so) }
+    let lib = unsafe { libloading::Library::new(so) }
         .map_err(|e| Unavailable::Fail(format!("load {}: {e}", so.display())))?;
-    let _ = std::fs::remove_dir_all(&dir);
-    // SAFETY: the three launchers are defined in SHIM_TAIL with exactly these
-    // C signatures; the pointers stay valid while `lib` lives (for the process).
+    // SAFETY: the three launchers are defined by kernels_emu's shim with
+    // exactly these C signatures; the pointers stay valid while `lib` lives
+    // (for the process).
     let (launch_reduce, launch3, launch2) = unsafe {
         let r = lib.get::<LaunchReduce>(b"fc_emu_launch_reduce\0").map(|s| *s);
         let t = lib.get::<Launch3>(b"fc_emu_launch3\0").map(|s| *s);
@@ -131,11 +41,11 @@ fn build() -> Result<Emu, Unavailable> {
     Ok(Emu { lib, launch_reduce, launch3, launch2 })
 }
 
-/// The emulation library, built once per test process; `None` after
+/// The emulation library, loaded once per test process; `None` after
 /// printing why the test `test` skips; panics when the source does not build.
 pub fn emu(test: &str) -> Option<&'static Emu> {
-    static EMU: OnceLock<Result<Emu, Unavailable>> = OnceLock::new();
-    match EMU.get_or_init(build) {
+    static EMU: std::sync::OnceLock<Result<Emu, Unavailable>> = std::sync::OnceLock::new();
+    match EMU.get_or_init(load) {
         Ok(emu) => Some(emu),
         Err(Unavailable::Skip(why)) => {
             eprintln!("{test}: skipped: {why}");
@@ -144,7 +54,6 @@ pub fn emu(test: &str) -> Option<&'static Emu> {
         Err(Unavailable::Fail(why)) => panic!("{test}: {why}"),
     }
 }
-
 impl Emu {
     /// The address of the entry point `name`, if the library has it.
     pub fn kernel(&self, name: &str) -> Option<*const c_void> {

@@ -111,21 +111,26 @@ struct AlgTask {
 }
 
 impl CollTask for AlgTask {
+    /// The future of one execution. It touches no buffer before it is first
+    /// polled: a triggered post makes it when posted (to take its place in
+    /// the team's order) but polls it only once the trigger fired, which is
+    /// when the inputs are ready (on a CUDA stream, once the stream work
+    /// writing them has run).
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
         let comm = Comm::new(self.team.clone(), post.seq, post.diag.clone());
-        if let Some(s) = &self.staging {
-            s.copy_in()?;
-        }
-        let run = if self.team.size == 1 {
+        let run: TaskFuture = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
-            let result = team_of_one(&self.init.ops, &|d, s| comm.copy(d, s), &|d, s, spec| comm.reduce(d, s, spec));
-            Box::pin(std::future::ready(result))
+            let init = self.init.clone();
+            Box::pin(
+                async move { team_of_one(&init.ops, &|d, s| comm.copy(d, s), &|d, s, spec| comm.reduce(d, s, spec)) },
+            )
         } else {
             self.run.start(comm, &self.init)?
         };
         match self.staging.clone() {
             None => Ok(run),
             Some(s) => Ok(Box::pin(async move {
+                s.copy_in()?;
                 run.await?;
                 s.copy_out()
             })),
