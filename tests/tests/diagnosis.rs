@@ -78,7 +78,10 @@ fn coll_trace_and_watchdog() {
         .collect();
     log::set_sink(None);
     assert!(warned, "no watchdog warning in {:?}", lines.lock().unwrap());
-    let on = |why: &str| dumps.iter().find(|l| l.contains(why)).cloned();
+    // A dump covers every team of the process (rank 1's, this test's, others'): take rank 0's of this team.
+    let on = |why: &str| {
+        dumps.iter().find(|l| l.contains(why) && l.contains(r#""rank":0,"#) && l.contains(r#""coll":"bcast""#)).cloned()
+    };
     let watchdog = on("(watchdog of bcast seq 0").unwrap_or_else(|| panic!("no watchdog dump in {dumps:?}"));
     assert!(watchdog.contains(r#""state":"in_progress","waiting_for":1"#), "{watchdog}");
     let timeout = on("(timeout of bcast seq 0").unwrap_or_else(|| panic!("no timeout dump in {dumps:?}"));
