@@ -24,6 +24,9 @@ struct Header {
     version: AtomicU32,
     ranks: AtomicU32,
     data: AtomicU64,
+    /// The creator endpoint's nonce (also in the name): a segment without it
+    /// is not this team's, whatever its name.
+    cookie: AtomicU64,
     /// Members other than the creator that have mapped the segment.
     attached: AtomicU32,
 }
@@ -87,14 +90,16 @@ pub(crate) struct Segment {
 }
 
 impl Segment {
-    /// The name of a team's segment: `/ferrocoll-<job>-s<team id in hex>`.
-    pub(crate) fn name(job: &str, team: u64) -> String {
-        shmem::segment_name(job, &format!("s{team:x}"))
+    /// The name of a team's segment: `/ferrocoll-<job>-s<team id in hex>-<nonce>`,
+    /// where the nonce is the creating endpoint's (exchanged at context
+    /// creation, so no process outside the job can know the name before it exists).
+    pub(crate) fn name(job: &str, team: u64, nonce: u64) -> String {
+        shmem::segment_name(job, &format!("s{team:x}-{nonce:016x}"))
     }
 
-    /// Create the segment (team rank 0). A stale segment of the same name
-    /// (from a crashed run of the same job) is replaced.
-    pub(crate) fn create(name: &str, layout: Layout) -> Result<Segment> {
+    /// Create the segment (team rank 0), with `cookie` (the nonce of its
+    /// name) in its header. A segment of the same name is replaced.
+    pub(crate) fn create(name: &str, layout: Layout, cookie: u64) -> Result<Segment> {
         let total = layout.total() as u64;
         // NoResource, never NotSupported: that would turn the TL off at rank
         // 0 alone, while the other members wait for a segment that never comes.
@@ -109,13 +114,15 @@ impl Segment {
         h.version.store(VERSION, Ordering::Relaxed);
         h.ranks.store(layout.ranks as u32, Ordering::Relaxed);
         h.data.store(layout.data as u64, Ordering::Relaxed);
+        h.cookie.store(cookie, Ordering::Relaxed);
         // Release: openers that see MAGIC (Acquire) see the fields above.
         h.magic.store(MAGIC, Ordering::Release);
         Ok(seg)
     }
 
-    /// Map the segment if its creator has finished writing it (`Ok(None)`: not yet).
-    pub(crate) fn open(name: &str, ranks: usize) -> Result<Option<Segment>> {
+    /// Map the segment if its creator has finished writing it (`Ok(None)`:
+    /// not yet); it must carry `cookie`.
+    pub(crate) fn open(name: &str, ranks: usize, cookie: u64) -> Result<Option<Segment>> {
         let Some(file) = ShmFile::open(name)? else { return Ok(None) };
         let size = file.size()?;
         if size < LINE as u64 {
@@ -127,12 +134,18 @@ impl Segment {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Ok(None);
         }
-        let (version, seg_ranks, data) = (
+        let (version, seg_ranks, data, seen) = (
             h.version.load(Ordering::Relaxed),
             h.ranks.load(Ordering::Relaxed) as usize,
             h.data.load(Ordering::Relaxed),
+            h.cookie.load(Ordering::Relaxed),
         );
         drop(head);
+        if seen != cookie {
+            return Err(Error::io(format!(
+                "segment {name} does not carry this team's cookie: it was not made by the team's first rank"
+            )));
+        }
         if version != VERSION || seg_ranks != ranks {
             return Err(Error::invalid_param(format!(
                 "segment {name} has version {version} for {seg_ranks} ranks; this rank expects version {VERSION} for {ranks}"
@@ -215,25 +228,27 @@ mod tests {
 
     #[test]
     fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
-        let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f);
-        assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f"), "{n}");
-        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap()).unwrap();
-        let peer = Segment::open(&n, 2).unwrap().expect("created and written");
+        let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f, 0xab);
+        assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f-00000000000000ab"), "{n}");
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab).unwrap();
+        let e = Segment::open(&n, 2, 0xac).err().expect("another cookie").to_string();
+        assert!(e.contains("cookie"), "{e}");
+        let peer = Segment::open(&n, 2, 0xab).unwrap().expect("created and written");
         assert_eq!((peer.layout(), seg.attached().unwrap()), (seg.layout(), 1));
         peer.ctrl(1).unwrap().arrive.store(5, Ordering::Relaxed);
         assert_eq!(seg.ctrl(1).unwrap().arrive.load(Ordering::Relaxed), 5);
         assert!(seg.ctrl(2).is_err() && seg.data(2, 0).is_err() && seg.results(usize::MAX, 1).is_err());
-        assert!(Segment::open(&n, 3).is_err(), "a team of another size");
+        assert!(Segment::open(&n, 3, 0xab).is_err(), "a team of another size");
         // The creator's header is input to the others: sizes that overflow, or
         // that the file does not hold, are errors naming the segment.
         let data = &seg.header().unwrap().data;
         data.store(u64::MAX / 2, Ordering::Relaxed);
-        let e = Segment::open(&n, 2).err().expect("overflowing halves").to_string();
+        let e = Segment::open(&n, 2, 0xab).err().expect("overflowing halves").to_string();
         assert!(e.contains(&n) && e.contains("too large"), "{e}");
         data.store(1 << 30, Ordering::Relaxed);
-        let e = Segment::open(&n, 2).err().expect("halves past the end").to_string();
+        let e = Segment::open(&n, 2, 0xab).err().expect("halves past the end").to_string();
         assert!(e.contains(&n) && e.contains("less than its layout"), "{e}");
         seg.unlink();
-        assert!(Segment::open(&n, 2).unwrap().is_none(), "unlinked");
+        assert!(Segment::open(&n, 2, 0xab).unwrap().is_none(), "unlinked");
     }
 }

@@ -74,19 +74,19 @@ impl ShmTeam {
     /// Create (rank 0) or attach to (others) the team's segment; completes
     /// once every member has mapped it.
     pub(crate) async fn create(
-        name: String,
+        (name, cookie): (String, u64),
         rank: usize,
         size: usize,
         mcs: McSet,
         config: ShmConfig,
     ) -> Result<Arc<dyn TlTeam>> {
         let mut seg = if rank == 0 {
-            Segment::create(&name, Layout::new(size, config.data_size)?)?
+            Segment::create(&name, Layout::new(size, config.data_size)?, cookie)?
         } else {
             let mut tries = 0u64;
             std::future::poll_fn(|_| {
                 tries += 1;
-                match Segment::open(&name, size) {
+                match Segment::open(&name, size, cookie) {
                     Ok(Some(s)) => Poll::Ready(Ok(s)),
                     Ok(None) => Poll::Pending,
                     Err(e) => Poll::Ready(Err(e)),

@@ -24,11 +24,12 @@ pub(super) struct OwnedSegment {
 }
 
 impl OwnedSegment {
-    /// Create and initialise `/ferrocoll-<job>-<ep>` (an existing segment of a
-    /// dead owner is replaced; one of a live owner is an error). Nothing is
-    /// left behind on failure.
+    /// Create and initialise `/ferrocoll-<job>-<ep>-<nonce>` (peers learn
+    /// the name from this endpoint's address, so none can guess it before;
+    /// an existing segment of a dead owner is replaced, one of a live owner
+    /// is an error). Nothing is left behind on failure.
     pub fn create(job: &str, ep: usize, n_eps: usize, ring_size: u64, n_slots: u32) -> Result<OwnedSegment> {
-        let name = shmem::segment_name(job, &ep.to_string());
+        let name = shmem::segment_name(job, &format!("{ep}-{:016x}", shmem::nonce()?));
         let (ep32, n32) = match (u32::try_from(ep), u32::try_from(n_eps)) {
             (Ok(e), Ok(n)) => (e, n),
             _ => return Err(Error::invalid_param(format!("endpoint {ep} of {n_eps} is out of range"))),
@@ -156,8 +157,12 @@ mod tests {
         let seg = OwnedSegment::create(&job, 1, 2, 4096, 8).unwrap();
         let path = format!("{}{}", shmem::SHM_DIR, seg.name());
         assert!(std::path::Path::new(&path).exists());
-        // A second creation with the same name while the owner lives is refused.
-        assert!(OwnedSegment::create(&job, 1, 2, 4096, 8).is_err());
+        // A second creation for the same endpoint gets another name: no one can
+        // guess a name before its owner publishes it.
+        let other = OwnedSegment::create(&job, 1, 2, 4096, 8).unwrap();
+        assert_ne!(other.name(), seg.name());
+        assert!(other.name().starts_with(&format!("/ferrocoll-{job}-1-")) && other.name().len() > job.len() + 28);
+        drop(other);
         let peer = open_peer(seg.name(), std::process::id(), 1, 2, 0).unwrap();
         assert_eq!(peer.header, seg.header);
         assert!(open_peer(seg.name(), std::process::id() + 1, 1, 2, 0).is_err());

@@ -6,7 +6,9 @@
 //! - [`segment_name`]: `/ferrocoll-<job>-<suffix>`, with the job reduced to
 //!   `[A-Za-z0-9_-]` and cut and hashed when long; [`SHM_DIR`],
 //!   [`NAME_PREFIX`], [`is_segment_file`] and [`segment_path`] let a
-//!   launcher find them.
+//!   launcher find them; users put a [`nonce`] in the suffix (and in their
+//!   header), exchanged through the bootstrap, so that no other process can
+//!   plant a segment under the name a job will use.
 //! - [`ShmFile::create`]: exclusive (`O_CREAT | O_EXCL`, mode 0600,
 //!   `O_CLOEXEC`), after checking that `/dev/shm` has room for the whole
 //!   segment (tmpfs allocates on first touch, and a touch past its capacity
@@ -29,9 +31,11 @@
 mod file;
 mod mapping;
 mod name;
+mod nonce;
 #[cfg(test)]
 mod tests;
 
 pub use file::{IfExists, ShmFile, ShmName};
 pub use mapping::{AtomicView, Mapping, page_size};
 pub use name::{NAME_PREFIX, SHM_DIR, is_segment_file, segment_name, segment_path};
+pub use nonce::nonce;

@@ -1,0 +1,35 @@
+//! The unguessable part of a segment's name and header.
+
+use ferrocoll_core::{Error, Result};
+
+/// A random 64-bit value from the kernel (`getrandom`), for the part of a
+/// segment's name (and its header cookie) that no other process can guess,
+/// so no process can plant a segment under the name a job will use.
+pub fn nonce() -> Result<u64> {
+    let mut b = [0u8; 8];
+    let mut got = 0;
+    while got < b.len() {
+        // SAFETY: the pointer and length describe the unfilled rest of `b`,
+        // which getrandom only writes.
+        let n = unsafe { libc::getrandom(b[got..].as_mut_ptr().cast(), b.len() - got, 0) };
+        match usize::try_from(n) {
+            Ok(n) => got += n,
+            Err(_) if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                return Err(Error::no_resource(format!("getrandom failed: {}", std::io::Error::last_os_error())));
+            }
+        }
+    }
+    Ok(u64::from_le_bytes(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonces_differ() {
+        let (a, b) = (nonce().unwrap(), nonce().unwrap());
+        assert_ne!(a, b);
+    }
+}
