@@ -24,6 +24,7 @@ mod element;
 pub mod engine;
 pub mod error;
 pub mod hash;
+pub mod json;
 pub mod log;
 pub mod object;
 pub mod oob;

@@ -6,6 +6,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ferrocoll::core::json::json_str;
+
 use super::layout::has_in_place;
 use super::options::Options;
 use super::units::human_bytes;
@@ -230,25 +232,6 @@ pub fn csv(o: &Options, team: &TeamInfo, rows: &[Row]) -> String {
         );
     }
     s
-}
-
-/// `s` as a JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn json_num(v: f64) -> String {

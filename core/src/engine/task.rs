@@ -8,9 +8,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::join::BoxFuture;
-use super::recorder::{json_str, request_dump_because};
+use super::recorder::request_dump_because;
 use crate::args::CompletionCallback;
 use crate::error::{Error, Result, Status};
+use crate::json::json_str;
 
 /// The future of a posted collective: polled by the progress queue.
 pub type TaskFuture = BoxFuture<'static, Result<()>>;
