@@ -32,6 +32,7 @@ mod blocks;
 mod init;
 mod operands;
 mod reducer;
+mod signature;
 mod validate;
 
 use std::sync::Arc;
@@ -40,6 +41,7 @@ pub use blocks::{Blocked, Blocks, block_count, block_offset};
 pub use init::CollInit;
 pub use operands::{Allgather, Allreduce, Alltoall, Bcast, Gather, Operands, Reduce, ReduceScatter, Scatter};
 pub use reducer::Reducer;
+pub use signature::Signature;
 
 use crate::error::Status;
 use crate::types::{CollType, DataType, MemType, ReduceOp};

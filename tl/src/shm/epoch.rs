@@ -11,11 +11,11 @@
 use std::sync::atomic::Ordering;
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::liveness::Proc;
 
 use super::segment::{Ctrl, FAILED, PRESENT};
-use super::signature::Signature;
 use super::team::ShmTeam;
 
 /// Fruitless polls between two liveness checks of the rank waited for.
@@ -39,6 +39,13 @@ fn load(c: &Ctrl, f: Flag) -> u64 {
     }
 }
 
+/// A signature's word as a control line holds it for epoch `epoch`: with
+/// the epoch's low byte in its tag bits (the slot of epoch `e` held `e - 2`
+/// before: the byte tells them apart).
+fn tagged(sig: &Signature, epoch: u64) -> u64 {
+    sig.word | (epoch & 0xff) << Signature::TAG_BITS.trailing_zeros()
+}
+
 /// Whether rank `r` still takes part in the team's collectives.
 fn check_present(r: usize, ctrl: &Ctrl) -> Result<()> {
     // Acquire: the peer's Release when it left or failed.
@@ -55,7 +62,7 @@ fn check_present(r: usize, ctrl: &Ctrl) -> Result<()> {
 impl ShmTeam {
     /// Wait until `flag` of every rank in `ranks` is at least `epoch`, an
     /// epoch of the running collective, checking that each of those ranks
-    /// runs the same collective (see `signature.rs`) before anything it
+    /// runs the same collective (see `ferrocoll_core::args::Signature`) before anything it
     /// published is read.
     pub(crate) async fn wait(&self, flag: Flag, ranks: &[usize], epoch: u64) -> Result<()> {
         self.wait_for(flag, ranks, epoch, true).await
@@ -108,7 +115,7 @@ impl ShmTeam {
         // `epoch` (the slot's next user is epoch + 2).
         let (word, size) = (slot.word.load(Ordering::Relaxed), slot.size.load(Ordering::Relaxed));
         let mine = self.running.get();
-        if word == mine.tagged(epoch) && mine.agrees(&Signature { word: mine.word, size }) {
+        if word == tagged(&mine, epoch) && mine.agrees(&Signature { word: mine.word, size }) {
             return Ok(());
         }
         let me = self.rank;
@@ -119,7 +126,7 @@ impl ShmTeam {
                 mine.describe()
             )
         } else {
-            let theirs = Signature { word: word & !(0xff << 24), size };
+            let theirs = Signature { word: word & !Signature::TAG_BITS, size };
             format!(
                 "the ranks' calls differ: rank {r} posted {}, this rank ({me}) posted {}",
                 theirs.describe(),
@@ -171,7 +178,7 @@ impl ShmTeam {
         let sig = self.running.get();
         let slot = &self.seg.ctrl(self.rank)?.sig[(e % 2) as usize];
         // Relaxed: published by the Release of this rank's next flag.
-        slot.word.store(sig.tagged(e), Ordering::Relaxed);
+        slot.word.store(tagged(&sig, e), Ordering::Relaxed);
         slot.size.store(sig.size, Ordering::Relaxed);
         Ok(())
     }

@@ -23,7 +23,6 @@ mod context;
 mod epoch;
 mod layout;
 mod segment;
-mod signature;
 mod team;
 
 use std::sync::Arc;

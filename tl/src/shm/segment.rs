@@ -47,7 +47,7 @@ pub(crate) struct Ctrl {
     /// Last epoch this rank has finished reading.
     pub done: AtomicU64,
     /// The signature of the collective of epoch `e`, in slot `e % 2` (see
-    /// `signature.rs`): a rank cannot start epoch `e + 2` before every rank
+    /// `Signature` in core, and `epoch.rs`): a rank cannot start epoch `e + 2` before every rank
     /// has finished `e`, so the slot of an epoch a reader waits in is stable.
     pub sig: [SigSlot; 2],
     /// The rank's process id (for liveness checks).

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
 use ferrocoll_core::engine::TaskFuture;
 use ferrocoll_core::score::Score;
@@ -21,7 +21,6 @@ use ferrocoll_transport::liveness::Proc;
 use super::alg::{self, Exec};
 use super::layout::Layout;
 use super::segment::{FAILED, LEFT, PRESENT, Segment};
-use super::signature::Signature;
 use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 

@@ -6,15 +6,12 @@
 //! operation; data movement compares bytes, not types), its root, and its
 //! size: elements for reductions, bytes for data movement, "unknown" for the
 //! v-variants where a rank does not know the others' sizes (gatherv,
-//! scatterv, alltoallv: their size round checks those). Each rank writes its
-//! signature, tagged with the epoch, into its control line at every epoch
-//! (`epoch.rs`), in the cache line of its counters; a rank that waits for
-//! another checks the other's against its own before it reads anything the
-//! other published. Ranks whose calls agree walk the same epochs, so a
-//! signature of the same call at the same epoch is the same collective.
+//! scatterv, alltoallv: their size rounds check those). Two words, cheap to
+//! carry: the shm TL writes it into a control line at every step, p2p
+//! messages carry it, and the call board (see `backend::board`) shows it.
 
-use ferrocoll_core::args::CollInit;
-use ferrocoll_core::{CollType, DataType, ReduceOp};
+use super::CollInit;
+use crate::types::{CollType, DataType, ReduceOp};
 
 /// A size that one rank cannot know for the others.
 const UNKNOWN: u64 = u64::MAX;
@@ -23,17 +20,21 @@ const NONE: u64 = 0xff;
 
 /// One collective's signature (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Signature {
+pub struct Signature {
     /// collective index | datatype << 8 | op << 16 | root << 32 (bits 24..32
-    /// are free: the control line puts the epoch's low byte there).
+    /// are zero: free for a tag, see [`Signature::TAG_BITS`]).
     pub word: u64,
     /// Elements (reductions) or bytes (data movement), or [`UNKNOWN`].
     pub size: u64,
 }
 
 impl Signature {
+    /// The bits of [`Signature::word`] that are always zero, free for a user
+    /// to tag the word with (the shm TL puts an epoch's low byte there).
+    pub const TAG_BITS: u64 = 0xff << 24;
+
     /// The signature of `init`.
-    pub(crate) fn of(init: &CollInit) -> Signature {
+    pub fn of(init: &CollInit) -> Signature {
         use CollType::*;
         let coll = init.coll;
         let (dtype, op) = if coll.is_reduction() { (init.dtype as u64, init.op as u64) } else { (NONE, NONE) };
@@ -47,20 +48,15 @@ impl Signature {
         Signature { word, size }
     }
 
-    /// The word as written for epoch `epoch` (see [`Signature::word`]).
-    pub(crate) fn tagged(&self, epoch: u64) -> u64 {
-        self.word | (epoch & 0xff) << 24
-    }
-
     /// Whether two ranks' signatures fit together.
-    pub(crate) fn agrees(&self, other: &Signature) -> bool {
+    pub fn agrees(&self, other: &Signature) -> bool {
         self.word == other.word && (self.size == other.size || self.size == UNKNOWN || other.size == UNKNOWN)
     }
 
     /// The call in words: "allreduce sum float32 of 1024 elements", "bcast root 0 of 4096 bytes".
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let field = |shift: u32| (self.word >> shift) & 0xff;
-        // (bits 24..32 hold an epoch tag in the control line, not part of the call)
+        // (TAG_BITS are not part of the call)
         let coll = CollType::ALL.into_iter().find(|c| c.index() as u64 == field(0));
         let mut s = coll.map_or_else(|| format!("collective #{}", field(0)), |c| c.name().to_string());
         if field(16) != NONE {
