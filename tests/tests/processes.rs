@@ -24,6 +24,7 @@ fn rank_body() {
         "conformance" => conformance_rank(),
         "loop" => loop_rank(),
         "hello" => hello_rank(),
+        "diverge" => diverge_rank(),
         other => {
             println!("FAIL unknown role {other}");
             1
@@ -132,6 +133,24 @@ fn hello_rank() -> i32 {
             0
         }
     }
+}
+
+/// Allreduce 5 000 elements on rank 0 and 200 000 on the others: calls that
+/// differ so that the ranks choose different TLs (shm and p2p).
+fn diverge_rank() -> i32 {
+    let outcome = context().and_then(|(_l, ctx)| {
+        let team = Team::create(&ctx, TeamParams::default())?;
+        let n = if team.rank() == 0 { 5_000 } else { 200_000 };
+        let (src, mut dst) = (vec![1.0f32; n], vec![0.0f32; n]);
+        let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(20)).init(&team)?;
+        println!("VIA {}", req.selected());
+        req.run()
+    });
+    match outcome {
+        Ok(()) => println!("OK"),
+        Err(e) => println!("ERROR {e}"),
+    }
+    0
 }
 
 fn token() -> String {
@@ -257,4 +276,23 @@ fn a_rank_that_never_arrives_is_named() {
     let e0 = outs[0].lines("ERROR ");
     assert!(e0.first().is_some_and(|e| e.contains("[2]")), "rank 0: {}\n{}", outs[0].stdout, outs[0].stderr);
     assert!(!outs[1].lines("ERROR ").is_empty(), "rank 1 must fail too: {}", outs[1].stdout);
+}
+
+#[test]
+fn processes_whose_calls_select_different_tls_both_fail_naming_the_calls() {
+    let (tok, port) = (token(), free_port());
+    let job = Job::start("rank_body", "diverge", 2, 0..2, &tok, port, &|_| Vec::new());
+    let outs = job.finish(Duration::from_secs(60));
+    let via: Vec<Vec<String>> = outs.iter().map(|o| o.lines("VIA ")).collect();
+    assert_ne!(via[0], via[1], "precondition: different TLs chosen");
+    for o in &outs {
+        let e = o.lines("ERROR ");
+        assert!(
+            e.first().is_some_and(|e| e.contains("calls differ") && e.contains("5000") && e.contains("200000")),
+            "rank {}: {}\n{}",
+            o.rank,
+            o.stdout,
+            o.stderr
+        );
+    }
 }

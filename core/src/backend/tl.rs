@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::args::CollInit;
 use crate::backend::McSet;
 use crate::config::{Config, ConfigField};
-use crate::engine::{BoxFuture, TaskDiag, TaskFuture};
+use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
 use crate::error::Result;
 use crate::score::{AlgId, Score, ScoreEntry};
 use crate::topo::ProcInfo;
@@ -124,6 +124,12 @@ pub trait TlTeam: Send + Sync {
     /// Prepare algorithm `alg` for these arguments. `Err(NotSupported)` makes
     /// the engine try the next candidate.
     fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>>;
+    /// A call board in memory that every rank of the team reads (see
+    /// `engine/board.rs`), if this TL has one. The engine uses the one of the
+    /// TL first by name, so a TL must offer it on every rank or on none.
+    fn call_board(&self) -> Option<Arc<dyn CallBoard>> {
+        None
+    }
 }
 
 /// What each post of a request passes to its task.

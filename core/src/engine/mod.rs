@@ -4,11 +4,13 @@
 //! parallel branches).
 
 mod backoff;
+pub mod board;
 mod join;
 pub mod recorder;
 mod task;
 
 pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED};
+pub use board::{BoardWatch, CallBoard, Posted};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use recorder::{FlightRecorder, TeamIdentity};
 pub use task::{Call, ProgressQueue, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::board::{BoardWatch, FIRST_LOOK, LOOK_EVERY};
 use super::join::BoxFuture;
 use super::recorder::request_dump_because;
 use crate::args::CompletionCallback;
@@ -140,7 +141,15 @@ pub struct WatchdogConfig {
 const CLOCK_EVERY: u32 = 64;
 
 enum SlotState {
-    Running { fut: TaskFuture, started: Option<Instant>, deadline: Option<Instant>, warned: bool, idle: u32 },
+    Running {
+        fut: TaskFuture,
+        started: Option<Instant>,
+        deadline: Option<Instant>,
+        warned: bool,
+        idle: u32,
+        /// When (since `started`) to look at the call board next.
+        next_look: Duration,
+    },
     Done(Option<Error>),
 }
 
@@ -151,6 +160,8 @@ pub struct TaskSlot {
     diag: Arc<TaskDiag>,
     timeout: Option<Duration>,
     on_complete: Option<CompletionCallback>,
+    /// Its post on the team's call board, looked at while it waits.
+    watch: Option<BoardWatch>,
 }
 
 fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
@@ -159,13 +170,15 @@ fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
 }
 
 impl TaskSlot {
-    /// A running task; `on_complete` is called once with its final status.
+    /// A running task; `on_complete` is called once with its final status;
+    /// `watch` is its post on the team's call board, if the team has one.
     pub fn new(
         fut: TaskFuture,
         desc: TaskDesc,
         diag: Arc<TaskDiag>,
         timeout: Option<Duration>,
         on_complete: Option<CompletionCallback>,
+        watch: Option<BoardWatch>,
     ) -> Arc<TaskSlot> {
         // The clock is read only when someone needs it (a timeout, else at the
         // first look of the watchdog).
@@ -173,11 +186,19 @@ impl TaskSlot {
         // A timeout too long for the clock means no deadline.
         let deadline = timeout.zip(started).and_then(|(t, s)| s.checked_add(t));
         Arc::new(TaskSlot {
-            state: Mutex::new(SlotState::Running { fut, started, deadline, warned: false, idle: 0 }),
+            state: Mutex::new(SlotState::Running {
+                fut,
+                started,
+                deadline,
+                warned: false,
+                idle: 0,
+                next_look: FIRST_LOOK,
+            }),
             desc,
             diag,
             timeout,
             on_complete,
+            watch,
         })
     }
 
@@ -189,6 +210,7 @@ impl TaskSlot {
             diag: Arc::new(TaskDiag::default()),
             timeout: None,
             on_complete: None,
+            watch: None,
         })
     }
 
@@ -237,7 +259,7 @@ impl TaskSlot {
     /// Poll once; true when the task is finished (successfully or not).
     pub fn poll(&self, watchdog: &WatchdogConfig) -> bool {
         let mut state = lock(&self.state);
-        let SlotState::Running { fut, started, deadline, warned, idle } = &mut *state else {
+        let SlotState::Running { fut, started, deadline, warned, idle, next_look } = &mut *state else {
             return true;
         };
         let mut cx = Context::from_waker(std::task::Waker::noop());
@@ -246,8 +268,10 @@ impl TaskSlot {
             Poll::Ready(r) => Some(r.map_err(|e| e.prefixed(&self.desc))),
             Poll::Pending => {
                 *idle = idle.wrapping_add(1);
-                if (deadline.is_some() || watchdog.warn_after.is_some()) && idle.is_multiple_of(CLOCK_EVERY) {
+                let clock_needed = deadline.is_some() || watchdog.warn_after.is_some() || self.watch.is_some();
+                if clock_needed && idle.is_multiple_of(CLOCK_EVERY) {
                     let now = Instant::now();
+                    let age = now.duration_since(*started.get_or_insert(now));
                     if deadline.is_some_and(|d| now >= d) {
                         let secs = self.timeout.map_or(0.0, |t| t.as_secs_f64());
                         Some(Err(Error::timed_out(format!(
@@ -255,16 +279,17 @@ impl TaskSlot {
                             self.desc,
                             self.diag.describe()
                         ))))
+                    } else if let Some(e) = self.look_at_board(age, next_look) {
+                        Some(Err(e.prefixed(&self.desc)))
                     } else {
                         if let Some(w) = watchdog.warn_after {
-                            let since = *started.get_or_insert(now);
-                            if !*warned && now.duration_since(since) > w {
+                            if !*warned && age > w {
                                 *warned = true;
                                 warned_now = true;
                                 crate::log_warn!(
                                     "watchdog: {} in progress for {:.1} s{}",
                                     self.desc,
-                                    now.duration_since(since).as_secs_f64(),
+                                    age.as_secs_f64(),
                                     self.diag.describe()
                                 );
                             }
@@ -296,6 +321,17 @@ impl TaskSlot {
                 false
             }
         }
+    }
+
+    /// Once the task is `age` old and past `next_look`: whether the call
+    /// board shows that the ranks' calls differ (see `board.rs`).
+    fn look_at_board(&self, age: Duration, next_look: &mut Duration) -> Option<Error> {
+        let watch = self.watch.as_ref()?;
+        if age < *next_look {
+            return None;
+        }
+        *next_look = age.saturating_add(LOOK_EVERY);
+        watch.look().err()
     }
 
     fn notify(&self, status: Status) {
@@ -410,6 +446,7 @@ mod tests {
             Arc::default(),
             None,
             None,
+            None,
         );
         q.push(slot.clone());
         assert_eq!(slot.status().unwrap(), Status::InProgress);
@@ -423,7 +460,8 @@ mod tests {
     fn deadline_gives_timed_out_with_diag() {
         let diag = Arc::new(TaskDiag::default());
         diag.waiting_for(3, 7);
-        let slot = TaskSlot::new(Box::pin(std::future::pending()), desc("bcast"), diag, Some(Duration::ZERO), None);
+        let slot =
+            TaskSlot::new(Box::pin(std::future::pending()), desc("bcast"), diag, Some(Duration::ZERO), None, None);
         let polls = (0..2 * CLOCK_EVERY).take_while(|_| !slot.poll(&no_watchdog())).count();
         assert!(polls < 2 * CLOCK_EVERY as usize, "the deadline was never noticed");
         let e = slot.status().unwrap_err();
@@ -449,6 +487,7 @@ mod tests {
             }),
             desc("x"),
             Arc::default(),
+            None,
             None,
             None,
         );

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::team::{Team, TeamInner};
-use crate::args::{CollArgs, CollInit};
+use crate::args::{CollArgs, CollInit, Signature};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{Backoff, Call, TaskDesc, TaskDiag, TaskSlot};
+use crate::engine::{Backoff, BoardWatch, Call, CallBoard, Posted, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -38,6 +38,10 @@ pub struct Request<'a> {
     /// "team 0x… (rank r of n)", made once for the messages of every post.
     team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
+    /// Where each post is shown, if the team has a call board.
+    board: Option<Arc<dyn CallBoard>>,
+    /// What each post shows there (all but the sequence number).
+    shown: Posted,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
 }
@@ -76,9 +80,10 @@ impl Team {
         // SAFETY: forwarded to our caller.
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         let init = Arc::new(init);
+        let board = active.board.clone();
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
-            return Ok(Request::new(team.clone(), init, None, "none/zero-size".into()));
+            return Ok(Request::new(team.clone(), init, None, "none/zero-size".into(), board));
         }
         let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
@@ -95,7 +100,7 @@ impl Team {
                         };
                         format!("score {} in range {}{fallbacks}", c.score, c.range)
                     });
-                    return Ok(Request::new(team.clone(), init, Some(task), name));
+                    return Ok(Request::new(team.clone(), init, Some(task), name, board));
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
                     skipped.push(format!("{name} ({})", e.context()));
@@ -126,12 +131,38 @@ fn trace(team: &TeamInner, init: &CollInit, selected: &str, why: impl FnOnce() -
 }
 
 impl<'a> Request<'a> {
-    fn new(team: Arc<TeamInner>, init: Arc<CollInit>, task: Option<Box<dyn CollTask>>, selected: Arc<str>) -> Self {
+    fn new(
+        team: Arc<TeamInner>,
+        init: Arc<CollInit>,
+        task: Option<Box<dyn CollTask>>,
+        selected: Arc<str>,
+        board: Option<Arc<dyn CallBoard>>,
+    ) -> Self {
         let team_desc = team.desc.clone();
         // Relaxed: ids only need to be unique.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let task = task.map(Arc::from);
-        Request { team, init, task, id, selected, team_desc, slot: None, finalized: false, _buffers: PhantomData }
+        let shown = Posted { seq: 0, sig: Signature::of(&init), via: Posted::via_words(&selected) };
+        Request {
+            team,
+            init,
+            task,
+            id,
+            selected,
+            team_desc,
+            slot: None,
+            board,
+            shown,
+            finalized: false,
+            _buffers: PhantomData,
+        }
+    }
+
+    /// Show post `seq` on the team's call board, if it has one (active-set
+    /// collectives, outside the team's sequence, are not shown).
+    fn show(&self, seq: u64) -> Option<BoardWatch> {
+        let board = self.board.as_ref().filter(|_| self.init.active_set.is_none())?;
+        Some(BoardWatch::show(board, self.team.rank, Posted { seq, ..self.shown }))
     }
 
     /// Start the collective (`ucc_collective_post`). A persistent request
@@ -141,6 +172,7 @@ impl<'a> Request<'a> {
         self.team.check_usable()?;
         let desc = self.next_desc();
         let seq = desc.seq;
+        let watch = self.show(seq);
         let slot = match &self.task {
             None => {
                 if let Some(cb) = &self.init.cb {
@@ -151,7 +183,7 @@ impl<'a> Request<'a> {
             Some(task) => {
                 let diag = Arc::new(TaskDiag::default());
                 let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
-                let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
+                let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
                 self.team.recorder.record(&slot);
                 // One poll now sends the first messages without waiting for progress.
                 if !slot.poll(&self.team.ctx.settings.watchdog) {

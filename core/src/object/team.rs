@@ -10,7 +10,7 @@ use super::agreement;
 use super::context::{Context, ContextInner};
 use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
-use crate::engine::{Backoff, FlightRecorder, TaskDiag, TeamIdentity};
+use crate::engine::{Backoff, CallBoard, FlightRecorder, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
 use crate::types::CollType;
@@ -70,6 +70,10 @@ pub(crate) struct ActiveTeam {
     pub(crate) score_map: ScoreMap,
     /// "tl/algorithm" of every algorithm of every TL, made once (requests share them).
     names: Vec<(usize, CollType, AlgId, Arc<str>)>,
+    /// Where the ranks show their posts (of the TL first by name that offers one; see
+    /// `engine/board.rs`), so that ranks whose calls differ fail instead of
+    /// waiting for each other in different TLs.
+    pub(crate) board: Option<Arc<dyn CallBoard>>,
 }
 
 impl ActiveTeam {
@@ -396,7 +400,13 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
             t.component.algorithms().iter().map(move |a| (i, a.coll, a.id, Arc::from(format!("{tl}/{}", a.name))))
         })
         .collect();
-    Ok(ActiveTeam { tls, score_map, names })
+    // The TLs finished creation in any order: pick by name, alike on every rank.
+    let board = tls
+        .iter()
+        .filter_map(|t| Some((t.component.name(), t.team.call_board()?)))
+        .min_by_key(|(name, _)| *name)
+        .map(|(_, board)| board);
+    Ok(ActiveTeam { tls, score_map, names, board })
 }
 
 /// `UCC_TL_<NAME>_TUNE`; for p2p, UCC's `UCC_TL_UCP_TUNE` is read when the former is unset.

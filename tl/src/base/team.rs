@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{CollTask, TlTeam};
+use ferrocoll_core::engine::CallBoard;
 use ferrocoll_core::score::{AlgId, MsgRange, Score, ScoreEntry};
 use ferrocoll_core::{CollType, CollTypeSet, Error, MemType, Result};
 
@@ -44,6 +45,10 @@ pub(crate) trait AlgTeam: Send + Sync + Sized + 'static {
     }
     /// The task of algorithm `alg` for `init`, checked by everything above.
     fn task(self: &Arc<Self>, alg: &'static Alg<Self::Exec>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>>;
+    /// The team's call board, if this TL has one (see [`TlTeam::call_board`]).
+    fn call_board(self: &Arc<Self>) -> Option<Arc<dyn CallBoard>> {
+        None
+    }
 }
 
 /// The engine's view of a TL team built on [`AlgTeam`].
@@ -87,6 +92,10 @@ impl<T: AlgTeam> TlTeam for TeamOf<T> {
         }
         a.supports(init)?;
         team.task(a, init)
+    }
+
+    fn call_board(&self) -> Option<Arc<dyn CallBoard>> {
+        self.0.call_board()
     }
 }
 

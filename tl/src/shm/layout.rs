@@ -4,6 +4,7 @@
 //! ```text
 //! [header: 1 line]
 //! [control line of rank 0] … [control line of rank P-1]      one LINE each
+//! [call board of rank 0] … [call board of rank P-1]          BOARD_DEPTH entries of 64 bytes each
 //! [rank 0: half 0 (data H, results R) | half 1 (data H, results R)]
 //! …
 //! [rank P-1: …]
@@ -19,11 +20,18 @@
 //! from its creator's header: [`Layout::new`] computes the total with
 //! checked arithmetic, and every offset below it then fits.
 
+use ferrocoll_core::engine::board::{BOARD_DEPTH, ENTRY_WORDS};
 use ferrocoll_core::{Error, Result};
 
 /// Bytes of a control line: two cache lines, so that the adjacent-line
 /// prefetcher does not make neighbouring ranks' flags share traffic.
 pub(crate) const LINE: usize = 128;
+
+/// Bytes of one call-board entry (`ferrocoll_core::engine::board`): a cache line.
+pub(crate) const ENTRY: usize = ENTRY_WORDS * 8;
+
+/// Bytes of one rank's call board.
+const BOARD: usize = BOARD_DEPTH * ENTRY;
 
 /// Geometry of a team segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,11 +52,12 @@ impl Layout {
     /// holds any element); an error if the segment would not fit in memory.
     pub(crate) fn new(ranks: usize, data: usize) -> Result<Layout> {
         let n = ranks.max(1);
-        // header + control lines + 2 halves of (data + results) per rank
+        // header + control lines + boards + 2 halves of (data + results) per rank
         let sizes = LINE.checked_mul(n).and_then(|min| round_up(data.max(min), LINE)).and_then(|data| {
             let results = round_up(data.div_ceil(n), LINE)?;
             let halves = data.checked_add(results)?.checked_mul(2)?.checked_mul(ranks)?;
-            let total = ranks.checked_add(1)?.checked_mul(LINE)?.checked_add(halves)?;
+            let boards = BOARD.checked_mul(ranks)?;
+            let total = ranks.checked_add(1)?.checked_mul(LINE)?.checked_add(boards)?.checked_add(halves)?;
             (total <= isize::MAX as usize).then_some((data, results, total))
         });
         let (data, results, total) = sizes.ok_or_else(|| {
@@ -67,8 +76,13 @@ impl Layout {
         LINE + r * LINE
     }
 
+    /// Offset of entry `i` of rank `r`'s call board.
+    pub(crate) fn board(&self, r: usize, i: usize) -> usize {
+        LINE + self.ranks * LINE + r * BOARD + i * ENTRY
+    }
+
     fn area(&self, r: usize) -> usize {
-        LINE + self.ranks * LINE + r * 2 * self.half()
+        LINE + self.ranks * (LINE + BOARD) + r * 2 * self.half()
     }
 
     /// Offset of rank `r`'s data part for epoch `epoch`.
@@ -102,6 +116,9 @@ mod tests {
                 let l = Layout::new(ranks, data).unwrap();
                 assert!(l.data >= data && l.data.is_multiple_of(LINE) && l.results * ranks >= l.data);
                 let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), LINE)).collect();
+                for r in 0..ranks {
+                    spans.extend((0..BOARD_DEPTH).map(|i| (l.board(r, i), ENTRY)));
+                }
                 for r in 0..ranks {
                     for e in 0..2 {
                         spans.push((l.data_at(r, e), l.data));
@@ -139,6 +156,7 @@ mod tests {
                 let last = ranks.saturating_sub(1);
                 proptest::prop_assert!(l.results_at(last, 1) + l.results <= l.total());
                 proptest::prop_assert!(l.ctrl(last) + LINE <= l.total());
+                proptest::prop_assert!(l.board(last, BOARD_DEPTH - 1) + ENTRY <= l.total());
             }
         }
     }

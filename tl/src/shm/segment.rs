@@ -1,20 +1,22 @@
 //! A team's shared segment: what its bytes mean (a header line, a control
-//! line per rank, the ranks' data areas laid out by `layout.rs`). Team rank 0
-//! creates it and every member maps it; rank 0 unlinks the name once
-//! everyone is attached, so nothing remains after the team is gone.
+//! line and a call board per rank, the ranks' data areas; laid out by
+//! `layout.rs`). Team rank 0 creates it and every member maps it; rank 0
+//! unlinks the name once everyone is attached, so nothing remains after
+//! the team is gone.
 //! Creating (exclusive, mode 0600, after a space check), opening (only a
 //! private segment of this uid), mapping (checked bounds) and unlinking are
 //! [`ferrocoll_transport::shmem`]'s.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use ferrocoll_core::engine::board::{BOARD_DEPTH, ENTRY_WORDS};
 use ferrocoll_core::{Error, MemRef, MemType, Result, Status};
 use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, ShmName};
 
-use super::layout::{LINE, Layout};
+use super::layout::{ENTRY, LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -78,7 +80,16 @@ pub(crate) struct SigSlot {
 // SAFETY: as for Header: repr(C), atomics only.
 unsafe impl AtomicView for Ctrl {}
 
+/// One entry of a rank's call board: words only that rank writes (see
+/// `ferrocoll_core::engine::board`; readers check its checksum).
+#[repr(C)]
+pub(crate) struct BoardEntry(pub [AtomicU64; ENTRY_WORDS]);
+
+// SAFETY: as for Header: repr(C), atomics only.
+unsafe impl AtomicView for BoardEntry {}
+
 const _: () = assert!(std::mem::size_of::<Ctrl>() <= LINE && std::mem::size_of::<Header>() <= LINE);
+const _: () = assert!(std::mem::size_of::<BoardEntry>() == ENTRY);
 const _: () = assert!(std::mem::offset_of!(Ctrl, pid) <= 64, "a step's reads and writes fit one cache line");
 
 /// A mapped team segment.
@@ -198,6 +209,15 @@ impl Segment {
     pub(crate) fn ctrl(&self, r: usize) -> Result<&Ctrl> {
         self.check_rank(r)?;
         self.map.view::<Ctrl>(self.layout.ctrl(r))
+    }
+
+    /// Entry `i` of rank `r`'s call board.
+    pub(crate) fn board(&self, r: usize, i: usize) -> Result<&BoardEntry> {
+        self.check_rank(r)?;
+        if i >= BOARD_DEPTH {
+            return Err(Error::internal(format!("call board entry {i} of {BOARD_DEPTH}")));
+        }
+        self.map.view::<BoardEntry>(self.layout.board(r, i))
     }
 
     fn region(&self, off: usize, len: usize) -> Result<MemRef> {

@@ -13,7 +13,8 @@ use std::task::Poll;
 
 use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
-use ferrocoll_core::engine::TaskFuture;
+use ferrocoll_core::engine::board::ENTRY_WORDS;
+use ferrocoll_core::engine::{CallBoard, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, MemRef, MemType, Result};
 use ferrocoll_transport::liveness::Proc;
@@ -208,6 +209,34 @@ impl AlgTeam for ShmTeam {
     fn task(self: &Arc<Self>, alg: &'static Alg<Exec>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
         let sig = Signature::of(init);
         Ok(Box::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run, sig }))
+    }
+
+    fn call_board(self: &Arc<Self>) -> Option<Arc<dyn CallBoard>> {
+        Some(self.clone())
+    }
+}
+
+/// The team's call board lies in its segment, beside the control lines.
+impl CallBoard for ShmTeam {
+    fn ranks(&self) -> usize {
+        self.size
+    }
+
+    fn write(&self, index: usize, words: &[u64; ENTRY_WORDS]) {
+        // Always in bounds: the engine's index is below BOARD_DEPTH, and the
+        // board of this rank exists in every segment of this layout.
+        if let Ok(entry) = self.seg.board(self.rank, index) {
+            for (cell, &w) in entry.0.iter().zip(words) {
+                // Relaxed: readers take what they find and check its checksum.
+                cell.store(w, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn read(&self, r: usize, index: usize) -> Result<[u64; ENTRY_WORDS]> {
+        let entry = self.seg.board(r, index)?;
+        // Relaxed: see `write`.
+        Ok(std::array::from_fn(|i| entry.0[i].load(Ordering::Relaxed)))
     }
 }
 

@@ -43,6 +43,7 @@ impl Request<'_> {
         })?;
         let armed = Armed::new(trigger, self.id);
         let desc = self.next_desc();
+        let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
         let post = PostInfo { seq: desc.seq, diag: diag.clone() };
         let start: StartFn = match &self.task {
@@ -62,7 +63,7 @@ impl Request<'_> {
             }
         };
         let fut = triggered_task(armed, diag.clone(), start);
-        let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone());
+        let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
         self.team.recorder.record(&slot);
         // One poll now starts it at once if the trigger already fired.
         if !slot.poll(&self.team.ctx.settings.watchdog) {
