@@ -29,7 +29,7 @@ pub struct Proc {
 impl Proc {
     /// Process `pid` as it is now.
     pub fn of(pid: u32) -> Proc {
-        Proc { pid, pidfd: pidfd_open(pid), start: stat(pid).and_then(|s| s.1) }
+        Proc { pid, pidfd: pidfd_open(pid), start: start_time(pid) }
     }
 
     /// Whether the process exited, was killed, is a zombie or was replaced by another with the same pid.
@@ -43,13 +43,7 @@ impl Proc {
                 return n > 0;
             }
         }
-        if process_gone(self.pid) {
-            return true;
-        }
-        match (self.start, stat(self.pid).and_then(|s| s.1)) {
-            (Some(then), Some(now)) => then != now,
-            _ => false,
-        }
+        gone_since(self.pid, self.start)
     }
 }
 
@@ -75,6 +69,24 @@ pub fn process_gone(pid: u32) -> bool {
         return true;
     }
     matches!(stat(pid), Some((b'Z' | b'X', _)))
+}
+
+/// Process `pid`'s start time in clock ticks after boot, when readable.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).and_then(|s| s.1)
+}
+
+/// Whether the process that was `pid`, started at `start` (ticks after
+/// boot, when known), no longer runs: gone, a zombie, or its pid now names a
+/// process started at another time.
+pub fn gone_since(pid: u32, start: Option<u64>) -> bool {
+    if process_gone(pid) {
+        return true;
+    }
+    match (start, start_time(pid)) {
+        (Some(then), Some(now)) => then != now,
+        _ => false,
+    }
 }
 
 /// State letter and start time from `/proc/<pid>/stat`.

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use ferrocoll_core::backend::{McSet, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams};
 use ferrocoll_core::{Error, ProcInfo, Result};
-use ferrocoll_transport::shmem::{self, SHM_DIR};
+use ferrocoll_transport::shmem::{self, Owner, SHM_DIR};
 
 use super::ShmConfig;
 use super::segment::Segment;
@@ -14,11 +14,34 @@ pub(crate) struct ShmContext {
     job: String,
     ep: usize,
     mcs: McSet,
-    /// This endpoint's nonce: in the names of the team segments it creates,
-    /// and in their headers (see `segment.rs`).
+    /// What this endpoint puts in the names of the team segments it
+    /// creates (and the nonce in their headers too, see `segment.rs`).
+    mark: Mark,
+    /// Every endpoint's process and mark (`None`: it has no shm TL).
+    peers: OnceLock<Vec<(ProcInfo, Option<Mark>)>>,
+}
+
+/// An endpoint's part of the names of the segments it creates: a nonce,
+/// and its process's tag (see `Owner`), sent to the others as its address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Mark {
     nonce: u64,
-    /// Every endpoint's process and nonce (`None`: it has no shm TL).
-    peers: OnceLock<Vec<(ProcInfo, Option<u64>)>>,
+    owner: String,
+}
+
+impl Mark {
+    fn encode(&self) -> Vec<u8> {
+        [&self.nonce.to_le_bytes()[..], self.owner.as_bytes()].concat()
+    }
+
+    /// A peer's address, if it is one (a peer without this TL sends none).
+    fn decode(addr: &[u8]) -> Option<Mark> {
+        let (nonce, owner) = addr.split_first_chunk::<8>()?;
+        let owner = std::str::from_utf8(owner).ok()?;
+        // The tag goes into a file name: only what `Owner::tag` makes.
+        Owner::of_name(&format!("-{owner}"))?;
+        Some(Mark { nonce: u64::from_le_bytes(*nonce), owner: owner.to_string() })
+    }
 }
 
 impl ShmContext {
@@ -28,11 +51,13 @@ impl ShmContext {
             return Err(Error::not_supported(format!("{SHM_DIR} is not available")));
         }
         let nonce = shmem::nonce().map_err(|e| Error::not_supported(e.context().to_string()))?;
+        // What processes killed during setup left (see `shmem::sweep_stale`).
+        shmem::sweep_stale();
         Ok(ShmContext {
             job: params.job.to_string(),
             ep: params.ep,
             mcs: params.mcs.clone(),
-            nonce,
+            mark: Mark { nonce, owner: Owner::me().tag() },
             peers: OnceLock::new(),
         })
     }
@@ -40,15 +65,12 @@ impl ShmContext {
 
 impl TlContext for ShmContext {
     fn address(&self) -> Vec<u8> {
-        self.nonce.to_le_bytes().to_vec()
+        self.mark.encode()
     }
 
     fn connect(&self, peers: &[TlPeer]) -> Result<()> {
-        // Only peers that have this TL (an 8-byte address) can share a segment with us.
-        let peers = peers
-            .iter()
-            .map(|p| (p.proc.clone(), <[u8; 8]>::try_from(p.addr.as_slice()).ok().map(u64::from_le_bytes)))
-            .collect();
+        // Only peers that have this TL (a mark as address) can share a segment with us.
+        let peers = peers.iter().map(|p| (p.proc.clone(), Mark::decode(&p.addr))).collect();
         let _ = self.peers.set(peers);
         Ok(())
     }
@@ -63,16 +85,34 @@ impl TlContext for ShmContext {
         if let Some(&ep) = params.eps.iter().find(|&&ep| peers.get(ep).is_none_or(|(p, _)| !p.same_host(me))) {
             return Err(Error::not_supported(format!("endpoint {ep} is on another host")));
         }
-        // The team's first rank creates the segment, under its nonce.
+        // The team's first rank creates the segment, under its mark.
         let first = params.eps.first().copied().ok_or_else(|| Error::internal("a team without members"))?;
-        let nonce = peers
+        let mark = peers
             .get(first)
-            .and_then(|(_, n)| *n)
+            .and_then(|(_, m)| m.as_ref())
             .ok_or_else(|| Error::not_supported(format!("endpoint {first} has no shm TL")))?;
         let config = ShmConfig::from_config(&params.config)?;
-        let name = Segment::name(&self.job, params.team_id, nonce);
-        Ok(Box::pin(ShmTeam::create((name, nonce), params.rank, params.size, self.mcs.clone(), config)))
+        let name = Segment::name(&self.job, params.team_id, mark.nonce, &mark.owner);
+        Ok(Box::pin(ShmTeam::create((name, mark.nonce), params.rank, params.size, self.mcs.clone(), config)))
     }
 
-    fn close(&self) {}
+    fn close(&self) {
+        // A peer killed during a team's setup may have left its segment.
+        shmem::sweep_stale();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_round_trip_and_addresses_that_are_not_marks_are_refused() {
+        let m = Mark { nonce: 0x1234, owner: Owner::me().tag() };
+        assert_eq!(Mark::decode(&m.encode()), Some(m));
+        assert_eq!(Mark::decode(&[1, 2, 3]), None, "too short");
+        let mut bad = 7u64.to_le_bytes().to_vec();
+        bad.extend_from_slice(b"p1/../x");
+        assert_eq!(Mark::decode(&bad), None, "a tag that would put a path in a name");
+    }
 }

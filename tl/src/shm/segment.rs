@@ -101,11 +101,13 @@ pub(crate) struct Segment {
 }
 
 impl Segment {
-    /// The name of a team's segment: `/ferrocoll-<job>-s<team id in hex>-<nonce>`,
+    /// The name of a team's segment: `/ferrocoll-<job>-s<team id in hex>-<nonce>-<owner>`,
     /// where the nonce is the creating endpoint's (exchanged at context
-    /// creation, so no process outside the job can know the name before it exists).
-    pub(crate) fn name(job: &str, team: u64, nonce: u64) -> String {
-        shmem::segment_name(job, &format!("s{team:x}-{nonce:016x}"))
+    /// creation, so no process outside the job can know the name before it
+    /// exists) and the owner its process's tag (`shmem::Owner`: what the
+    /// sweep of stale segments reads).
+    pub(crate) fn name(job: &str, team: u64, nonce: u64, owner: &str) -> String {
+        shmem::segment_name(job, &format!("s{team:x}-{nonce:016x}-{owner}"))
     }
 
     /// Create the segment (team rank 0), with `cookie` (the nonce of its
@@ -248,8 +250,8 @@ mod tests {
 
     #[test]
     fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
-        let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f, 0xab);
-        assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f-00000000000000ab"), "{n}");
+        let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f, 0xab, "p1t2n3");
+        assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f-00000000000000ab-p1t2n3"), "{n}");
         let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab).unwrap();
         let e = Segment::open(&n, 2, 0xac).err().expect("another cookie").to_string();
         assert!(e.contains("cookie"), "{e}");

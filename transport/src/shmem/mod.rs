@@ -9,6 +9,9 @@
 //!   launcher find them; users put a [`nonce`] in the suffix (and in their
 //!   header), exchanged through the bootstrap, so that no other process can
 //!   plant a segment under the name a job will use.
+//! - [`Owner`]: every name ends with its creator's tag (pid, start time,
+//!   pid namespace), so that [`sweep_stale`] can remove, without opening
+//!   them, the segments of processes killed before they unlinked theirs.
 //! - [`ShmFile::create`]: exclusive (`O_CREAT | O_EXCL`, mode 0600,
 //!   `O_CLOEXEC`), after checking that `/dev/shm` has room for the whole
 //!   segment (tmpfs allocates on first touch, and a touch past its capacity
@@ -32,6 +35,8 @@ mod file;
 mod mapping;
 mod name;
 mod nonce;
+mod owner;
+mod sweep;
 #[cfg(test)]
 mod tests;
 
@@ -39,3 +44,5 @@ pub use file::{IfExists, ShmFile, ShmName};
 pub use mapping::{AtomicView, Mapping, page_size};
 pub use name::{NAME_PREFIX, SHM_DIR, is_segment_file, segment_name, segment_path};
 pub use nonce::nonce;
+pub use owner::Owner;
+pub use sweep::sweep_stale;

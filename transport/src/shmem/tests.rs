@@ -147,3 +147,38 @@ fn mapping_bounds_are_checked() {
     assert!(map.range(usize::MAX, 2).is_err());
     assert!(map.range(0, page as usize).is_ok() && map.range(1, page as usize).is_err());
 }
+
+#[test]
+fn segments_of_dead_creators_are_swept_and_others_kept() {
+    if std::fs::metadata(SHM_DIR).is_err() {
+        eprintln!("skipped: no {SHM_DIR}");
+        return;
+    }
+    let me = Owner::me();
+    if me.ns.is_none() {
+        eprintln!("skipped: this process cannot read its pid namespace, so it judges no segment");
+        return;
+    }
+    let Ok(mut child) = std::process::Command::new("true").spawn() else {
+        eprintln!("skipped: cannot spawn `true`");
+        return;
+    };
+    let dead = Owner { pid: child.id(), start: None, ns: me.ns };
+    child.wait().unwrap();
+    let make = |owner: &Owner, what: &str| {
+        let n = name(&format!("{what}-{}", owner.tag()));
+        std::fs::write(path(&n), b"left behind").unwrap();
+        n
+    };
+    let stale = make(&dead, "stale");
+    let live = make(&me, "live");
+    let elsewhere = make(&Owner { ns: me.ns.map(|n| n ^ 1), ..dead }, "elsewhere");
+    let removed = sweep_stale();
+    assert!(removed.contains(&stale[1..].to_string()), "{removed:?}");
+    assert!(!Path::new(&path(&stale)).exists(), "the dead creator's segment is gone");
+    assert!(Path::new(&path(&live)).exists(), "a living creator's segment stays");
+    assert!(Path::new(&path(&elsewhere)).exists(), "a segment of another pid namespace is not judged");
+    for n in [live, elsewhere] {
+        std::fs::remove_file(path(&n)).unwrap();
+    }
+}
