@@ -265,7 +265,9 @@ impl TaskSlot {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut warned_now = false;
         let outcome = match fut.as_mut().poll(&mut cx) {
-            Poll::Ready(r) => Some(r.map_err(|e| e.prefixed(&self.desc))),
+            // A failure may be the echo of a divergence another rank saw
+            // first (it failed and left the team): the board names the cause.
+            Poll::Ready(r) => Some(r.map_err(|e| self.divergence().unwrap_or(e).prefixed(&self.desc))),
             Poll::Pending => {
                 *idle = idle.wrapping_add(1);
                 let clock_needed = deadline.is_some() || watchdog.warn_after.is_some() || self.watch.is_some();
@@ -326,12 +328,17 @@ impl TaskSlot {
     /// Once the task is `age` old and past `next_look`: whether the call
     /// board shows that the ranks' calls differ (see `board.rs`).
     fn look_at_board(&self, age: Duration, next_look: &mut Duration) -> Option<Error> {
-        let watch = self.watch.as_ref()?;
+        self.watch.as_ref()?;
         if age < *next_look {
             return None;
         }
         *next_look = age.saturating_add(LOOK_EVERY);
-        watch.look().err()
+        self.divergence()
+    }
+
+    /// Whether the call board shows that the ranks' calls differ, now.
+    fn divergence(&self) -> Option<Error> {
+        self.watch.as_ref()?.look().err()
     }
 
     fn notify(&self, status: Status) {
