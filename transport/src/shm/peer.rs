@@ -88,6 +88,7 @@ impl Peer {
     pub fn rejection(&self, state: u8, what: &str) -> Error {
         let why = match state {
             slot::FAILED_SIZE => "its receive had another size",
+            slot::FAILED_CALL => "its receive was posted for another call",
             slot::FAILED_READ => "it could not read this process's memory",
             slot::FAILED_CLOSED => "it closed first",
             _ => "its slot holds an unknown state",
