@@ -419,7 +419,8 @@ mod tests {
             assert!(r.iter().all(|&x| x == 0xEE), "bytes were copied into the receive buffer");
         }
         let Poll::Ready(Err(e)) = h2.test() else { panic!("the rendezvous sender must be released with an error") };
-        assert!(e.to_string().contains("another call"), "{e}");
+        assert_eq!(e.status(), ferrocoll_core::Status::InvalidParam, "{e}");
+        assert!(e.to_string().contains("endpoint 1 rejected") && e.to_string().contains("another call"), "{e}");
         // Both messages were taken; the transport goes on for the next key.
         assert!(b.try_recv(0, &key(4), &sig(), mem(&mut [0u8; 64])).is_pending());
         let mut next = vec![3u8; 10];

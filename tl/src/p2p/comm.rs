@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
-use ferrocoll_core::engine::{TaskDiag, try_join_all};
+use ferrocoll_core::engine::{TaskDiag, try_join_all, try_join2};
 use ferrocoll_core::{Error, MemRef, Result, Status};
 use ferrocoll_transport::{MsgKey, SendHandle};
 
@@ -78,7 +78,7 @@ impl Comm {
     pub fn isend(&self, peer: usize, tag: u32, data: MemRef) -> Result<SendFuture> {
         let ep = self.ep(peer)?;
         let state = match self.team.transport.send(ep, self.key(tag, self.team.rank), self.sig, data) {
-            Ok(handle) => SendState::Sending(handle),
+            Ok(handle) => SendState::Sending(handle, peer),
             // The peer left, perhaps because another member died: say which, when that is known.
             Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}"))), self.clone()),
         };
@@ -106,18 +106,20 @@ impl Comm {
     }
 
     /// Send to one peer and receive from another at the same time.
+    /// The send is watched while the receive waits: a receiver that refused
+    /// it (another call) fails this rank at once, even if its own message
+    /// never comes.
     pub async fn sendrecv(&self, to: usize, send: MemRef, from: usize, recv: MemRef, tag: u32) -> Result<()> {
         let s = self.isend(to, tag, send)?;
-        self.recv(from, tag, recv).await?;
-        s.await
+        try_join2(self.recv(from, tag, recv), s).await
     }
 
     /// Send `send` to every peer of `recvs` and receive each peer's message
-    /// into its buffer, all at once; returns when everything is done.
+    /// into its buffer, all at once; returns when everything is done (the
+    /// first failure, of a receive or a send, ends it).
     pub async fn exchange(&self, tag: u32, send: MemRef, recvs: &[(usize, MemRef)]) -> Result<()> {
         let sends = recvs.iter().map(|&(peer, _)| self.isend(peer, tag, send)).collect::<Result<Vec<_>>>()?;
-        try_join_all(recvs.iter().map(|&(peer, buf)| self.recv(peer, tag, buf))).await?;
-        try_join_all(sends).await
+        try_join2(try_join_all(recvs.iter().map(|&(peer, buf)| self.recv(peer, tag, buf))), try_join_all(sends)).await
     }
 
     /// Copy `src` to `dst` (same length).
@@ -200,7 +202,8 @@ pub struct SendFuture {
 }
 
 enum SendState {
-    Sending(Box<dyn SendHandle>),
+    /// The transport's handle, and the team rank it sends to.
+    Sending(Box<dyn SendHandle>, usize),
     Failing(Suspect, Comm),
 }
 
@@ -209,7 +212,10 @@ impl Future for SendFuture {
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
         match &mut self.state {
-            SendState::Sending(handle) => handle.test(),
+            SendState::Sending(handle, peer) => match handle.test() {
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e.prefixed(format!("send to rank {peer}")))),
+                r => r,
+            },
             SendState::Failing(suspect, comm) => suspect.poll(comm).map(Err),
         }
     }

@@ -208,7 +208,9 @@ fn a_message_of_another_call_fails_the_receive_naming_both_calls() {
         assert!(matches!(h1.test(), Poll::Ready(Ok(()))));
         let r = poll(&[a], || h2.test());
         if cma == "y" {
-            let e = r.unwrap_err().to_string();
+            let e = r.unwrap_err();
+            assert_eq!(e.status(), Status::InvalidParam, "{e}");
+            let e = e.to_string();
             assert!(e.contains("endpoint 1 rejected") && e.contains("another call"), "{e}");
         } else {
             assert!(r.is_ok(), "a streamed message is complete once in the ring");
