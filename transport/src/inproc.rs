@@ -1,6 +1,9 @@
 //! The in-process transport: ranks that are threads (or contexts) of one
 //! process exchange messages through each other's inboxes.
 //!
+//! Every message travels in an envelope with its sender's call signature,
+//! which the receive checks before it copies anything.
+//!
 //! Small messages are copied into the receiver's inbox at send (eager).
 //! Large ones are queued by reference and the receiver copies straight from
 //! the sender's buffer (rendezvous, one copy); the send completes when the
@@ -12,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::wire::Reader;
 use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
@@ -23,25 +27,35 @@ const EAGER_MAX: usize = 16 * 1024;
 
 const QUEUED: u8 = 0;
 const DONE: u8 = 1;
+/// The receive had another size, or the receiver's context was destroyed.
 const REJECTED: u8 = 2;
+/// The receive was posted for another call (its signature did not agree).
+const MISMATCHED: u8 = 3;
 
-enum Envelope {
+/// A message waiting in an inbox: the sender's call signature and the bytes.
+struct Envelope {
+    sig: Signature,
+    body: Body,
+}
+
+enum Body {
     Eager(Vec<u8>),
     Rendezvous { data: MemRef, state: Arc<AtomicU8> },
 }
 
 impl Envelope {
     fn len(&self) -> usize {
-        match self {
-            Envelope::Eager(v) => v.len(),
-            Envelope::Rendezvous { data, .. } => data.len(),
+        match &self.body {
+            Body::Eager(v) => v.len(),
+            Body::Rendezvous { data, .. } => data.len(),
         }
     }
 
-    fn reject(&self) {
-        if let Envelope::Rendezvous { state, .. } = self {
+    /// Release a rendezvous sender with final state `why` (REJECTED or MISMATCHED).
+    fn reject(&self, why: u8) {
+        if let Body::Rendezvous { state, .. } = &self.body {
             // Release: the sender's Acquire load sees that we no longer read its buffer.
-            state.store(REJECTED, Ordering::Release);
+            state.store(why, Ordering::Release);
         }
     }
 }
@@ -108,7 +122,7 @@ impl InProcTransport {
         // Release: see Inbox::is_closed.
         self.inbox.closed.store(true, Ordering::Release);
         for env in q.drain().flat_map(|(_, v)| v) {
-            env.reject();
+            env.reject(REJECTED);
         }
     }
 
@@ -180,28 +194,28 @@ impl Transport for InProcTransport {
         self.shut();
     }
 
-    fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
+    fn send(&self, dst_ep: usize, key: MsgKey, sig: Signature, data: MemRef) -> Result<Box<dyn SendHandle>> {
         host_only(&data)?;
         let inbox = self.peer(dst_ep)?;
-        let (env, handle): (Envelope, Box<dyn SendHandle>) = if data.len() <= EAGER_MAX {
+        let (body, handle): (Body, Box<dyn SendHandle>) = if data.len() <= EAGER_MAX {
             // SAFETY: the caller keeps `data` valid until the send completes,
             // and this call completes it: the bytes are copied right here.
             let bytes = unsafe { data.as_slice() }.to_vec();
-            (Envelope::Eager(bytes), Box::new(Sent))
+            (Body::Eager(bytes), Box::new(Sent))
         } else {
             let state = Arc::new(AtomicU8::new(QUEUED));
             let handle = RendezvousSend { inbox: inbox.clone(), key, state: state.clone(), dst_ep };
-            (Envelope::Rendezvous { data, state }, Box::new(handle))
+            (Body::Rendezvous { data, state }, Box::new(handle))
         };
         let mut q = inbox.lock();
         if inbox.is_closed() {
             return Err(gone(dst_ep));
         }
-        q.entry(key).or_default().push_back(env);
+        q.entry(key).or_default().push_back(Envelope { sig, body });
         Ok(handle)
     }
 
-    fn try_recv(&self, src_ep: usize, key: &MsgKey, buf: MemRef) -> Poll<Result<()>> {
+    fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>> {
         if let Err(e) = host_only(&buf) {
             return Poll::Ready(Err(e));
         }
@@ -225,8 +239,13 @@ impl Transport for InProcTransport {
                 None => return Poll::Pending,
             }
         };
+        // The call first (it says more than a size), and before any byte is copied.
+        if !env.sig.agrees(sig) {
+            env.reject(MISMATCHED);
+            return Poll::Ready(Err(key.calls_differ(&env.sig, sig)));
+        }
         if env.len() != buf.len() {
-            env.reject();
+            env.reject(REJECTED);
             return Poll::Ready(Err(key.size_mismatch(env.len(), buf.len())));
         }
         // SAFETY: `buf` is this task's receive buffer (valid and exclusively ours
@@ -236,12 +255,12 @@ impl Transport for InProcTransport {
         // equal length (checked), and distinct allocations.
         unsafe {
             let dst = buf.as_mut_slice();
-            match &env {
-                Envelope::Eager(v) => dst.copy_from_slice(v),
-                Envelope::Rendezvous { data, .. } => dst.copy_from_slice(data.as_slice()),
+            match &env.body {
+                Body::Eager(v) => dst.copy_from_slice(v),
+                Body::Rendezvous { data, .. } => dst.copy_from_slice(data.as_slice()),
             }
         }
-        if let Envelope::Rendezvous { state, .. } = &env {
+        if let Body::Rendezvous { state, .. } = &env.body {
             // Release: the sender's Acquire load of DONE happens after our copy.
             state.store(DONE, Ordering::Release);
         }
@@ -280,6 +299,10 @@ impl SendHandle for RendezvousSend {
                  or its context was destroyed",
                 self.dst_ep, self.key.seq, self.key.tag
             )))),
+            MISMATCHED => Poll::Ready(Err(Error::invalid_param(format!(
+                "endpoint {} rejected a message of seq {} step tag {}: its receive was posted for another call",
+                self.dst_ep, self.key.seq, self.key.tag
+            )))),
             _ => Poll::Pending,
         }
     }
@@ -295,7 +318,7 @@ impl Drop for RendezvousSend {
             let mut q = self.inbox.lock();
             if let Some(queue) = q.get_mut(&self.key) {
                 let before = queue.len();
-                queue.retain(|e| !matches!(e, Envelope::Rendezvous { state, .. } if Arc::ptr_eq(state, &self.state)));
+                queue.retain(|e| !matches!(&e.body, Body::Rendezvous { state, .. } if Arc::ptr_eq(state, &self.state)));
                 let retracted = queue.len() != before;
                 if queue.is_empty() {
                     q.remove(&self.key);
@@ -317,7 +340,9 @@ impl Drop for RendezvousSend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{key, mem};
+    use ferrocoll_core::ReduceOp;
+
+    use crate::testing::{call, key, mem, sig};
 
     fn pair() -> (InProcTransport, InProcTransport) {
         let (a, b) = (InProcTransport::new(), InProcTransport::new());
@@ -337,26 +362,26 @@ mod tests {
         let (a, b) = pair();
         let mut small = vec![7u8; 100];
         let mut big = vec![9u8; EAGER_MAX + 1];
-        let mut h1 = a.send(1, key(0), mem(&mut small)).unwrap();
-        let mut h2 = a.send(1, key(0), mem(&mut big)).unwrap();
+        let mut h1 = a.send(1, key(0), sig(), mem(&mut small)).unwrap();
+        let mut h2 = a.send(1, key(0), sig(), mem(&mut big)).unwrap();
         assert!(h1.test().is_ready());
         assert!(h2.test().is_pending());
         let mut r1 = vec![0u8; 100];
         let mut r2 = vec![0u8; EAGER_MAX + 1];
-        assert!(matches!(b.try_recv(0, &key(0), mem(&mut r1)), Poll::Ready(Ok(()))));
-        assert!(matches!(b.try_recv(0, &key(0), mem(&mut r2)), Poll::Ready(Ok(()))));
+        assert!(matches!(b.try_recv(0, &key(0), &sig(), mem(&mut r1)), Poll::Ready(Ok(()))));
+        assert!(matches!(b.try_recv(0, &key(0), &sig(), mem(&mut r2)), Poll::Ready(Ok(()))));
         assert!(matches!(h2.test(), Poll::Ready(Ok(()))));
         assert_eq!((r1, r2), (small, big));
-        assert!(b.try_recv(0, &key(0), mem(&mut [0u8; 1])).is_pending());
+        assert!(b.try_recv(0, &key(0), &sig(), mem(&mut [0u8; 1])).is_pending());
     }
 
     #[test]
     fn size_mismatch_fails_both_sides() {
         let (a, b) = pair();
         let mut big = vec![1u8; EAGER_MAX * 2];
-        let mut h = a.send(1, key(3), mem(&mut big)).unwrap();
+        let mut h = a.send(1, key(3), sig(), mem(&mut big)).unwrap();
         let mut r = vec![0u8; EAGER_MAX];
-        let Poll::Ready(Err(e)) = b.try_recv(0, &key(3), mem(&mut r)) else { panic!("expected an error") };
+        let Poll::Ready(Err(e)) = b.try_recv(0, &key(3), &sig(), mem(&mut r)) else { panic!("expected an error") };
         assert!(e.to_string().contains("expects"), "{e}");
         assert!(matches!(h.test(), Poll::Ready(Err(_))));
     }
@@ -365,10 +390,43 @@ mod tests {
     fn dropped_send_is_retracted_and_closed_peer_is_gone() {
         let (a, b) = pair();
         let mut big = vec![1u8; EAGER_MAX * 2];
-        drop(a.send(1, key(1), mem(&mut big)).unwrap());
-        assert!(b.try_recv(0, &key(1), mem(&mut vec![0u8; EAGER_MAX * 2])).is_pending());
+        drop(a.send(1, key(1), sig(), mem(&mut big)).unwrap());
+        assert!(b.try_recv(0, &key(1), &sig(), mem(&mut vec![0u8; EAGER_MAX * 2])).is_pending());
         a.close();
-        assert!(matches!(b.try_recv(0, &key(1), mem(&mut [0u8; 4])), Poll::Ready(Err(_))));
-        assert!(b.send(0, key(2), mem(&mut [0u8; 4])).is_err());
+        assert!(matches!(b.try_recv(0, &key(1), &sig(), mem(&mut [0u8; 4])), Poll::Ready(Err(_))));
+        assert!(b.send(0, key(2), sig(), mem(&mut [0u8; 4])).is_err());
+    }
+
+    #[test]
+    fn a_message_of_another_call_fails_the_receive_before_any_copy() {
+        let (a, b) = pair();
+        let mut small = vec![7u8; 64];
+        let mut big = vec![9u8; EAGER_MAX * 2];
+        let mut h1 = a.send(1, key(4), call(ReduceOp::Max), mem(&mut small)).unwrap();
+        let mut h2 = a.send(1, key(4), call(ReduceOp::Max), mem(&mut big)).unwrap();
+        assert!(matches!(h1.test(), Poll::Ready(Ok(()))), "an eager send is complete once posted");
+        for len in [64, EAGER_MAX * 2] {
+            // Same size, another call: refused, and the receive buffer untouched.
+            let mut r = vec![0xEEu8; len];
+            let Poll::Ready(Err(e)) = b.try_recv(0, &key(4), &sig(), mem(&mut r)) else { panic!("expected an error") };
+            assert_eq!(e.status(), ferrocoll_core::Status::InvalidParam, "{e}");
+            let text = e.to_string();
+            assert!(text.contains("calls differ: rank 0 posted allreduce max float32 of 1024 elements"), "{text}");
+            assert!(
+                text.contains("this rank posted allreduce sum float32 of 1024 elements (collective seq 1)"),
+                "{text}"
+            );
+            assert!(r.iter().all(|&x| x == 0xEE), "bytes were copied into the receive buffer");
+        }
+        let Poll::Ready(Err(e)) = h2.test() else { panic!("the rendezvous sender must be released with an error") };
+        assert_eq!(e.status(), ferrocoll_core::Status::InvalidParam, "{e}");
+        assert!(e.to_string().contains("endpoint 1 rejected") && e.to_string().contains("another call"), "{e}");
+        // Both messages were taken; the transport goes on for the next key.
+        assert!(b.try_recv(0, &key(4), &sig(), mem(&mut [0u8; 64])).is_pending());
+        let mut next = vec![3u8; 10];
+        a.send(1, key(5), sig(), mem(&mut next)).unwrap();
+        let mut r = vec![0u8; 10];
+        assert!(matches!(b.try_recv(0, &key(5), &sig(), mem(&mut r)), Poll::Ready(Ok(()))));
+        assert_eq!(r, next);
     }
 }

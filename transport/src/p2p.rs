@@ -11,6 +11,15 @@
 //! Messages with the same key are matched first in, first out: an algorithm
 //! may reuse a step tag for several messages between the same two ranks.
 //!
+//! Every message carries its sender's call [`Signature`] (the collective,
+//! its reduction, root and size). It is not part of matching: a receive
+//! takes the first message of its key, checks that the sender's signature
+//! agrees with its own before anything else (before the size, and before a
+//! byte reaches the receive buffer), and fails naming both calls if not. So
+//! ranks whose calls differ get an error, never each other's bytes taken
+//! for their own (a sum read as a max, int32 read as float32), even when
+//! the sizes happen to match.
+//!
 //! Large messages are not copied at the sender: the receiver copies straight
 //! from the sender's buffer (rendezvous), and the send completes when it has.
 
@@ -18,6 +27,7 @@
 
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, ProcInfo, Result};
 
 /// What matches a message to its receive: the team, the collective's
@@ -36,6 +46,18 @@ pub struct MsgKey {
 }
 
 impl MsgKey {
+    /// The error of a receive posted as `mine` matched by a message whose
+    /// sender posted `theirs`, which does not agree with it.
+    pub(crate) fn calls_differ(&self, theirs: &Signature, mine: &Signature) -> Error {
+        Error::invalid_param(format!(
+            "the ranks' calls differ: rank {} posted {}, this rank posted {} (collective seq {})",
+            self.src,
+            theirs.describe(),
+            mine.describe(),
+            self.seq
+        ))
+    }
+
     /// The error of a receive of `expect` bytes matched by a message of `len`.
     pub(crate) fn size_mismatch(&self, len: usize, expect: usize) -> Error {
         Error::io(format!(
@@ -86,16 +108,21 @@ pub trait Transport: Send + Sync {
         Ok(())
     }
 
-    /// Start sending `data` to endpoint `dst_ep`. The memory must stay valid
-    /// until the returned handle completes or is dropped (dropping retracts
-    /// the message if the receiver has not taken it yet, or waits for a copy
-    /// in progress).
-    fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>>;
+    /// Start sending `data` to endpoint `dst_ep`, as part of a call whose
+    /// signature is `sig` (carried with the message for the receiver to
+    /// check). The memory must stay valid until the returned handle completes
+    /// or is dropped (dropping retracts the message if the receiver has not
+    /// taken it yet, or waits for a copy in progress).
+    fn send(&self, dst_ep: usize, key: MsgKey, sig: Signature, data: MemRef) -> Result<Box<dyn SendHandle>>;
 
-    /// If the message `key` from endpoint `src_ep` has arrived, copy it into
-    /// `buf` (its length must match) and return `Ready`. Otherwise `Pending`,
-    /// or an error if `src_ep` can no longer send.
-    fn try_recv(&self, src_ep: usize, key: &MsgKey, buf: MemRef) -> Poll<Result<()>>;
+    /// If the message `key` from endpoint `src_ep` has arrived, take it, and
+    /// copy it into `buf` and return `Ready(Ok)` if its sender's signature
+    /// agrees with `sig` (else an `InvalidParam` error naming the sender's
+    /// rank and both calls) and its length is `buf`'s (else an error);
+    /// either failure happens before a byte is written into `buf`, and
+    /// releases a rendezvous sender with an error. Otherwise `Pending`, or an
+    /// error if `src_ep` can no longer send.
+    fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>>;
 
     /// Move bytes and watch peers (I/O transports; checks of peer liveness).
     fn progress(&self) -> Result<()>;

@@ -7,6 +7,7 @@
 use std::sync::OnceLock;
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::wire::Reader;
 use ferrocoll_core::{Error, MemRef, ProcInfo, Result};
 
@@ -89,15 +90,15 @@ impl Router {
         self.transports.iter().try_for_each(|t| t.connected())
     }
 
-    /// Send through the transport serving `dst_ep`.
-    pub fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
-        self.via(dst_ep)?.send(dst_ep, key, data)
+    /// Send through the transport serving `dst_ep` (see [`Transport::send`]).
+    pub fn send(&self, dst_ep: usize, key: MsgKey, sig: Signature, data: MemRef) -> Result<Box<dyn SendHandle>> {
+        self.via(dst_ep)?.send(dst_ep, key, sig, data)
     }
 
-    /// Receive through the transport serving `src_ep`.
-    pub fn try_recv(&self, src_ep: usize, key: &MsgKey, buf: MemRef) -> Poll<Result<()>> {
+    /// Receive through the transport serving `src_ep` (see [`Transport::try_recv`]).
+    pub fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>> {
         match self.via(src_ep) {
-            Ok(t) => t.try_recv(src_ep, key, buf),
+            Ok(t) => t.try_recv(src_ep, key, sig, buf),
             Err(e) => Poll::Ready(Err(e)),
         }
     }

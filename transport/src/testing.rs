@@ -1,13 +1,24 @@
-//! What the transports' unit tests share: a message key, a `MemRef` over a
-//! test buffer, and seeded bytes that differ per seed.
+//! What the transports' unit tests share: a message key, call signatures,
+//! a `MemRef` over a test buffer, and seeded bytes that differ per seed.
 
-use ferrocoll_core::MemRef;
+use ferrocoll_core::args::Signature;
+use ferrocoll_core::{CollType, DataType, MemRef, ReduceOp};
 
 use crate::p2p::MsgKey;
 
 /// A key of team 7, sequence number 1, from rank 0, with step tag `tag`.
 pub(crate) fn key(tag: u32) -> MsgKey {
     MsgKey { team: 7, seq: 1, tag, src: 0 }
+}
+
+/// The call the tests' messages belong to: "allreduce sum float32 of 1024 elements".
+pub(crate) fn sig() -> Signature {
+    call(ReduceOp::Sum)
+}
+
+/// An allreduce `op` float32 of 1024 elements (`call(ReduceOp::Max)` disagrees with [`sig`]).
+pub(crate) fn call(op: ReduceOp) -> Signature {
+    Signature::new(CollType::Allreduce, Some((DataType::Float32, op)), 0, 1024)
 }
 
 /// `v` as a `MemRef`.

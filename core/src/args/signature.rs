@@ -37,14 +37,24 @@ impl Signature {
     pub fn of(init: &CollInit) -> Signature {
         use CollType::*;
         let coll = init.coll;
-        let (dtype, op) = if coll.is_reduction() { (init.dtype as u64, init.op as u64) } else { (NONE, NONE) };
-        let root = if coll.is_rooted() { init.root as u64 & 0xffff_ffff } else { 0 };
-        let word = coll.index() as u64 | dtype << 8 | op << 16 | root << 32;
+        let reduction = coll.is_reduction().then_some((init.dtype, init.op));
+        let root = if coll.is_rooted() { init.root } else { 0 };
         let size = match coll {
             Gatherv | Scatterv | Alltoallv => UNKNOWN,
             _ if coll.is_reduction() => init.count as u64,
             _ => (init.count as u64).saturating_mul(init.elem_size as u64),
         };
+        Signature::new(coll, reduction, root, size)
+    }
+
+    /// A signature from its parts, for callers that have no `CollInit` (a
+    /// TL's own handshake, tests): `reduction` is the datatype and operation
+    /// of a reduction (`None` for data movement), `root` 0 for a collective
+    /// without one, `size` as [`Signature::size`] says (`u64::MAX`: unknown).
+    /// [`Signature::of`] a barrier is `Signature::new(CollType::Barrier, None, 0, 0)`.
+    pub fn new(coll: CollType, reduction: Option<(DataType, ReduceOp)>, root: usize, size: u64) -> Signature {
+        let (dtype, op) = reduction.map_or((NONE, NONE), |(d, o)| (d as u64, o as u64));
+        let word = coll.index() as u64 | dtype << 8 | op << 16 | (root as u64 & 0xffff_ffff) << 32;
         Signature { word, size }
     }
 
@@ -79,9 +89,8 @@ impl Signature {
 mod tests {
     use super::*;
 
-    fn sig(coll: CollType, dtype: DataType, op: ReduceOp, root: u64, size: u64) -> Signature {
-        let (d, o) = if coll.is_reduction() { (dtype as u64, op as u64) } else { (NONE, NONE) };
-        Signature { word: coll.index() as u64 | d << 8 | o << 16 | root << 32, size }
+    fn sig(coll: CollType, dtype: DataType, op: ReduceOp, root: usize, size: u64) -> Signature {
+        Signature::new(coll, coll.is_reduction().then_some((dtype, op)), root, size)
     }
 
     #[test]

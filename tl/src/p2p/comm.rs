@@ -1,6 +1,11 @@
 //! [`Comm`]: what an algorithm sees of its team while it runs — tagged
 //! send/receive to team ranks, reductions and copies through the memory
 //! components, and scratch memory.
+//!
+//! Every message carries the call's [`Signature`] (made once per task), and
+//! every receive checks its sender's against it before copying a byte, so
+//! ranks whose calls differ fail naming each other (see
+//! `ferrocoll_transport::Transport::try_recv`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,9 +13,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
-use ferrocoll_core::engine::{TaskDiag, try_join_all};
-use ferrocoll_core::{Error, MemRef, Result};
+use ferrocoll_core::engine::{TaskDiag, try_join_all, try_join2};
+use ferrocoll_core::{Error, MemRef, Result, Status};
 use ferrocoll_transport::{MsgKey, SendHandle};
 
 use super::team::TeamShared;
@@ -18,18 +24,20 @@ use super::team::TeamShared;
 /// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
 pub const PHASE_TAGS: u32 = 1 << 24;
 
-/// One execution of a collective on one rank: its team, sequence number and tag space.
+/// One execution of a collective on one rank: its team, sequence number,
+/// call signature and tag space.
 #[derive(Clone)]
 pub struct Comm {
     team: Arc<TeamShared>,
     seq: u64,
+    sig: Signature,
     tag_base: u32,
     diag: Arc<TaskDiag>,
 }
 
 impl Comm {
-    pub(crate) fn new(team: Arc<TeamShared>, seq: u64, diag: Arc<TaskDiag>) -> Comm {
-        Comm { team, seq, tag_base: 0, diag }
+    pub(crate) fn new(team: Arc<TeamShared>, seq: u64, sig: Signature, diag: Arc<TaskDiag>) -> Comm {
+        Comm { team, seq, sig, tag_base: 0, diag }
     }
 
     /// This rank.
@@ -69,8 +77,8 @@ impl Comm {
     /// when `data` may be reused. Sending starts now, not when the future is polled.
     pub fn isend(&self, peer: usize, tag: u32, data: MemRef) -> Result<SendFuture> {
         let ep = self.ep(peer)?;
-        let state = match self.team.transport.send(ep, self.key(tag, self.team.rank), data) {
-            Ok(handle) => SendState::Sending(handle),
+        let state = match self.team.transport.send(ep, self.key(tag, self.team.rank), self.sig, data) {
+            Ok(handle) => SendState::Sending(handle, peer),
             // The peer left, perhaps because another member died: say which, when that is known.
             Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}"))), self.clone()),
         };
@@ -91,24 +99,27 @@ impl Comm {
         self.isend(peer, tag, data)?.await
     }
 
-    /// Receive the message with `tag` from team rank `peer` into `buf` (its size must match).
+    /// Receive the message with `tag` from team rank `peer` into `buf` (its
+    /// sender's call must agree with this one, and its size must match).
     pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
         RecvFuture { comm: self.clone(), peer, tag, buf, failed: None }
     }
 
     /// Send to one peer and receive from another at the same time.
+    /// The send is watched while the receive waits: a receiver that refused
+    /// it (another call) fails this rank at once, even if its own message
+    /// never comes.
     pub async fn sendrecv(&self, to: usize, send: MemRef, from: usize, recv: MemRef, tag: u32) -> Result<()> {
         let s = self.isend(to, tag, send)?;
-        self.recv(from, tag, recv).await?;
-        s.await
+        try_join2(self.recv(from, tag, recv), s).await
     }
 
     /// Send `send` to every peer of `recvs` and receive each peer's message
-    /// into its buffer, all at once; returns when everything is done.
+    /// into its buffer, all at once; returns when everything is done (the
+    /// first failure, of a receive or a send, ends it).
     pub async fn exchange(&self, tag: u32, send: MemRef, recvs: &[(usize, MemRef)]) -> Result<()> {
         let sends = recvs.iter().map(|&(peer, _)| self.isend(peer, tag, send)).collect::<Result<Vec<_>>>()?;
-        try_join_all(recvs.iter().map(|&(peer, buf)| self.recv(peer, tag, buf))).await?;
-        try_join_all(sends).await
+        try_join2(try_join_all(recvs.iter().map(|&(peer, buf)| self.recv(peer, tag, buf))), try_join_all(sends)).await
     }
 
     /// Copy `src` to `dst` (same length).
@@ -191,7 +202,8 @@ pub struct SendFuture {
 }
 
 enum SendState {
-    Sending(Box<dyn SendHandle>),
+    /// The transport's handle, and the team rank it sends to.
+    Sending(Box<dyn SendHandle>, usize),
     Failing(Suspect, Comm),
 }
 
@@ -200,7 +212,10 @@ impl Future for SendFuture {
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
         match &mut self.state {
-            SendState::Sending(handle) => handle.test(),
+            SendState::Sending(handle, peer) => match handle.test() {
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e.prefixed(format!("send to rank {peer}")))),
+                r => r,
+            },
             SendState::Failing(suspect, comm) => suspect.poll(comm).map(Err),
         }
     }
@@ -229,7 +244,7 @@ impl Future for RecvFuture {
             Err(e) => return Poll::Ready(Err(e)),
         };
         let key = this.comm.key(this.tag, this.peer);
-        match this.comm.team.transport.try_recv(ep, &key, this.buf) {
+        match this.comm.team.transport.try_recv(ep, &key, &this.comm.sig, this.buf) {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Pending => {
                 this.comm.diag.waiting_for(this.peer, key.tag);
@@ -238,6 +253,11 @@ impl Future for RecvFuture {
                     Some(err) => Poll::Ready(Err(err)),
                     None => Poll::Pending,
                 }
+            }
+            // A message of another call is this collective's own failure, not
+            // an echo of a death elsewhere: no grace.
+            Poll::Ready(Err(e)) if e.status() == Status::InvalidParam => {
+                Poll::Ready(Err(e.prefixed(format!("receive from rank {}", this.peer))))
             }
             Poll::Ready(Err(e)) => {
                 let mut s = Suspect::new(e.prefixed(format!("receive from rank {}", this.peer)));

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
-use ferrocoll_core::{Error, MemType, Result};
+use ferrocoll_core::{CollType, Error, MemType, Result};
 use ferrocoll_transport::Router;
 
 use super::staging::{self, Staging};
@@ -52,7 +52,8 @@ impl P2pTeam {
 /// has created the team (UCC's team creation is collective). A member that
 /// never arrives is named by the creation timeout, through `diag`.
 async fn handshake(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>) -> Result<()> {
-    let comm = Comm::new(shared.clone(), HANDSHAKE_SEQ, diag);
+    let sig = Signature::new(CollType::Barrier, None, 0, 0);
+    let comm = Comm::new(shared.clone(), HANDSHAKE_SEQ, sig, diag);
     alg::barrier::knomial::knomial_sync(&comm, shared.config.barrier_kn_radix).await
 }
 
@@ -96,7 +97,8 @@ impl AlgTeam for P2pTeam {
             _ => Some(Arc::new(Staging::new(init, &self.shared.mcs)?)),
         };
         let init = staging.as_ref().map_or(init, |s| s.host_init()).clone();
-        Ok(Box::new(AlgTask { team: self.shared.clone(), init, run: alg.run, staging }))
+        let sig = Signature::of(&init);
+        Ok(Box::new(AlgTask { team: self.shared.clone(), init, sig, run: alg.run, staging }))
     }
 }
 
@@ -105,6 +107,8 @@ struct AlgTask {
     team: Arc<TeamShared>,
     /// The arguments the algorithm runs on (host copies when staged).
     init: Arc<CollInit>,
+    /// The call, as every message of every post carries it (see [`Comm`]).
+    sig: Signature,
     run: Run<Comm>,
     /// Host copies of CUDA buffers, copied in at post and out at completion.
     staging: Option<Arc<Staging>>,
@@ -117,7 +121,7 @@ impl CollTask for AlgTask {
     /// when the inputs are ready (on a CUDA stream, once the stream work
     /// writing them has run).
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
-        let comm = Comm::new(self.team.clone(), post.seq, post.diag.clone());
+        let comm = Comm::new(self.team.clone(), post.seq, self.sig, post.diag.clone());
         let run: TaskFuture = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
             let init = self.init.clone();

@@ -12,6 +12,8 @@
 //! into the receiver's ring for them, and the receiver drains every ring
 //! into a matching table (FIFO per [`MsgKey`](crate::MsgKey)) whenever it is
 //! progressed or polled, so no sender waits for a receive to be posted.
+//! Every record carries its sender's call signature (`wire`); a receive
+//! checks it against its own before it copies or reads anything.
 //!
 //! - Eager (up to `UCC_TL_P2P_SHM_EAGER_SIZE`): the payload is copied into
 //!   the ring; the send completes at once. With the ring full, it waits in a

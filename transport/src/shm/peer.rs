@@ -84,10 +84,18 @@ impl Peer {
         self.health.gone(self.ep)
     }
 
-    /// Message text for a rendezvous the receiver failed, by slot state.
+    /// The error of a rendezvous the receiver failed, by slot state (a
+    /// receive of another call is the caller's mistake: `InvalidParam`, as
+    /// the receiver's own error).
     pub fn rejection(&self, state: u8, what: &str) -> Error {
         let why = match state {
             slot::FAILED_SIZE => "its receive had another size",
+            slot::FAILED_CALL => {
+                return Error::invalid_param(format!(
+                    "endpoint {} rejected {what}: its receive was posted for another call",
+                    self.ep
+                ));
+            }
             slot::FAILED_READ => "it could not read this process's memory",
             slot::FAILED_CLOSED => "it closed first",
             _ => "its slot holds an unknown state",

@@ -5,12 +5,14 @@
 //! transport is progressed or polled, so no sender is blocked behind a
 //! message nobody asked for yet. Eager payloads are copied out, fragments are
 //! reassembled, and rendezvous descriptors wait for their receive, which
-//! reads the sender's buffer itself.
+//! reads the sender's buffer itself. Each arrived message keeps its
+//! sender's call signature, which delivery checks before it copies anything.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use super::cma;
@@ -21,12 +23,12 @@ use super::wire::{Kind, RECORD_HEADER, RNDV_DESC, Record, RndvDesc, record_len, 
 use crate::fxhash::FxBuildHasher;
 use crate::p2p::MsgKey;
 
-/// A message that arrived and waits for its receive.
+/// A message that arrived and waits for its receive, with its sender's call.
 pub(super) enum Arrived {
     /// Its bytes (eager or reassembled).
-    Bytes(Vec<u8>),
+    Bytes(Signature, Vec<u8>),
     /// Where to read it from; its slot is TAKEN by the time `take` returns it.
-    Rndv { peer: Arc<Peer>, len: usize, desc: RndvDesc },
+    Rndv { peer: Arc<Peer>, sig: Signature, len: usize, desc: RndvDesc },
 }
 
 /// A fragmented message being reassembled: `buf` has capacity for `total`
@@ -34,6 +36,7 @@ pub(super) enum Arrived {
 /// all are).
 struct Partial {
     key: MsgKey,
+    sig: Signature,
     buf: Vec<u8>,
     total: usize,
     filled: usize,
@@ -112,7 +115,7 @@ impl RecvState {
         self.drain(pool);
         for a in self.table.drain().flat_map(|(_, q)| q) {
             match a {
-                Arrived::Bytes(v) => pool.put(v),
+                Arrived::Bytes(_, v) => pool.put(v),
                 Arrived::Rndv { peer, desc, .. } => {
                     if let Ok(word) = peer.slot(desc.slot) {
                         let queued = slot::word(desc.generation, slot::QUEUED);
@@ -154,7 +157,7 @@ fn drain_one(inb: &mut Inbound, table: &mut Table, pool: &BufPool) -> Result<()>
                 let mut v = pool.get(chunk);
                 v.resize(chunk, 0);
                 inb.ring.peek(RECORD_HEADER, &mut v);
-                table.entry(rec.key).or_default().push_back(Arrived::Bytes(v));
+                table.entry(rec.key).or_default().push_back(Arrived::Bytes(rec.sig, v));
             }
             Kind::RndvCma => {
                 let mut d = [0u8; RNDV_DESC];
@@ -164,12 +167,12 @@ fn drain_one(inb: &mut Inbound, table: &mut Table, pool: &BufPool) -> Result<()>
                     return Err(corrupt(format!("a rendezvous from pid {}, not {}", desc.pid, inb.peer.proc.pid)));
                 }
                 inb.peer.slot(desc.slot)?;
-                let arrived = Arrived::Rndv { peer: inb.peer.clone(), len: rec.total_len as usize, desc };
+                let arrived = Arrived::Rndv { peer: inb.peer.clone(), sig: rec.sig, len: rec.total_len as usize, desc };
                 table.entry(rec.key).or_default().push_back(arrived);
             }
             Kind::Frag => {
                 if let Some(done) = reassemble(inb, &rec)? {
-                    table.entry(rec.key).or_default().push_back(Arrived::Bytes(done));
+                    table.entry(rec.key).or_default().push_back(Arrived::Bytes(rec.sig, done));
                 }
             }
         }
@@ -189,12 +192,12 @@ fn reassemble(inb: &mut Inbound, rec: &Record) -> Result<Option<Vec<u8>>> {
         let mut buf = Vec::new();
         buf.try_reserve_exact(total)
             .map_err(|e| Error::no_memory(format!("reassembling a message of {total} bytes: {e}")))?;
-        inb.partial = Some(Partial { key: rec.key, buf, total, filled: 0 });
+        inb.partial = Some(Partial { key: rec.key, sig: rec.sig, buf, total, filled: 0 });
     }
     let Some(p) = inb.partial.as_mut() else {
         return Err(corrupt(format!("a fragment at offset {} of a message never begun", rec.offset)));
     };
-    if p.key != rec.key || p.total != total || p.filled as u64 != rec.offset {
+    if p.key != rec.key || p.sig != rec.sig || p.total != total || p.filled as u64 != rec.offset {
         return Err(corrupt(format!(
             "a fragment at offset {} of {total} bytes, expected offset {} of {}",
             rec.offset, p.filled, p.total
@@ -218,12 +221,15 @@ fn reassemble(inb: &mut Inbound, rec: &Record) -> Result<Option<Vec<u8>>> {
     Ok(Some(p.buf))
 }
 
-/// Copy `a` into `buf` (host memory, checked by the caller), completing a
-/// rendezvous sender with DONE or a failure state.
-pub(super) fn deliver(a: Arrived, key: &MsgKey, buf: MemRef, pool: &BufPool) -> Result<()> {
+/// Copy `a` into `buf` (host memory, checked by the caller) if its sender's
+/// call agrees with `sig` (checked first) and its size with `buf`'s,
+/// completing a rendezvous sender with DONE or a failure state.
+pub(super) fn deliver(a: Arrived, key: &MsgKey, sig: &Signature, buf: MemRef, pool: &BufPool) -> Result<()> {
     match a {
-        Arrived::Bytes(v) => {
-            let r = if v.len() != buf.len() {
+        Arrived::Bytes(theirs, v) => {
+            let r = if !theirs.agrees(sig) {
+                Err(key.calls_differ(&theirs, sig))
+            } else if v.len() != buf.len() {
                 Err(key.size_mismatch(v.len(), buf.len()))
             } else {
                 // SAFETY: `buf` is the receive's host buffer (checked by the
@@ -235,8 +241,10 @@ pub(super) fn deliver(a: Arrived, key: &MsgKey, buf: MemRef, pool: &BufPool) -> 
             pool.put(v);
             r
         }
-        Arrived::Rndv { peer, len, desc } => {
-            let (state, r) = if len != buf.len() {
+        Arrived::Rndv { peer, sig: theirs, len, desc } => {
+            let (state, r) = if !theirs.agrees(sig) {
+                (slot::FAILED_CALL, Err(key.calls_differ(&theirs, sig)))
+            } else if len != buf.len() {
                 (slot::FAILED_SIZE, Err(key.size_mismatch(len, buf.len())))
             } else {
                 // SAFETY: as above for `buf`; the kernel reads the sender's

@@ -11,7 +11,8 @@
 //! ```text
 //! sender, at send:               (free) -> QUEUED(g)          (fresh generation g)
 //! receiver, before reading:      QUEUED(g) -> TAKEN(g)        (CAS; a failed CAS = retracted: skip)
-//! receiver, after reading:       TAKEN(g) -> DONE | FAILED_SIZE | FAILED_READ   (CAS, Release)
+//! receiver, after reading:       TAKEN(g) -> DONE | FAILED_READ                 (CAS, Release)
+//! receiver, refusing:            TAKEN(g) -> FAILED_CALL | FAILED_SIZE          (CAS; nothing read)
 //! receiver, closing:             QUEUED(g) -> FAILED_CLOSED   (CAS)
 //! sender, dropped or peer gone:  QUEUED(g) -> CANCELLED       (CAS)
 //! ```
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::engine::Backoff;
 use ferrocoll_core::{Error, MemRef, Result};
 
@@ -139,6 +141,7 @@ enum Source {
 /// A message streamed through the ring in fragments.
 pub(super) struct FragStream {
     key: MsgKey,
+    sig: Signature,
     total: usize,
     sent: usize,
     max_chunk: usize,
@@ -147,9 +150,9 @@ pub(super) struct FragStream {
 }
 
 impl FragStream {
-    /// A stream of `data` under `key`, in fragments of at most `max_chunk` bytes.
-    pub fn new(key: MsgKey, data: MemRef, max_chunk: usize) -> FragStream {
-        FragStream { key, total: data.len(), sent: 0, max_chunk, src: Source::Borrowed(data), error: None }
+    /// A stream of `data` under `key` for call `sig`, in fragments of at most `max_chunk` bytes.
+    pub fn new(key: MsgKey, sig: Signature, data: MemRef, max_chunk: usize) -> FragStream {
+        FragStream { key, sig, total: data.len(), sent: 0, max_chunk, src: Source::Borrowed(data), error: None }
     }
 
     fn bytes(&self, from: usize, len: usize) -> &[u8] {
@@ -182,6 +185,7 @@ impl FragStream {
             let rec = Record {
                 kind: Kind::Frag,
                 key: self.key,
+                sig: self.sig,
                 chunk_len: chunk as u32,
                 total_len: self.total as u64,
                 offset: self.sent as u64,

@@ -7,7 +7,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use ferrocoll_core::config::Config;
-use ferrocoll_core::{ProcInfo, Result, Status};
+use ferrocoll_core::{ProcInfo, ReduceOp, Result, Status};
 
 use super::ShmTransport;
 use super::ring::Producer;
@@ -15,7 +15,7 @@ use super::segment::{OwnedSegment, open_peer};
 use super::wire::{self, Address, Kind, Record, slot};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
 use crate::shmem::{NAME_PREFIX, SHM_DIR};
-use crate::testing::{key, mem, pattern};
+use crate::testing::{call, key, mem, pattern, sig};
 
 fn job(name: &str) -> String {
     format!("shmt-{name}-{}", std::process::id())
@@ -80,12 +80,12 @@ fn poll<T>(ts: &[&ShmTransport], mut f: impl FnMut() -> Poll<T>) -> T {
 
 fn recv(ts: &[&ShmTransport], rx: &ShmTransport, src: usize, k: MsgKey, len: usize) -> Result<Vec<u8>> {
     let mut buf = vec![0xEE; len];
-    poll(ts, || rx.try_recv(src, &k, mem(&mut buf)))?;
+    poll(ts, || rx.try_recv(src, &k, &sig(), mem(&mut buf)))?;
     Ok(buf)
 }
 
 fn send(t: &ShmTransport, dst: usize, k: MsgKey, data: &mut [u8]) -> Box<dyn SendHandle> {
-    t.send(dst, k, mem(data)).unwrap()
+    t.send(dst, k, sig(), mem(data)).unwrap()
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn eager_and_large_messages_arrive_in_order_by_cma() {
     for h in &mut hs {
         assert!(matches!(h.test(), Poll::Ready(Ok(()))));
     }
-    assert!(b.try_recv(0, &key(0), mem(&mut [0u8; 1])).is_pending());
+    assert!(b.try_recv(0, &key(0), &sig(), mem(&mut [0u8; 1])).is_pending());
 }
 
 #[test]
@@ -188,6 +188,43 @@ fn size_mismatch_fails_the_receive_and_the_rendezvous_sender() {
 }
 
 #[test]
+fn a_message_of_another_call_fails_the_receive_naming_both_calls() {
+    for cma in ["y", "n"] {
+        let ts = group(&format!("call{cma}"), 2, &config(&[("TL_P2P_SHM_CMA", cma)]));
+        let (a, b) = (&ts[0], &ts[1]);
+        // Eager, and rendezvous (CMA) or streamed: the sizes match, the calls do not.
+        let (mut small, mut big) = (pattern(100, 1), pattern(200_000, 2));
+        let mut h1 = a.send(1, key(3), call(ReduceOp::Max), mem(&mut small)).unwrap();
+        let mut h2 = a.send(1, key(3), call(ReduceOp::Max), mem(&mut big)).unwrap();
+        for len in [100, 200_000] {
+            let mut buf = vec![0xEE; len];
+            let e = poll(&[a], || b.try_recv(0, &key(3), &sig(), mem(&mut buf))).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidParam, "{e}");
+            let text = e.to_string();
+            assert!(text.contains("calls differ: rank 0 posted allreduce max float32 of 1024 elements"), "{text}");
+            assert!(text.contains("this rank posted allreduce sum float32 of 1024 elements"), "{text}");
+            assert!(buf.iter().all(|&x| x == 0xEE), "bytes reached the receive buffer ({cma}, {len})");
+        }
+        assert!(matches!(h1.test(), Poll::Ready(Ok(()))));
+        let r = poll(&[a], || h2.test());
+        if cma == "y" {
+            let e = r.unwrap_err();
+            assert_eq!(e.status(), Status::InvalidParam, "{e}");
+            let e = e.to_string();
+            assert!(e.contains("endpoint 1 rejected") && e.contains("another call"), "{e}");
+        } else {
+            assert!(r.is_ok(), "a streamed message is complete once in the ring");
+        }
+        // Both were taken out of the queue; the next messages go through.
+        assert!(b.try_recv(0, &key(3), &sig(), mem(&mut [0u8; 100])).is_pending());
+        let mut next = pattern(300_000, 3);
+        let mut h3 = send(a, 1, key(4), &mut next);
+        assert_eq!(recv(&[a], b, 0, key(4), next.len()).unwrap(), next);
+        assert!(poll(&[a], || h3.test()).is_ok());
+    }
+}
+
+#[test]
 fn dropped_sends_are_retracted_or_kept_whole() {
     // A rendezvous dropped before the receiver took it is retracted.
     let ts = group("dropr", 2, &Config::new());
@@ -238,7 +275,7 @@ fn a_dropped_rendezvous_waits_while_the_receiver_reads() {
     });
     assert!(dropped.load(Ordering::Acquire));
     // The receiver finds the message no longer queued and skips it.
-    assert!(b.try_recv(0, &key(7), mem(&mut vec![0u8; 100_000])).is_pending());
+    assert!(b.try_recv(0, &key(7), &sig(), mem(&mut vec![0u8; 100_000])).is_pending());
 }
 
 #[test]
@@ -258,8 +295,8 @@ fn a_peer_that_closes_cleanly_has_left_not_failed() {
     assert!(b.failed(0).is_none(), "leaving is not failing");
     let e = poll(&[b], || to_a.test()).unwrap_err().to_string();
     assert!(e.contains("endpoint 0 rejected") && e.contains("closed first"), "{e}");
-    assert!(b.send(0, key(10), mem(&mut [1u8; 4])).is_err());
-    assert!(a.send(1, key(10), mem(&mut [1u8; 4])).is_err(), "a closed transport sends nothing");
+    assert!(b.send(0, key(10), sig(), mem(&mut [1u8; 4])).is_err());
+    assert!(a.send(1, key(10), sig(), mem(&mut [1u8; 4])).is_err(), "a closed transport sends nothing");
 }
 
 #[test]
@@ -271,7 +308,8 @@ fn a_corrupt_record_fails_only_its_sender() {
     // Write, as endpoint 0 would, a record with a bad magic into b's ring.
     let seg = open_peer(b.segment_name(), std::process::id(), 1, 3, 0).unwrap();
     let mut ring = Producer::new(seg.ring.clone(), 0, seg.header.ring_size as usize).unwrap();
-    let mut rec = Record { kind: Kind::Eager, key: key(11), chunk_len: 8, total_len: 8, offset: 0 }.encode();
+    let mut rec =
+        Record { kind: Kind::Eager, key: key(11), sig: sig(), chunk_len: 8, total_len: 8, offset: 0 }.encode();
     rec[0] ^= 0xFF;
     assert!(ring.push(&[&rec, &[0u8; 8]]).unwrap());
     ts.iter().for_each(|t| t.connected().unwrap());
@@ -362,7 +400,7 @@ fn a_dead_process_is_failed_after_its_last_messages() {
     let seg = open_peer(b.segment_name(), std::process::id(), 1, 2, 0).unwrap();
     let mut ring = Producer::new(seg.ring.clone(), 0, seg.header.ring_size as usize).unwrap();
     let words = b"last words before dying".to_vec();
-    let rec = Record { kind: Kind::Eager, key: key(13), chunk_len: 23, total_len: 23, offset: 0 };
+    let rec = Record { kind: Kind::Eager, key: key(13), sig: sig(), chunk_len: 23, total_len: 23, offset: 0 };
     assert!(ring.push(&[&rec.encode(), &words]).unwrap());
     b.connected().unwrap();
     // Two rendezvous sends to it: one stays queued, one it "is reading".
@@ -451,7 +489,7 @@ fn shm_throughput() {
                 let mut buf = vec![0u8; LEN];
                 for i in 0..N {
                     let k = MsgKey { seq: i as u64, ..key(0) };
-                    poll(&[b], || b.try_recv(0, &k, mem(&mut buf))).unwrap();
+                    poll(&[b], || b.try_recv(0, &k, &sig(), mem(&mut buf))).unwrap();
                 }
             });
         });

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::config::Config;
 use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
@@ -260,7 +261,7 @@ impl Transport for ShmTransport {
         Ok(())
     }
 
-    fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
+    fn send(&self, dst_ep: usize, key: MsgKey, sig: Signature, data: MemRef) -> Result<Box<dyn SendHandle>> {
         host_only(&data)?;
         let s = &self.shared;
         s.closed()?;
@@ -272,7 +273,7 @@ impl Transport for ShmTransport {
         // A quarter of the destination's ring: several records fit at once.
         let quarter = peer.seg.header.ring_size as usize / 4 - RECORD_HEADER;
         if len <= s.cfg.eager.min(quarter) {
-            let rec = Record { kind: Kind::Eager, key, chunk_len: len as u32, total_len: len as u64, offset: 0 };
+            let rec = Record { kind: Kind::Eager, key, sig, chunk_len: len as u32, total_len: len as u64, offset: 0 };
             // SAFETY: the caller keeps `data` valid until the send completes, and
             // this call completes it: the bytes are copied right here.
             let bytes = unsafe { data.as_slice() };
@@ -282,8 +283,14 @@ impl Transport for ShmTransport {
         if s.cfg.cma && peer.reads_us_by_cma(s.ep) {
             if let Some((slot, generation)) = s.slots.alloc() {
                 let desc = RndvDesc { pid: std::process::id(), slot, generation, addr: data.addr() as u64 };
-                let rec =
-                    Record { kind: Kind::RndvCma, key, chunk_len: RNDV_DESC as u32, total_len: len as u64, offset: 0 };
+                let rec = Record {
+                    kind: Kind::RndvCma,
+                    key,
+                    sig,
+                    chunk_len: RNDV_DESC as u32,
+                    total_len: len as u64,
+                    offset: 0,
+                };
                 // Made before posting: if posting fails, its drop retracts the slot.
                 let handle = RndvSend { shared: s.clone(), peer: peer.clone(), slot, generation, key, outcome: None };
                 s.post(&peer, &[&rec.encode(), &desc.encode()])?;
@@ -291,13 +298,13 @@ impl Transport for ShmTransport {
             }
             ferrocoll_core::log_debug!("shm: all {N_SLOTS} completion slots are in use: streaming instead");
         }
-        let stream = Arc::new(Mutex::new(FragStream::new(key, data, quarter & !7)));
+        let stream = Arc::new(Mutex::new(FragStream::new(key, sig, data, quarter & !7)));
         let handle = FragSend { shared: s.clone(), peer: peer.clone(), stream: stream.clone() };
         s.post_stream(&peer, stream)?;
         Ok(Box::new(handle))
     }
 
-    fn try_recv(&self, src_ep: usize, key: &MsgKey, buf: MemRef) -> Poll<Result<()>> {
+    fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>> {
         let s = &self.shared;
         if let Err(e) = host_only(&buf).and_then(|_| s.closed()) {
             return Poll::Ready(Err(e));
@@ -315,7 +322,7 @@ impl Transport for ShmTransport {
             st.take(key)
         };
         match found {
-            Some(a) => Poll::Ready(deliver(a, key, buf, &s.pool)),
+            Some(a) => Poll::Ready(deliver(a, key, sig, buf, &s.pool)),
             None => match gone {
                 Some(e) => Poll::Ready(Err(e)),
                 None => {

@@ -20,13 +20,17 @@
 //! ```
 //!
 //! Ring record: a [`RECORD_HEADER`]-byte header, then `chunk_len` bytes,
-//! padded to 8:
+//! padded to 8. Every record carries the sender's call signature (every
+//! fragment of a streamed message too), which the receive checks before it
+//! copies anything:
 //!
 //! ```text
 //! 0 magic u16 | kind u8 | 0 u8   4 src u32   8 team u64   16 seq u64
 //! 24 tag u32   28 chunk_len u32   32 total_len u64   40 offset u64
+//! 48 signature word u64   56 signature size u64
 //! ```
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::wire::Reader;
 use ferrocoll_core::{Error, Result};
 
@@ -34,8 +38,10 @@ use crate::p2p::MsgKey;
 
 /// `"FCSHMSEG"`.
 pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"FCSHMSEG");
-/// Layout version; bumped on any change to this file's layouts.
-pub(super) const VERSION: u32 = 1;
+/// Layout version; bumped on any change to this file's layouts (2: records
+/// carry the sender's call signature). Peers of another version fail at
+/// connect, naming both versions, before a record is read.
+pub(super) const VERSION: u32 = 2;
 
 /// Bytes of the fixed part of the segment header (what [`SegHeader::parse`] reads).
 pub(super) const HEADER_LEN: usize = 72;
@@ -196,7 +202,7 @@ pub(super) enum Kind {
 /// First two bytes of every record.
 const RECORD_MAGIC: u16 = 0xFC5E;
 /// Bytes of a record header.
-pub(super) const RECORD_HEADER: usize = 48;
+pub(super) const RECORD_HEADER: usize = 64;
 
 /// A record's length in the ring: header, chunk, padding to 8.
 pub(super) fn record_len(chunk: usize) -> usize {
@@ -210,6 +216,8 @@ pub(super) struct Record {
     pub kind: Kind,
     /// The message's key.
     pub key: MsgKey,
+    /// The sender's call.
+    pub sig: Signature,
     /// Bytes following this header (before padding).
     pub chunk_len: u32,
     /// The whole message's length.
@@ -232,6 +240,8 @@ impl Record {
         put(28, &self.chunk_len.to_le_bytes());
         put(32, &self.total_len.to_le_bytes());
         put(40, &self.offset.to_le_bytes());
+        put(48, &self.sig.word.to_le_bytes());
+        put(56, &self.sig.size.to_le_bytes());
         b
     }
 
@@ -255,6 +265,7 @@ impl Record {
         let (team, seq, tag) = (r.u64()?, r.u64()?, r.u32()?);
         let chunk_len = r.u32()?;
         let (total_len, offset) = (r.u64()?, r.u64()?);
+        let sig = Signature { word: r.u64()?, size: r.u64()? };
         r.finish()?;
         let chunk = u64::from(chunk_len);
         let ok = match kind {
@@ -267,7 +278,7 @@ impl Record {
                 "{kind:?} record with chunk {chunk_len}, offset {offset}, total {total_len} is inconsistent"
             )));
         }
-        Ok(Record { kind, key: MsgKey { team, seq, tag, src }, chunk_len, total_len, offset })
+        Ok(Record { kind, key: MsgKey { team, seq, tag, src }, sig, chunk_len, total_len, offset })
     }
 }
 
@@ -324,6 +335,8 @@ pub(super) mod slot {
     pub const FAILED_CLOSED: u8 = 6;
     /// The sender retracted it before the receiver took it.
     pub const CANCELLED: u8 = 7;
+    /// The receive was posted for another call (the signatures disagree).
+    pub const FAILED_CALL: u8 = 8;
 
     /// A slot word.
     pub fn word(generation: u64, state: u8) -> u64 {
@@ -413,6 +426,11 @@ mod tests {
         let mut b = good;
         b[8] = 9;
         assert!(SegHeader::parse(&b, 4096).unwrap_err().to_string().contains("version"));
+        // A peer built before records carried signatures is refused by name.
+        let mut b = good;
+        b[8] = 1;
+        let e = SegHeader::parse(&b, 4096).unwrap_err().to_string();
+        assert!(e.contains("version 1, this build speaks 2"), "{e}");
         let mut b = good;
         b[48] ^= 0x10; // rings_off
         assert!(SegHeader::parse(&b, 4096).is_err());
@@ -422,7 +440,8 @@ mod tests {
     #[test]
     fn records_check_their_shape() {
         let key = MsgKey { team: 1, seq: 2, tag: 3, src: 4 };
-        let rec = Record { kind: Kind::Frag, key, chunk_len: 100, total_len: 1000, offset: 900 };
+        let sig = Signature { word: 0x0102_0304_0506_0708, size: u64::MAX };
+        let rec = Record { kind: Kind::Frag, key, sig, chunk_len: 100, total_len: 1000, offset: 900 };
         assert_eq!(Record::parse(&rec.encode()).unwrap(), rec);
         let over = Record { offset: 901, ..rec };
         assert!(Record::parse(&over.encode()).is_err());
@@ -434,6 +453,11 @@ mod tests {
         b[2] = 9;
         assert!(Record::parse(&b).unwrap_err().to_string().contains("kind 9"));
         assert_eq!(record_len(1), RECORD_HEADER + 8);
+        // The signature is the last 16 bytes, and a header cut short is an error.
+        assert_eq!(rec.encode()[48..56], sig.word.to_le_bytes());
+        assert_eq!(rec.encode()[56..], sig.size.to_le_bytes());
+        assert!(Record::parse(&rec.encode()[..RECORD_HEADER - 1]).is_err());
+        assert!(Record::parse(&rec.encode()[..48]).is_err(), "a version-1 header is too short");
         let d = RndvDesc { pid: 5, slot: 6, generation: 7, addr: 8 };
         assert_eq!(RndvDesc::parse(&d.encode()).unwrap(), d);
     }
@@ -450,7 +474,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+        fn parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..160)) {
             let _ = SegHeader::parse(&bytes, 4096);
             let _ = Record::parse(&bytes);
             let _ = RndvDesc::parse(&bytes);
@@ -458,10 +482,32 @@ mod tests {
         }
 
         #[test]
-        fn accepted_records_fit(kind in 1u8..4, chunk in any::<u32>(), total in any::<u64>(), offset in any::<u64>()) {
+        fn records_round_trip(
+            kind in 1u8..4, team: u64, seq: u64, tag: u32, src: u32, word: u64, size: u64, chunk: u32, total: u64,
+        ) {
+            let kind = [Kind::Eager, Kind::RndvCma, Kind::Frag][usize::from(kind - 1)];
+            let (chunk_len, total_len) = match kind {
+                Kind::Eager => (chunk, u64::from(chunk)),
+                Kind::RndvCma => (RNDV_DESC as u32, total),
+                Kind::Frag => (chunk.max(1), total.max(u64::from(chunk.max(1)))),
+            };
+            let rec = Record {
+                kind, key: MsgKey { team, seq, tag, src }, sig: Signature { word, size }, chunk_len, total_len,
+                offset: 0,
+            };
+            let parsed = Record::parse(&rec.encode());
+            // Only a length beyond this machine's usize is refused.
+            if usize::try_from(total_len).is_ok() {
+                prop_assert_eq!(parsed.unwrap(), rec);
+            }
+        }
+
+        #[test]
+        fn accepted_records_fit(kind in 1u8..4, chunk in any::<u32>(), total in any::<u64>(), offset in any::<u64>(),
+                                word: u64, size: u64) {
             let mut b = Record {
-                kind: Kind::Eager, key: MsgKey { team: 0, seq: 0, tag: 0, src: 0 }, chunk_len: chunk,
-                total_len: total, offset,
+                kind: Kind::Eager, key: MsgKey { team: 0, seq: 0, tag: 0, src: 0 }, sig: Signature { word, size },
+                chunk_len: chunk, total_len: total, offset,
             }.encode();
             b[2] = kind;
             if let Ok(r) = Record::parse(&b) {

@@ -13,10 +13,10 @@
 //! - Address: `UCC_TL_P2P_TCP_ADDR` if set; else the local address that
 //!   routes to `MASTER_ADDR` (listening on every interface); else 127.0.0.1
 //!   (listening on loopback only).
-//! - Frames (`wire.rs`): a 36-byte header (message key, payload length,
-//!   kind DATA or GOODBYE) and the payload, little-endian. Everything read
-//!   is length-checked: a corrupt frame fails that connection, naming the
-//!   peer, never the process.
+//! - Frames (`wire.rs`): a 52-byte header (message key, payload length,
+//!   kind DATA or GOODBYE, the sender's call signature) and the payload,
+//!   little-endian. Everything read is length-checked: a corrupt frame
+//!   fails that connection, naming the peer, never the process.
 //! - Sends (`tx.rs`): a FIFO per peer. Payloads up to 16 KiB are copied
 //!   into a coalescing buffer (the send completes at once, and a burst
 //!   leaves in one system call); larger ones are written straight from the
@@ -30,7 +30,8 @@
 //!   `try_recv` also reads its own peer's socket before matching. Large
 //!   payloads are read straight into a message buffer (recycled through
 //!   `pool.rs`), which the receive copies into the user's buffer (the
-//!   sizes must match exactly).
+//!   sender's call signature must agree with the receive's, then the sizes
+//!   must match exactly).
 //! - Liveness: `close` (and drop) sends GOODBYE on every connection. A
 //!   connection that ends without one (EOF, reset, a failed write, a
 //!   corrupt frame) marks its peer dead: `failed` (one atomic load) says

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::task::Poll;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use super::pool::Pool;
@@ -87,6 +88,9 @@ impl Health {
     }
 }
 
+/// Messages that arrived, with their senders' calls, FIFO per key.
+type Inbox = HashMap<MsgKey, VecDeque<(Signature, Vec<u8>)>, FxBuildHasher>;
+
 /// A live TCP connection.
 pub(super) struct Link {
     stream: TcpStream,
@@ -101,7 +105,7 @@ pub(super) struct Peer {
     pub(super) ep: usize,
     pub(super) addr: SocketAddr,
     pub(super) health: Health,
-    inbox: Mutex<HashMap<MsgKey, VecDeque<Vec<u8>>, FxBuildHasher>>,
+    inbox: Mutex<Inbox>,
     /// `None`: this endpoint itself (messages go straight to the inbox).
     link: Option<Link>,
     /// This transport was closed: no more sends.
@@ -134,12 +138,12 @@ impl Peer {
     }
 
     /// File a message that arrived.
-    pub(super) fn deliver(&self, key: MsgKey, msg: Vec<u8>) {
-        lock(&self.inbox).entry(key).or_default().push_back(msg);
+    pub(super) fn deliver(&self, key: MsgKey, sig: Signature, msg: Vec<u8>) {
+        lock(&self.inbox).entry(key).or_default().push_back((sig, msg));
     }
 
-    /// The oldest message with `key`, if any.
-    pub(super) fn take(&self, key: &MsgKey) -> Option<Vec<u8>> {
+    /// The oldest message with `key` and its sender's call, if any.
+    pub(super) fn take(&self, key: &MsgKey) -> Option<(Signature, Vec<u8>)> {
         let mut inbox = lock(&self.inbox);
         let queue = inbox.get_mut(key)?;
         let msg = queue.pop_front();
@@ -185,7 +189,7 @@ impl Peer {
         if rx.is_ended() || self.health.get() != State::Alive {
             return;
         }
-        let end = rx.pump(&mut &link.stream, PUMP_BUDGET, &self.pool, &mut |k, v| self.deliver(k, v));
+        let end = rx.pump(&mut &link.stream, PUMP_BUDGET, &self.pool, &mut |k, g, v| self.deliver(k, g, v));
         let (state, why) = match end {
             None => return,
             Some(RxEnd::Goodbye) => (State::Left, String::new()),
@@ -275,7 +279,7 @@ impl Peer {
     }
 
     /// Queue a message and try to write it at once.
-    pub(super) fn send(self: &Arc<Self>, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
+    pub(super) fn send(self: &Arc<Self>, key: MsgKey, sig: Signature, data: MemRef) -> Result<Box<dyn SendHandle>> {
         if let Some(e) = self.send_error() {
             return Err(e);
         }
@@ -285,10 +289,10 @@ impl Peer {
         // dropped; a copied send completes in this call, after the copy.
         let bytes = if copy { unsafe { data.as_slice() } } else { &[] };
         let Some(link) = &self.link else {
-            self.deliver(key, bytes.to_vec());
+            self.deliver(key, sig, bytes.to_vec());
             return Ok(Box::new(Sent));
         };
-        let header = Header::data(key, data.len());
+        let header = Header::data(key, sig, data.len());
         let mut tx = lock(&link.tx);
         // Again under the lock that close() takes: nothing is queued behind a goodbye.
         if let Some(e) = self.send_error() {

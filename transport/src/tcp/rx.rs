@@ -11,6 +11,7 @@
 
 use std::io::{ErrorKind, Read};
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, Result};
 
 use super::pool::Pool;
@@ -39,6 +40,7 @@ pub(super) enum RxEnd {
 
 struct Partial {
     key: MsgKey,
+    sig: Signature,
     len: usize,
     /// At least `filled` initialized bytes, at most `len`.
     buf: Vec<u8>,
@@ -78,14 +80,15 @@ impl RxConn {
     }
 
     /// Read from `src` until it would block, it ends, or about `budget`
-    /// bytes were read; hand every complete message to `deliver`, in order.
+    /// bytes were read; hand every complete message (its key, its sender's
+    /// call and its bytes) to `deliver`, in order.
     /// Returns how the connection ended, once, or `None` while it is open.
     pub(super) fn pump<R: Read>(
         &mut self,
         src: &mut R,
         budget: usize,
         pool: &Pool,
-        deliver: &mut dyn FnMut(MsgKey, Vec<u8>),
+        deliver: &mut dyn FnMut(MsgKey, Signature, Vec<u8>),
     ) -> Option<RxEnd> {
         if self.ended {
             return None;
@@ -137,7 +140,7 @@ impl RxConn {
     }
 
     /// Parse what the staging buffer holds; `Ok(true)` at a goodbye.
-    fn parse(&mut self, pool: &Pool, deliver: &mut dyn FnMut(MsgKey, Vec<u8>)) -> Result<bool> {
+    fn parse(&mut self, pool: &Pool, deliver: &mut dyn FnMut(MsgKey, Signature, Vec<u8>)) -> Result<bool> {
         loop {
             if let Some(p) = &mut self.partial {
                 let take = (self.end - self.start).min(p.len - p.filled);
@@ -149,7 +152,7 @@ impl RxConn {
                 }
                 if let Some(mut p) = self.partial.take() {
                     p.buf.truncate(p.len);
-                    deliver(p.key, p.buf);
+                    deliver(p.key, p.sig, p.buf);
                 }
                 continue;
             }
@@ -179,7 +182,7 @@ impl RxConn {
                             buf
                         }
                     };
-                    self.partial = Some(Partial { key: h.key, len, buf, filled: 0 });
+                    self.partial = Some(Partial { key: h.key, sig: h.sig, len, buf, filled: 0 });
                 }
             }
         }
@@ -220,33 +223,37 @@ mod tests {
         MsgKey { team: 9, seq: 3, tag, src: 1 }
     }
 
-    fn frames(lens: &[usize]) -> (Vec<u8>, Vec<(MsgKey, Vec<u8>)>) {
+    /// A message as delivered: key, sender's call, bytes.
+    type Msg = (MsgKey, Signature, Vec<u8>);
+
+    fn frames(lens: &[usize]) -> (Vec<u8>, Vec<Msg>) {
         let mut wire = Vec::new();
         let mut msgs = Vec::new();
         for (i, &len) in lens.iter().enumerate() {
             let payload: Vec<u8> = (0..len).map(|j| (j * 31 + i * 7) as u8).collect();
-            wire.extend_from_slice(&Header::data(key(i as u32), len).encode());
+            let sig = Signature { word: i as u64 * 0x0101, size: len as u64 };
+            wire.extend_from_slice(&Header::data(key(i as u32), sig, len).encode());
             wire.extend_from_slice(&payload);
-            msgs.push((key(i as u32), payload));
+            msgs.push((key(i as u32), sig, payload));
         }
         (wire, msgs)
     }
 
-    fn drain(conn: &mut RxConn, src: &mut Chunks) -> (Vec<(MsgKey, Vec<u8>)>, Option<RxEnd>) {
+    fn drain(conn: &mut RxConn, src: &mut Chunks) -> (Vec<Msg>, Option<RxEnd>) {
         drain_with(conn, src, &Pool::default())
     }
 
-    fn drain_with(conn: &mut RxConn, src: &mut Chunks, pool: &Pool) -> (Vec<(MsgKey, Vec<u8>)>, Option<RxEnd>) {
+    fn drain_with(conn: &mut RxConn, src: &mut Chunks, pool: &Pool) -> (Vec<Msg>, Option<RxEnd>) {
         let mut got = Vec::new();
         let mut end = None;
         for _ in 0..1_000_000 {
-            end = conn.pump(src, 1 << 20, pool, &mut |k, v| got.push((k, v)));
+            end = conn.pump(src, 1 << 20, pool, &mut |k, g, v| got.push((k, g, v)));
             if end.is_some() || src.at == src.data.len() {
                 break;
             }
         }
         if end.is_none() {
-            end = conn.pump(src, 1 << 20, pool, &mut |k, v| got.push((k, v)));
+            end = conn.pump(src, 1 << 20, pool, &mut |k, g, v| got.push((k, g, v)));
         }
         (got, end)
     }
@@ -263,7 +270,7 @@ mod tests {
         assert!(matches!(end, Some(RxEnd::Goodbye)), "{end:?}");
         assert!(
             conn.is_ended()
-                && conn.pump(&mut src, 1, &Pool::default(), &mut |_, _| panic!("delivered after the end")).is_none()
+                && conn.pump(&mut src, 1, &Pool::default(), &mut |_, _, _| panic!("delivered after the end")).is_none()
         );
     }
 
@@ -286,7 +293,7 @@ mod tests {
 
     #[test]
     fn an_absurd_length_is_an_error_not_an_abort() {
-        let mut h = Header::data(key(0), 0).encode();
+        let mut h = Header::data(key(0), Signature { word: 1, size: 2 }, 0).encode();
         h[28..36].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
         let mut src = Chunks { data: h.to_vec(), at: 0, sizes: vec![usize::MAX], eof: false };
         let (_, end) = drain(&mut RxConn::new(), &mut src);
@@ -299,7 +306,7 @@ mod tests {
         let mut src = Chunks { data: wire, at: 0, sizes: vec![136], eof: false };
         let mut conn = RxConn::new();
         let mut got = Vec::new();
-        assert!(conn.pump(&mut src, 1, &Pool::default(), &mut |k, v| got.push((k, v))).is_none());
+        assert!(conn.pump(&mut src, 1, &Pool::default(), &mut |k, g, v| got.push((k, g, v))).is_none());
         assert!(got.len() < msgs.len() && src.at < src.data.len());
         let (rest, end) = drain(&mut conn, &mut src);
         got.extend(rest);

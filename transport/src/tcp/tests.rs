@@ -10,12 +10,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ferrocoll_core::config::Config;
-use ferrocoll_core::{ProcInfo, Result, Status};
+use ferrocoll_core::{ProcInfo, ReduceOp, Result, Status};
 
 use super::TcpTransport;
 use super::wire::{self, HEADER_LEN, HELLO_LEN, Header, Hello, VERSION};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
-use crate::testing::{key, mem, pattern};
+use crate::testing::{call, key, mem, pattern, sig};
 
 fn config() -> Config {
     let mut c = Config::new();
@@ -64,7 +64,7 @@ fn drive<T>(ts: &[&TcpTransport], mut done: impl FnMut() -> Option<T>) -> T {
 
 fn recv(ts: &[&TcpTransport], t: &TcpTransport, src: usize, k: MsgKey, buf: &mut [u8]) -> Result<()> {
     let m = mem(buf);
-    drive(ts, || match t.try_recv(src, &k, m) {
+    drive(ts, || match t.try_recv(src, &k, &sig(), m) {
         Poll::Ready(r) => Some(r),
         Poll::Pending => None,
     })
@@ -85,14 +85,14 @@ fn eager_and_large_messages_arrive_in_order_both_ways() {
         let mut msgs: Vec<Vec<u8>> =
             [100, 3 << 20, 0, 20_000, 5].iter().map(|&n| pattern(n, (from * 10 + n) as u64)).collect();
         // Same key for all: FIFO per key.
-        let mut hs: Vec<_> = msgs.iter_mut().map(|m| ts[from].send(to, key(1), mem(m)).unwrap()).collect();
+        let mut hs: Vec<_> = msgs.iter_mut().map(|m| ts[from].send(to, key(1), sig(), mem(m)).unwrap()).collect();
         for m in &msgs {
             let mut got = vec![0xEEu8; m.len()];
             recv(&all, &ts[to], from, key(1), &mut got).unwrap();
             assert!(got == *m, "message of {} bytes from {from} to {to} differs", m.len());
         }
         hs.iter_mut().for_each(|h| wait_send(&all, h).unwrap());
-        assert!(ts[to].try_recv(from, &key(1), mem(&mut [0u8; 5])).is_pending());
+        assert!(ts[to].try_recv(from, &key(1), &sig(), mem(&mut [0u8; 5])).is_pending());
     }
 }
 
@@ -102,7 +102,7 @@ fn unexpected_messages_wait_for_their_receive() {
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let mut msgs: Vec<Vec<u8>> = (0..6).map(|i| pattern(1000 + i * 50_000, i as u64)).collect();
     let mut hs: Vec<_> =
-        msgs.iter_mut().enumerate().map(|(i, m)| ts[2].send(0, key(i as u32), mem(m)).unwrap()).collect();
+        msgs.iter_mut().enumerate().map(|(i, m)| ts[2].send(0, key(i as u32), sig(), mem(m)).unwrap()).collect();
     hs.iter_mut().for_each(|h| wait_send(&all, h).unwrap());
     // Everything arrives before any receive is posted; receive in reverse order.
     for _ in 0..50 {
@@ -114,7 +114,7 @@ fn unexpected_messages_wait_for_their_receive() {
         recv(&all, &ts[0], 2, key(i as u32), &mut got).unwrap();
         assert!(got == *m, "message {i} differs");
     }
-    assert!(ts[1].try_recv(2, &key(0), mem(&mut [0u8; 1000])).is_pending());
+    assert!(ts[1].try_recv(2, &key(0), &sig(), mem(&mut [0u8; 1000])).is_pending());
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn many_messages_in_flight_are_batched_and_all_arrive() {
     for (me, msgs) in out.iter_mut().enumerate() {
         for (i, m) in msgs.iter_mut().enumerate() {
             for to in (0..3).filter(|&t| t != me) {
-                hs.push(ts[me].send(to, MsgKey { src: me as u32, ..key(i as u32) }, mem(m)).unwrap());
+                hs.push(ts[me].send(to, MsgKey { src: me as u32, ..key(i as u32) }, sig(), mem(m)).unwrap());
             }
         }
     }
@@ -151,14 +151,14 @@ fn a_64_mib_message_each_way_at_once() {
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let mut a = pattern(64 << 20, 1);
     let mut b = pattern(64 << 20, 2);
-    let mut ha = ts[0].send(1, key(9), mem(&mut a)).unwrap();
-    let mut hb = ts[1].send(0, key(9), mem(&mut b)).unwrap();
+    let mut ha = ts[0].send(1, key(9), sig(), mem(&mut a)).unwrap();
+    let mut hb = ts[1].send(0, key(9), sig(), mem(&mut b)).unwrap();
     let (mut got_a, mut got_b) = (vec![0u8; 64 << 20], vec![0u8; 64 << 20]);
     let (ra, rb) = (mem(&mut got_a), mem(&mut got_b));
     let (mut da, mut db) = (false, false);
     drive(&all, || {
-        da = da || ts[1].try_recv(0, &key(9), ra).map(|r| r.unwrap()).is_ready();
-        db = db || ts[0].try_recv(1, &key(9), rb).map(|r| r.unwrap()).is_ready();
+        da = da || ts[1].try_recv(0, &key(9), &sig(), ra).map(|r| r.unwrap()).is_ready();
+        db = db || ts[0].try_recv(1, &key(9), &sig(), rb).map(|r| r.unwrap()).is_ready();
         (da && db).then_some(())
     });
     wait_send(&all, &mut ha).unwrap();
@@ -171,14 +171,45 @@ fn a_size_mismatch_names_both_sizes_and_later_messages_still_arrive() {
     let ts = group(2);
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let (mut m, mut n) = (pattern(100, 1), pattern(30_000, 2));
-    let _h1 = ts[0].send(1, key(1), mem(&mut m)).unwrap();
-    let mut h2 = ts[0].send(1, key(2), mem(&mut n)).unwrap();
+    let _h1 = ts[0].send(1, key(1), sig(), mem(&mut m)).unwrap();
+    let mut h2 = ts[0].send(1, key(2), sig(), mem(&mut n)).unwrap();
     let e = recv(&all, &ts[1], 0, key(1), &mut [0u8; 99]).unwrap_err().to_string();
     assert!(e.contains("100 bytes") && e.contains("expects 99"), "{e}");
     let mut got = vec![0u8; n.len()];
     recv(&all, &ts[1], 0, key(2), &mut got).unwrap();
     assert!(got == n);
     wait_send(&all, &mut h2).unwrap();
+}
+
+#[test]
+fn a_message_of_another_call_fails_the_receive_naming_both_calls() {
+    let ts = group(2);
+    let all: Vec<&TcpTransport> = ts.iter().collect();
+    // Copied at send, and written straight from the sender's buffer: the sizes match, the calls do not.
+    let (mut small, mut big) = (pattern(100, 1), pattern(200_000, 2));
+    let mut h1 = ts[0].send(1, key(1), call(ReduceOp::Max), mem(&mut small)).unwrap();
+    let mut h2 = ts[0].send(1, key(1), call(ReduceOp::Max), mem(&mut big)).unwrap();
+    for len in [100, 200_000] {
+        let mut buf = vec![0xEE; len];
+        let e = recv(&all, &ts[1], 0, key(1), &mut buf).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidParam, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("calls differ: rank 0 posted allreduce max float32 of 1024 elements"), "{text}");
+        assert!(text.contains("this rank posted allreduce sum float32 of 1024 elements"), "{text}");
+        assert!(buf.iter().all(|&x| x == 0xEE), "bytes reached the receive buffer ({len})");
+    }
+    // The sends completed when the kernel took the bytes; nothing waits on them.
+    wait_send(&all, &mut h1).unwrap();
+    wait_send(&all, &mut h2).unwrap();
+    // Both were taken out of the queue; the connection goes on.
+    assert!(ts[1].try_recv(0, &key(1), &sig(), mem(&mut [0u8; 100])).is_pending());
+    let mut next = pattern(300_000, 3);
+    let mut h3 = ts[0].send(1, key(2), sig(), mem(&mut next)).unwrap();
+    let mut got = vec![0u8; next.len()];
+    recv(&all, &ts[1], 0, key(2), &mut got).unwrap();
+    assert!(got == next);
+    wait_send(&all, &mut h3).unwrap();
+    assert!(ts[1].failed(0).is_none() && ts[0].failed(1).is_none());
 }
 
 #[test]
@@ -189,8 +220,8 @@ fn dropped_sends_are_retracted_or_finished_from_a_copy() {
     // the first send is partly written and the second not started.
     let mut first = pattern(64 << 20, 3);
     let mut second = pattern(1 << 20, 4);
-    let mut h1 = ts[0].send(1, key(1), mem(&mut first)).unwrap();
-    let h2 = ts[0].send(1, key(2), mem(&mut second)).unwrap();
+    let mut h1 = ts[0].send(1, key(1), sig(), mem(&mut first)).unwrap();
+    let h2 = ts[0].send(1, key(2), sig(), mem(&mut second)).unwrap();
     assert!(h1.test().is_pending());
     let expect = first.clone();
     drop(h2);
@@ -198,7 +229,7 @@ fn dropped_sends_are_retracted_or_finished_from_a_copy() {
     first.fill(0xEE);
     second.fill(0xEE);
     let mut last = pattern(10, 5);
-    let _h3 = ts[0].send(1, key(3), mem(&mut last)).unwrap();
+    let _h3 = ts[0].send(1, key(3), sig(), mem(&mut last)).unwrap();
     let mut got = vec![0u8; 64 << 20];
     recv(&all, &ts[1], 0, key(1), &mut got).unwrap();
     assert!(got == expect, "the partly written message was not finished from a copy");
@@ -206,7 +237,7 @@ fn dropped_sends_are_retracted_or_finished_from_a_copy() {
     recv(&all, &ts[1], 0, key(3), &mut got3).unwrap();
     assert_eq!(got3, last);
     // The retracted message never comes (the last one came after where it was).
-    assert!(ts[1].try_recv(0, &key(2), mem(&mut vec![0u8; 1 << 20])).is_pending());
+    assert!(ts[1].try_recv(0, &key(2), &sig(), mem(&mut vec![0u8; 1 << 20])).is_pending());
 }
 
 #[test]
@@ -228,7 +259,7 @@ fn a_connection_of_another_job_is_refused_and_the_wait_goes_on() {
     assert!(matches!(stranger.read(&mut [0u8; 1]), Ok(0) | Err(_)), "the stranger got an answer");
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let mut m = pattern(10, 1);
-    let _h = ts[0].send(1, key(1), mem(&mut m)).unwrap();
+    let _h = ts[0].send(1, key(1), sig(), mem(&mut m)).unwrap();
     let mut got = vec![0u8; 10];
     recv(&all, &ts[1], 0, key(1), &mut got).unwrap();
     assert_eq!(got, m);
@@ -239,7 +270,7 @@ fn a_goodbye_is_leaving_not_dying() {
     let ts = group(2);
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let mut m = pattern(50_000, 1);
-    let mut h = ts[0].send(1, key(1), mem(&mut m)).unwrap();
+    let mut h = ts[0].send(1, key(1), sig(), mem(&mut m)).unwrap();
     wait_send(&all, &mut h).unwrap();
     ts[0].close();
     // The message sent before the goodbye is still delivered; then "left".
@@ -249,8 +280,8 @@ fn a_goodbye_is_leaving_not_dying() {
     let e = recv(&all[1..], &ts[1], 0, key(2), &mut [0u8; 4]).unwrap_err();
     assert!(e.to_string().contains("endpoint 0") && e.to_string().contains("left"), "{e}");
     assert!(ts[1].failed(0).is_none());
-    assert!(ts[1].send(0, key(3), mem(&mut [1u8; 4])).is_err());
-    assert!(ts[0].send(1, key(3), mem(&mut [1u8; 4])).is_err());
+    assert!(ts[1].send(0, key(3), sig(), mem(&mut [1u8; 4])).is_err());
+    assert!(ts[0].send(1, key(3), sig(), mem(&mut [1u8; 4])).is_err());
 }
 
 #[test]
@@ -290,7 +321,7 @@ fn with_raw_peer() -> (TcpTransport, TcpStream) {
 }
 
 fn frame(k: MsgKey, payload: &[u8]) -> Vec<u8> {
-    let mut f = Header::data(k, payload.len()).encode().to_vec();
+    let mut f = Header::data(k, sig(), payload.len()).encode().to_vec();
     f.extend_from_slice(payload);
     f
 }
@@ -302,19 +333,19 @@ fn a_peer_that_dies_is_failed_after_its_messages_are_delivered() {
     s.write_all(&frame(k, b"last words")).unwrap();
     // A large send in progress when the peer dies fails; nobody reads it here.
     let mut big = pattern(64 << 20, 1);
-    let mut h = t.send(1, key(5), mem(&mut big)).unwrap();
+    let mut h = t.send(1, key(5), sig(), mem(&mut big)).unwrap();
     drop(s);
     let why = drive(&[&t], || t.failed(1)).to_string();
     assert!(why.contains("endpoint 1 (127.0.0.1:") && why.contains("without saying goodbye"), "{why}");
     let mut got = [0u8; 10];
-    assert!(matches!(t.try_recv(1, &k, mem(&mut got)), Poll::Ready(Ok(()))));
+    assert!(matches!(t.try_recv(1, &k, &sig(), mem(&mut got)), Poll::Ready(Ok(()))));
     assert_eq!(&got, b"last words");
-    let Poll::Ready(Err(e)) = t.try_recv(1, &key(2), mem(&mut got)) else {
+    let Poll::Ready(Err(e)) = t.try_recv(1, &key(2), &sig(), mem(&mut got)) else {
         panic!("a receive from the dead succeeded")
     };
     assert_eq!(e.status(), Status::IoError);
     assert!(matches!(h.test(), Poll::Ready(Err(_))));
-    assert!(t.send(1, key(6), mem(&mut [0u8; 4])).is_err());
+    assert!(t.send(1, key(6), sig(), mem(&mut [0u8; 4])).is_err());
 }
 
 #[test]
@@ -331,7 +362,7 @@ fn a_corrupt_frame_fails_the_connection_naming_the_peer() {
         let why = drive(&[&t], || t.failed(1)).to_string();
         assert!(why.contains("endpoint 1") && why.contains("corrupt"), "{why}");
         let mut got = [0u8; 4];
-        assert!(matches!(t.try_recv(1, &k, mem(&mut got)), Poll::Ready(Ok(()))));
+        assert!(matches!(t.try_recv(1, &k, &sig(), mem(&mut got)), Poll::Ready(Ok(()))));
         assert_eq!(&got, b"fine");
         // The transport closed the connection.
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -344,7 +375,7 @@ fn messages_to_itself_are_delivered_when_routed_here() {
     let t = TcpTransport::new(&job(), 0, 1, &config()).unwrap();
     t.connect(1, &peers_of(std::slice::from_ref(&t))).unwrap();
     let mut m = pattern(100_000, 1);
-    let mut h = t.send(0, key(1), mem(&mut m)).unwrap();
+    let mut h = t.send(0, key(1), sig(), mem(&mut m)).unwrap();
     assert!(h.test().is_ready());
     let mut got = vec![0u8; m.len()];
     recv(&[&t], &t, 0, key(1), &mut got).unwrap();
@@ -372,7 +403,7 @@ fn tcp_throughput_4mib() {
                     let mut h = inflight.pop_front().unwrap();
                     wait_send(&[a], &mut h).unwrap();
                 }
-                inflight.push_back(a.send(1, key(i as u32), mem(&mut bufs[i % WINDOW])).unwrap());
+                inflight.push_back(a.send(1, key(i as u32), sig(), mem(&mut bufs[i % WINDOW])).unwrap());
             }
             inflight.iter_mut().for_each(|h| wait_send(&[a], h).unwrap());
         });
@@ -412,7 +443,7 @@ fn ipv6_loopback_works_where_the_host_has_it() {
     });
     let all: Vec<&TcpTransport> = ts.iter().collect();
     let mut m = pattern(100_000, 6);
-    let mut h = ts[1].send(0, key(1), mem(&mut m)).unwrap();
+    let mut h = ts[1].send(0, key(1), sig(), mem(&mut m)).unwrap();
     let mut got = vec![0u8; m.len()];
     recv(&all, &ts[0], 1, key(1), &mut got).unwrap();
     wait_send(&all, &mut h).unwrap();
@@ -447,7 +478,7 @@ fn child_endpoint() {
     t.connect(2, &peers).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     recv(&[&t], &t, 0, key(1), &mut buf).unwrap();
-    let mut h = t.send(0, MsgKey { src: 1, ..key(2) }, mem(&mut buf)).unwrap();
+    let mut h = t.send(0, MsgKey { src: 1, ..key(2) }, sig(), mem(&mut buf)).unwrap();
     wait_send(&[&t], &mut h).unwrap();
     // Die: no destructor runs, so no goodbye is sent.
     std::process::exit(0);
@@ -483,7 +514,7 @@ fn a_peer_process_that_exits_is_failed() {
     ];
     t.connect(2, &peers).unwrap();
     let mut m = pattern(1 << 20, 77);
-    let mut h = t.send(1, key(1), mem(&mut m)).unwrap();
+    let mut h = t.send(1, key(1), sig(), mem(&mut m)).unwrap();
     let mut echo = vec![0u8; 1 << 20];
     recv(&[&t], &t, 1, MsgKey { src: 1, ..key(2) }, &mut echo).unwrap();
     wait_send(&[&t], &mut h).unwrap();

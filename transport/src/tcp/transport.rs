@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 use std::task::Poll;
 use std::time::Duration;
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::config::Config;
 use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
@@ -118,15 +119,26 @@ fn host_only(m: &MemRef) -> Result<()> {
     }
 }
 
-/// Copy a received message into the receive buffer, if the sizes agree,
-/// and give its buffer back to `pool`.
-fn deliver(key: &MsgKey, msg: Vec<u8>, buf: MemRef, pool: &Pool) -> Poll<Result<()>> {
-    let r = copy_out(key, &msg, buf);
+/// Copy a received message into the receive buffer, if its sender's call
+/// agrees with `sig` and the sizes agree, and give its buffer back to `pool`.
+/// (The sender is not told of a refusal: its send completed when the kernel
+/// took the bytes.)
+fn deliver(
+    key: &MsgKey,
+    sig: &Signature,
+    (theirs, msg): (Signature, Vec<u8>),
+    buf: MemRef,
+    pool: &Pool,
+) -> Poll<Result<()>> {
+    let r = copy_out(key, sig, &theirs, &msg, buf);
     pool.give(msg);
     Poll::Ready(r)
 }
 
-fn copy_out(key: &MsgKey, msg: &[u8], buf: MemRef) -> Result<()> {
+fn copy_out(key: &MsgKey, sig: &Signature, theirs: &Signature, msg: &[u8], buf: MemRef) -> Result<()> {
+    if !theirs.agrees(sig) {
+        return Err(key.calls_differ(theirs, sig));
+    }
     if msg.len() != buf.len() {
         return Err(key.size_mismatch(msg.len(), buf.len()));
     }
@@ -192,26 +204,26 @@ impl Transport for TcpTransport {
         self.peers.set(table).map_err(|_| Error::internal("the tcp transport was connected twice"))
     }
 
-    fn send(&self, dst_ep: usize, key: MsgKey, data: MemRef) -> Result<Box<dyn SendHandle>> {
+    fn send(&self, dst_ep: usize, key: MsgKey, sig: Signature, data: MemRef) -> Result<Box<dyn SendHandle>> {
         host_only(&data)?;
         self.check_open()?;
-        self.peer(dst_ep)?.send(key, data)
+        self.peer(dst_ep)?.send(key, sig, data)
     }
 
-    fn try_recv(&self, src_ep: usize, key: &MsgKey, buf: MemRef) -> Poll<Result<()>> {
+    fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>> {
         let peer = match host_only(&buf).and_then(|()| self.check_open()).and_then(|()| self.peer(src_ep)) {
             Ok(p) => p,
             Err(e) => return Poll::Ready(Err(e)),
         };
         if let Some(msg) = peer.take(key) {
-            return deliver(key, msg, buf, &self.pool);
+            return deliver(key, sig, msg, buf, &self.pool);
         }
         peer.pump();
         // Read the peer's state before looking again: once it has left or died,
         // every message it sent before is filed.
         let gone = peer.gone();
         match (peer.take(key), gone) {
-            (Some(msg), _) => deliver(key, msg, buf, &self.pool),
+            (Some(msg), _) => deliver(key, sig, msg, buf, &self.pool),
             (None, None) => Poll::Pending,
             (None, Some(e)) => Poll::Ready(Err(self.with_cause(src_ep, e))),
         }

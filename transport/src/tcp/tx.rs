@@ -221,7 +221,7 @@ impl SendQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{key, mem};
+    use crate::testing::{key, mem, sig};
 
     /// A writer that takes at most `cap` bytes per call into `out`, then would block after `calls` calls.
     fn writer(out: &mut Vec<u8>, cap: usize, calls: &mut usize) -> impl FnMut(&[IoSlice<'_>]) -> io::Result<usize> {
@@ -241,7 +241,7 @@ mod tests {
     }
 
     fn frame(tag: u32, payload: &[u8]) -> Vec<u8> {
-        let mut v = Header::data(key(tag), payload.len()).encode().to_vec();
+        let mut v = Header::data(key(tag), sig(), payload.len()).encode().to_vec();
         v.extend_from_slice(payload);
         v
     }
@@ -250,9 +250,9 @@ mod tests {
     fn small_frames_coalesce_and_large_ones_complete_when_written() {
         let mut q = SendQueue::default();
         let mut big = vec![5u8; 100_000];
-        q.push_copy(&Header::data(key(0), 3), b"abc");
-        let st = q.push_large(&Header::data(key(1), big.len()), mem(&mut big));
-        q.push_copy(&Header::data(key(2), 1), b"z");
+        q.push_copy(&Header::data(key(0), sig(), 3), b"abc");
+        let st = q.push_large(&Header::data(key(1), sig(), big.len()), mem(&mut big));
+        q.push_copy(&Header::data(key(2), sig(), 1), b"z");
         let (mut out, mut calls) = (Vec::new(), 1);
         q.flush(&mut writer(&mut out, 50_000, &mut calls)).unwrap();
         assert!(st.outcome().is_none() && !q.is_empty());
@@ -267,9 +267,9 @@ mod tests {
     fn dropped_large_sends_keep_the_stream_whole() {
         let mut q = SendQueue::default();
         let (mut a, mut b) = (vec![1u8; 70_000], vec![2u8; 70_000]);
-        let sa = q.push_large(&Header::data(key(0), a.len()), mem(&mut a));
-        let sb = q.push_large(&Header::data(key(1), b.len()), mem(&mut b));
-        q.push_copy(&Header::data(key(2), 2), b"ok");
+        let sa = q.push_large(&Header::data(key(0), sig(), a.len()), mem(&mut a));
+        let sb = q.push_large(&Header::data(key(1), sig(), b.len()), mem(&mut b));
+        q.push_copy(&Header::data(key(2), sig(), 2), b"ok");
         let (mut out, mut calls) = (Vec::new(), 1);
         q.flush(&mut writer(&mut out, 1000, &mut calls)).unwrap();
         // a is partly written, b not started: retract both, then poison the buffers.
@@ -289,7 +289,7 @@ mod tests {
     fn errors_leave_the_queue_and_fail_all_releases_it() {
         let mut q = SendQueue::default();
         let mut a = vec![1u8; 70_000];
-        let st = q.push_large(&Header::data(key(0), a.len()), mem(&mut a));
+        let st = q.push_large(&Header::data(key(0), sig(), a.len()), mem(&mut a));
         let e = q.flush(&mut |_| Err(io::Error::from(ErrorKind::BrokenPipe))).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::BrokenPipe);
         assert!(st.outcome().is_none());
@@ -306,8 +306,8 @@ mod tests {
             .iter_mut()
             .enumerate()
             .map(|(i, b)| {
-                q.push_copy(&Header::data(key(1000 + i as u32), 1), &[i as u8]);
-                q.push_large(&Header::data(key(i as u32), b.len()), mem(b))
+                q.push_copy(&Header::data(key(1000 + i as u32), sig(), 1), &[i as u8]);
+                q.push_large(&Header::data(key(i as u32), sig(), b.len()), mem(b))
             })
             .collect();
         let mut want = Vec::new();

@@ -6,27 +6,33 @@
 //! ```text
 //! address   [family u8: 4|6][ip 4|16][port u16][job hash u64]
 //! hello     [magic u64 "FCOLTCP\0"][version u16][job hash u64][from ep u32][to ep u32]
-//! frame     [magic u16][kind u8][0 u8][src u32][tag u32][team u64][seq u64][len u64] + len bytes
+//! frame     [magic u16][kind u8][0 u8][src u32][tag u32][team u64][seq u64][len u64]
+//!           [signature word u64][signature size u64] + len bytes
 //! ```
+//!
+//! A data frame carries its sender's call signature, which the receive
+//! checks before it copies anything (a goodbye's is zero).
 
 use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::wire::Reader;
 use ferrocoll_core::{Error, Result};
 
 use crate::fxhash::FxBuildHasher;
 use crate::p2p::MsgKey;
 
-/// Protocol version; peers of another version are refused at the handshake.
-pub(super) const VERSION: u16 = 1;
+/// Protocol version; peers of another version are refused at the handshake
+/// (2: frames carry the sender's call signature).
+pub(super) const VERSION: u16 = 2;
 const HELLO_MAGIC: u64 = u64::from_le_bytes(*b"FCOLTCP\0");
 /// Bytes of a handshake.
 pub(super) const HELLO_LEN: usize = 8 + 2 + 8 + 4 + 4;
 
 const FRAME_MAGIC: u16 = 0xFC0C;
 /// Bytes of a frame header.
-pub(super) const HEADER_LEN: usize = 2 + 1 + 1 + 4 + 4 + 8 + 8 + 8;
+pub(super) const HEADER_LEN: usize = 2 + 1 + 1 + 4 + 4 + 8 + 8 + 8 + 16;
 const DATA: u8 = 1;
 const GOODBYE: u8 = 2;
 
@@ -124,17 +130,20 @@ pub(super) enum Kind {
 pub(super) struct Header {
     pub kind: Kind,
     pub key: MsgKey,
+    /// The sender's call.
+    pub sig: Signature,
     /// Payload bytes.
     pub len: u64,
 }
 
 impl Header {
-    pub(super) fn data(key: MsgKey, len: usize) -> Header {
-        Header { kind: Kind::Data, key, len: len as u64 }
+    pub(super) fn data(key: MsgKey, sig: Signature, len: usize) -> Header {
+        Header { kind: Kind::Data, key, sig, len: len as u64 }
     }
 
     pub(super) fn goodbye() -> Header {
-        Header { kind: Kind::Goodbye, key: MsgKey { team: 0, seq: 0, tag: 0, src: 0 }, len: 0 }
+        let (key, sig) = (MsgKey { team: 0, seq: 0, tag: 0, src: 0 }, Signature { word: 0, size: 0 });
+        Header { kind: Kind::Goodbye, key, sig, len: 0 }
     }
 
     pub(super) fn encode(&self) -> [u8; HEADER_LEN] {
@@ -149,6 +158,8 @@ impl Header {
         b[12..20].copy_from_slice(&self.key.team.to_le_bytes());
         b[20..28].copy_from_slice(&self.key.seq.to_le_bytes());
         b[28..36].copy_from_slice(&self.len.to_le_bytes());
+        b[36..44].copy_from_slice(&self.sig.word.to_le_bytes());
+        b[44..52].copy_from_slice(&self.sig.size.to_le_bytes());
         b
     }
 
@@ -169,11 +180,12 @@ impl Header {
             return Err(Error::io(format!("frame reserved byte is {reserved}, not 0")));
         }
         let (src, tag, team, seq, len) = (r.u32()?, r.u32()?, r.u64()?, r.u64()?, r.u64()?);
+        let sig = Signature { word: r.u64()?, size: r.u64()? };
         r.finish()?;
         if kind == Kind::Goodbye && len != 0 {
             return Err(Error::io(format!("goodbye frame announces {len} payload bytes")));
         }
-        Ok(Header { kind, key: MsgKey { team, seq, tag, src }, len })
+        Ok(Header { kind, key: MsgKey { team, seq, tag, src }, sig, len })
     }
 }
 
@@ -209,6 +221,7 @@ mod tests {
     fn goodbye_round_trips_and_must_be_empty() {
         let g = Header::goodbye();
         assert_eq!(Header::decode(&g.encode()).unwrap(), g);
+        assert_eq!(g.encode().len(), 52);
         let mut b = g.encode();
         b[28] = 1;
         assert!(Header::decode(&b).unwrap_err().to_string().contains("goodbye"));
@@ -216,13 +229,18 @@ mod tests {
 
     proptest! {
         #[test]
-        fn headers_round_trip(team: u64, seq: u64, tag: u32, src: u32, len: u64) {
-            let h = Header { kind: Kind::Data, key: MsgKey { team, seq, tag, src }, len };
-            prop_assert_eq!(Header::decode(&h.encode()).unwrap(), h);
+        fn headers_round_trip(team: u64, seq: u64, tag: u32, src: u32, len: u64, word: u64, size: u64) {
+            let h = Header { kind: Kind::Data, key: MsgKey { team, seq, tag, src }, sig: Signature { word, size }, len };
+            let b = h.encode();
+            prop_assert_eq!(Header::decode(&b).unwrap(), h);
+            // Cut anywhere (a version-1 header is 36 bytes), it is an error, not a guess.
+            for cut in [0, 36, HEADER_LEN - 1] {
+                prop_assert!(Header::decode(&b[..cut]).is_err());
+            }
         }
 
         #[test]
-        fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+        fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..96)) {
             let _ = Header::decode(&b);
             let _ = Hello::decode(&b);
             let _ = decode_addr(&b);
@@ -230,7 +248,8 @@ mod tests {
 
         #[test]
         fn a_flipped_magic_or_kind_byte_is_rejected(i in 0usize..4, bit in 0u8..8) {
-            let mut b = Header::data(MsgKey { team: 1, seq: 2, tag: 3, src: 4 }, 5).encode();
+            let sig = Signature { word: 6, size: 7 };
+            let mut b = Header::data(MsgKey { team: 1, seq: 2, tag: 3, src: 4 }, sig, 5).encode();
             b[i] ^= 1 << bit;
             prop_assert!(Header::decode(&b).is_err());
         }

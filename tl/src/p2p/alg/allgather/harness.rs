@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ferrocoll_core::args::Signature;
 use ferrocoll_core::backend::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
 use ferrocoll_core::engine::TaskDiag;
-use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
+use ferrocoll_core::{CollType, Error, MemRef, MemType, ProcInfo, Result};
 use ferrocoll_transport::{InProcTransport, Router};
 
 use crate::p2p::team::TeamShared;
@@ -104,7 +105,9 @@ where
                 s.spawn(move || {
                     // SAFETY: `buf` lives on this thread until the future that uses it is done.
                     let mem = unsafe { MemRef::from_mut_slice(&mut buf) };
-                    let comm = Comm::new(shared, 0, Arc::new(TaskDiag::default()));
+                    // Every rank runs the same call; its signature only has to agree.
+                    let sig = Signature::new(CollType::Allgather, None, 0, size as u64);
+                    let comm = Comm::new(shared, 0, sig, Arc::new(TaskDiag::default()));
                     poll_to_end(f(comm, mem), rank).map(|()| buf)
                 })
             })
