@@ -80,6 +80,11 @@ impl Job {
         Job { children }
     }
 
+    /// The process id of rank `r`, if this job started it.
+    pub fn pid(&self, r: usize) -> Option<u32> {
+        self.children.iter().find(|(rank, _)| *rank == r).map(|(_, c)| c.id())
+    }
+
     /// Kill rank `r` with SIGKILL.
     pub fn kill(&mut self, r: usize) {
         if let Some((_, c)) = self.children.iter_mut().find(|(rank, _)| *rank == r) {

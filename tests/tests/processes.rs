@@ -268,6 +268,51 @@ fn a_process_with_the_wrong_token_is_refused_and_the_job_goes_on() {
     assert!(e.first().is_some_and(|e| e.contains("wrong job token")), "intruder: {}\n{}", bad[0].stdout, bad[0].stderr);
 }
 
+/// The shared-memory segments in /dev/shm that process `pid` created (their
+/// names end with its owner tag, `-p<pid>[t<start>][n<pid namespace>]`).
+fn segments_of(pid: u32) -> Vec<String> {
+    let created_by = |name: &str| {
+        let Some((_, tag)) = name.rsplit_once("-p") else { return false };
+        let digits = tag.find(|c: char| !c.is_ascii_digit()).unwrap_or(tag.len());
+        tag[..digits].parse() == Ok(pid) && tag[digits..].chars().all(|c| c.is_ascii_alphanumeric())
+    };
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.starts_with("ferrocoll-") && created_by(n))
+        .collect()
+}
+
+#[test]
+fn segments_of_a_rank_killed_during_setup_are_removed_by_the_next_job() {
+    if std::fs::metadata("/dev/shm").is_err() {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    }
+    // Rank 0 sets up shared memory, then waits for a rank 1 that never comes;
+    // killed there (no ferrocoll-run to clean up after it), it leaves its
+    // segments behind with their names still linked.
+    let (tok, port) = (token(), free_port());
+    let mut setup = Job::start("rank_body", "hello", 2, [0], &tok, port, &|_| Vec::new());
+    let pid = setup.pid(0).expect("rank 0 started");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while segments_of(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = segments_of(pid);
+    setup.kill(0);
+    let killed = setup.finish(Duration::from_secs(10));
+    assert!(!left.is_empty(), "rank 0 created no segment in 30 s: {}\n{}", killed[0].stdout, killed[0].stderr);
+    // Any later job on this host sweeps what dead processes of this user left.
+    let (tok, port) = (token(), free_port());
+    let next = Job::start("rank_body", "hello", 2, 0..2, &tok, port, &|_| Vec::new());
+    for o in next.finish(Duration::from_secs(60)) {
+        assert_eq!(o.lines("HELLO "), vec![format!("HELLO {}", o.rank)], "{}\n{}", o.stdout, o.stderr);
+    }
+    let still = segments_of(pid);
+    assert!(still.is_empty(), "left by killed pid {pid}: {left:?}; still there after the next job: {still:?}");
+}
+
 #[test]
 fn a_rank_that_never_arrives_is_named() {
     let (tok, port) = (token(), free_port());

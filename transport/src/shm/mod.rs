@@ -1,12 +1,14 @@
 //! Shared-memory transport between processes of one host.
 //!
 //! Each endpoint creates one POSIX shared-memory segment,
-//! `/ferrocoll-<job>-<ep>`, holding a receive ring per possible sender, a
+//! `/ferrocoll-<job>-<ep>-<nonce>-<owner>`, holding a receive ring per possible sender, a
 //! table of rendezvous completion slots, and a header that peers check
 //! (magic, version, owner pid) and read (is the owner open; can it read a
 //! sender's memory with CMA). Peers map it at connect; the name is unlinked
 //! as soon as every endpoint has connected, so a crash leaves nothing in
-//! `/dev/shm` after that point.
+//! `/dev/shm` after that point; one before it is removed by the next
+//! ferrocoll process's sweep (`shmem::sweep_stale`, at transport creation
+//! and close), which reads the owner from the name.
 //!
 //! Receivers pull, as in the in-process transport: senders write records
 //! into the receiver's ring for them, and the receiver drains every ring

@@ -24,12 +24,15 @@ pub(super) struct OwnedSegment {
 }
 
 impl OwnedSegment {
-    /// Create and initialise `/ferrocoll-<job>-<ep>-<nonce>` (peers learn
-    /// the name from this endpoint's address, so none can guess it before;
-    /// an existing segment of a dead owner is replaced, one of a live owner
-    /// is an error). Nothing is left behind on failure.
+    /// Create and initialise `/ferrocoll-<job>-<ep>-<nonce>-<owner>` (peers
+    /// learn the name from this endpoint's address, so none can guess it
+    /// before; the owner tag, [`shmem::Owner`], lets a later process's
+    /// [`shmem::sweep_stale`] remove it if this one is killed before the
+    /// name is unlinked; an existing segment of a dead owner is replaced,
+    /// one of a live owner is an error). Nothing is left behind on failure.
     pub fn create(job: &str, ep: usize, n_eps: usize, ring_size: u64, n_slots: u32) -> Result<OwnedSegment> {
-        let name = shmem::segment_name(job, &format!("{ep}-{:016x}", shmem::nonce()?));
+        let suffix = format!("{ep}-{:016x}-{}", shmem::nonce()?, shmem::Owner::me().tag());
+        let name = shmem::segment_name(job, &suffix);
         let (ep32, n32) = match (u32::try_from(ep), u32::try_from(n_eps)) {
             (Ok(e), Ok(n)) => (e, n),
             _ => return Err(Error::invalid_param(format!("endpoint {ep} of {n_eps} is out of range"))),
@@ -162,6 +165,8 @@ mod tests {
         let other = OwnedSegment::create(&job, 1, 2, 4096, 8).unwrap();
         assert_ne!(other.name(), seg.name());
         assert!(other.name().starts_with(&format!("/ferrocoll-{job}-1-")) && other.name().len() > job.len() + 28);
+        let file = other.name().trim_start_matches('/');
+        assert_eq!(shmem::Owner::of_name(file), Some(shmem::Owner::me()), "{file}");
         drop(other);
         let peer = open_peer(seg.name(), std::process::id(), 1, 2, 0).unwrap();
         assert_eq!(peer.header, seg.header);

@@ -326,12 +326,14 @@ fn a_corrupt_record_fails_only_its_sender() {
 fn names_are_unlinked_once_connected_and_nothing_is_left() {
     let j = job("files");
     let ts = create(&j, 3, &Config::new());
-    // `ferrocoll-<job>-<endpoint>-<16 hex digits of nonce>`.
+    // `ferrocoll-<job>-<endpoint>-<16 hex digits of nonce>-<owner tag>`.
     let names = files(&j);
     assert_eq!(names.len(), 3, "{names:?}");
     for (ep, n) in names.iter().enumerate() {
-        let nonce = n.strip_prefix(&format!("ferrocoll-{j}-{ep}-")).unwrap_or_else(|| panic!("{n}"));
+        let rest = n.strip_prefix(&format!("ferrocoll-{j}-{ep}-")).unwrap_or_else(|| panic!("{n}"));
+        let (nonce, owner) = rest.split_once('-').unwrap_or_else(|| panic!("{n}"));
         assert!(nonce.len() == 16 && nonce.chars().all(|c| c.is_ascii_hexdigit()), "{n}");
+        assert_eq!(owner, crate::shmem::Owner::me().tag(), "{n}");
     }
     connect_all(&ts);
     assert_eq!(files(&j).len(), 3);

@@ -21,6 +21,7 @@ use super::send::{FragSend, FragStream, Outbox, RndvSend, Sent, Slots};
 use super::wire::{self, Address, Kind, RECORD_HEADER, RNDV_DESC, Record, RndvDesc};
 use crate::liveness::Proc;
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
+use crate::shmem;
 
 /// Rendezvous sends one endpoint may have in flight (more are streamed).
 const N_SLOTS: u32 = 4096;
@@ -136,6 +137,8 @@ impl ShmTransport {
         if cfg.cma {
             cma::allow_readers();
         }
+        // What processes killed during setup left (see `shmem::sweep_stale`).
+        shmem::sweep_stale();
         let seg = OwnedSegment::create(job, ep, n_eps, cfg.ring, N_SLOTS)?;
         let slots = Slots::new(seg.map.clone(), seg.header.slots_off as usize, seg.header.n_slots);
         let shared = Shared {
@@ -365,6 +368,7 @@ impl Transport for ShmTransport {
         if let Err(e) = s.seg.unlink() {
             ferrocoll_core::log_debug!("shm: {}", e.context());
         }
+        shmem::sweep_stale();
     }
 }
 

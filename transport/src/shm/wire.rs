@@ -6,7 +6,7 @@
 //! an [`Error`], never a panic or an access outside the segment. Integers are
 //! little-endian.
 //!
-//! Segment (one per endpoint, `/ferrocoll-<job>-<ep>`):
+//! Segment (one per endpoint, `/ferrocoll-<job>-<ep>-<nonce>-<owner>`):
 //!
 //! ```text
 //! 0    magic u64 "FCSHMSEG"   8 version u32   12 owner pid u32
