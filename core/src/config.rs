@@ -72,6 +72,11 @@ pub const CORE_FIELDS: &[ConfigField] = &[
         doc: "Collectives each team remembers for hang diagnosis (dumped as JSON on a timeout, a watchdog warning or SIGUSR1, to FERROCOLL_FLIGHT_RECORDER_DIR or the log); 0 disables it.",
     },
     ConfigField {
+        name: "UCC_CALL_BOARD",
+        default: "y",
+        doc: "Show every post on the team's call board, so that ranks whose calls differ enough to select different TLs or algorithms fail naming each other's calls instead of waiting until their timeout (costs tens of ns per collective; n turns it off).",
+    },
+    ConfigField {
         name: "UCC_TL_<NAME>_TUNE",
         default: "",
         doc: "Score-map overrides for one TL: tokens coll:msg_range:mem_type:[team_size]:score:@alg joined by '#'.",

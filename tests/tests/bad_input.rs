@@ -379,6 +379,9 @@ fn bad_tune_strings_and_configuration() {
         let p = TeamParams::default().set("TL_P2P_ALLREDUCE_KN_RADIX", "1");
         let e = Team::create(ctx, p).err().expect("radix 1");
         assert!(e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX=1"), "{e}");
+        let p = TeamParams::default().set("CALL_BOARD", "maybe");
+        let e = Team::create(ctx, p).err().expect("not a boolean");
+        assert!(e.to_string().contains("UCC_CALL_BOARD") && e.to_string().contains("maybe"), "{e}");
     });
     let mut c = Config::new();
     c.set("COLL_TIMEOUT", "soon");

@@ -56,6 +56,22 @@ fn counts_that_select_different_p2p_algorithms_fail_on_both_ranks() {
 }
 
 #[test]
+fn with_the_board_off_such_ranks_wait_until_their_timeout() {
+    // UCC_CALL_BOARD=n saves the board's cost per post and gives this up.
+    let mut c = Config::new();
+    c.set("CALL_BOARD", "n");
+    let out = world::run(2, &c, move |team, _| {
+        let count = if team.rank() == 0 { 5_000 } else { 200_000 };
+        let (src, mut dst) = (vec![1.0f32; count], vec![0.0f32; count]);
+        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_millis(500)).run(team)
+    });
+    for (rank, r) in out.iter().enumerate() {
+        let e = r.as_ref().expect_err("ranks whose calls differ must not succeed");
+        assert_eq!(e.status(), Status::TimedOut, "rank {rank}: {e}");
+    }
+}
+
+#[test]
 fn a_zero_count_against_a_real_one_fails_the_rank_that_waits() {
     // The rank with nothing to do completes at once (there is nothing it
     // could get wrong); the other would wait for it forever.

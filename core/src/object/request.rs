@@ -5,10 +5,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::team::{Team, TeamInner};
+use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, Signature};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{Backoff, BoardWatch, Call, CallBoard, Posted, TaskDesc, TaskDiag, TaskSlot};
+use crate::engine::{Backoff, BoardWatch, Call, Posted, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -38,10 +38,12 @@ pub struct Request<'a> {
     /// "team 0x… (rank r of n)", made once for the messages of every post.
     team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
-    /// Where each post is shown, if the team has a call board.
-    board: Option<Arc<dyn CallBoard>>,
-    /// What each post shows there (all but the sequence number).
-    shown: Posted,
+    /// The team's TLs as they were at init (holding them costs no reference
+    /// count of its own: init takes this one anyway); their call board, if
+    /// any, is where each post is shown.
+    active: Arc<ActiveTeam>,
+    /// What each post shows on the board, if there is one (all but the sequence number).
+    shown: Option<Posted>,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
 }
@@ -80,10 +82,9 @@ impl Team {
         // SAFETY: forwarded to our caller.
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         let init = Arc::new(init);
-        let board = active.board.clone();
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
-            return Ok(Request::new(team.clone(), init, None, "none/zero-size".into(), board));
+            return Ok(Request::new(team.clone(), init, None, AlgName::new("none/zero-size".into()), active));
         }
         let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
@@ -92,7 +93,7 @@ impl Team {
             let name = active.alg_name(c.tl, init.coll, c.alg);
             match t.team.coll_init(c.alg, &init) {
                 Ok(task) => {
-                    trace(team, &init, &name, || {
+                    trace(team, &init, &name.name, || {
                         let fallbacks = if skipped.is_empty() {
                             String::new()
                         } else {
@@ -100,12 +101,12 @@ impl Team {
                         };
                         format!("score {} in range {}{fallbacks}", c.score, c.range)
                     });
-                    return Ok(Request::new(team.clone(), init, Some(task), name, board));
+                    return Ok(Request::new(team.clone(), init, Some(task), name, active));
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
-                    skipped.push(format!("{name} ({})", e.context()));
+                    skipped.push(format!("{} ({})", name.name, e.context()));
                 }
-                Err(e) => return Err(e.prefixed(format!("{} via {name}", init.coll))),
+                Err(e) => return Err(e.prefixed(format!("{} via {}", init.coll, name.name))),
             }
         }
         let tried = if skipped.is_empty() { "no candidate in the score map".to_string() } else { skipped.join("; ") };
@@ -135,23 +136,23 @@ impl<'a> Request<'a> {
         team: Arc<TeamInner>,
         init: Arc<CollInit>,
         task: Option<Box<dyn CollTask>>,
-        selected: Arc<str>,
-        board: Option<Arc<dyn CallBoard>>,
+        selected: AlgName,
+        active: Arc<ActiveTeam>,
     ) -> Self {
         let team_desc = team.desc.clone();
         // Relaxed: ids only need to be unique.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let task = task.map(Arc::from);
-        let shown = Posted { seq: 0, sig: Signature::of(&init), via: Posted::via_words(&selected) };
+        let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
         Request {
             team,
             init,
             task,
             id,
-            selected,
+            selected: selected.name,
             team_desc,
             slot: None,
-            board,
+            active,
             shown,
             finalized: false,
             _buffers: PhantomData,
@@ -161,8 +162,8 @@ impl<'a> Request<'a> {
     /// Show post `seq` on the team's call board, if it has one (active-set
     /// collectives, outside the team's sequence, are not shown).
     fn show(&self, seq: u64) -> Option<BoardWatch> {
-        let board = self.board.as_ref().filter(|_| self.init.active_set.is_none())?;
-        Some(BoardWatch::show(board, self.team.rank, Posted { seq, ..self.shown }))
+        let (board, shown) = self.active.board.as_ref().zip(self.shown).filter(|_| self.init.active_set.is_none())?;
+        Some(BoardWatch::show(board, self.team.rank, Posted { seq, ..shown }))
     }
 
     /// Start the collective (`ucc_collective_post`). A persistent request

@@ -10,7 +10,7 @@ use super::agreement;
 use super::context::{Context, ContextInner};
 use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
-use crate::engine::{Backoff, CallBoard, FlightRecorder, TaskDiag, TeamIdentity};
+use crate::engine::{Backoff, CallBoard, FlightRecorder, Posted, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
 use crate::types::CollType;
@@ -69,7 +69,7 @@ pub(crate) struct ActiveTeam {
     pub(crate) tls: Vec<TeamTl>,
     pub(crate) score_map: ScoreMap,
     /// "tl/algorithm" of every algorithm of every TL, made once (requests share them).
-    names: Vec<(usize, CollType, AlgId, Arc<str>)>,
+    names: Vec<(usize, CollType, AlgId, AlgName)>,
     /// Where the ranks show their posts (of the TL first by name that offers one; see
     /// `engine/board.rs`), so that ranks whose calls differ fail instead of
     /// waiting for each other in different TLs.
@@ -77,11 +77,25 @@ pub(crate) struct ActiveTeam {
 }
 
 impl ActiveTeam {
-    pub(crate) fn alg_name(&self, tl: usize, coll: CollType, alg: AlgId) -> Arc<str> {
+    pub(crate) fn alg_name(&self, tl: usize, coll: CollType, alg: AlgId) -> AlgName {
         match self.names.iter().find(|(t, c, a, _)| *t == tl && *c == coll && *a == alg) {
             Some((.., name)) => name.clone(),
-            None => format!("tl{tl}/@{alg}").into(),
+            None => AlgName::new(format!("tl{tl}/@{alg}")),
         }
+    }
+}
+
+/// An algorithm's "tl/algorithm" name, and the words the call board shows
+/// for it (made once per team, not per request).
+#[derive(Clone)]
+pub(crate) struct AlgName {
+    pub(crate) name: Arc<str>,
+    pub(crate) via: [u64; 4],
+}
+
+impl AlgName {
+    pub(crate) fn new(name: String) -> AlgName {
+        AlgName { via: Posted::via_words(&name), name: name.into() }
     }
 }
 
@@ -106,6 +120,8 @@ pub(crate) struct TeamInner {
     pub(crate) desc: Arc<str>,
     /// Its last collectives, for hang diagnosis (`UCC_FLIGHT_RECORDER_SIZE`).
     pub(crate) recorder: Arc<FlightRecorder>,
+    /// Whether posts are shown on the call board (`UCC_CALL_BOARD`).
+    call_board: bool,
     state: Mutex<TeamState>,
     seq: AtomicU64,
     alive: AtomicBool,
@@ -213,6 +229,7 @@ impl Team {
             },
             config.parse_or("FLIGHT_RECORDER_SIZE", DEFAULT_RECORDER_SIZE)?,
         );
+        let call_board = config.bool_or("CALL_BOARD", true)?;
         Ok(Team {
             inner: Arc::new(TeamInner {
                 ctx: c.clone(),
@@ -225,6 +242,7 @@ impl Team {
                 seq: AtomicU64::new(0),
                 alive: AtomicBool::new(true),
                 recorder,
+                call_board,
             }),
         })
     }
@@ -331,7 +349,7 @@ impl Team {
     /// The score map as text (like `ucc_info -s` for this team).
     pub fn score_map(&self) -> Result<String> {
         let active = self.inner.active()?;
-        Ok(active.score_map.describe(&|tl, coll, alg| active.alg_name(tl, coll, alg).to_string()))
+        Ok(active.score_map.describe(&|tl, coll, alg| active.alg_name(tl, coll, alg).name.to_string()))
     }
 
     /// The team's flight record on this rank: its last collectives (see
@@ -397,12 +415,15 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
         .enumerate()
         .flat_map(|(i, t)| {
             let tl = t.component.name();
-            t.component.algorithms().iter().map(move |a| (i, a.coll, a.id, Arc::from(format!("{tl}/{}", a.name))))
+            t.component.algorithms().iter().map(move |a| (i, a.coll, a.id, AlgName::new(format!("{tl}/{}", a.name))))
         })
         .collect();
     // The TLs finished creation in any order: pick by name, alike on every rank.
-    let board = tls
-        .iter()
+    let board = inner
+        .call_board
+        .then_some(&tls)
+        .into_iter()
+        .flatten()
         .filter_map(|t| Some((t.component.name(), t.team.call_board()?)))
         .min_by_key(|(name, _)| *name)
         .map(|(_, board)| board);
