@@ -29,6 +29,24 @@ fn a_rank_that_never_posts_makes_the_others_time_out() {
 }
 
 #[test]
+fn a_root_whose_send_is_never_taken_names_the_rank_it_waits_for() {
+    // p2p, 1 MiB: the bcast's send waits until the receiver copies it
+    // (rendezvous); the root receives nothing, so only its send says where it is.
+    let mut c = Config::new();
+    c.set("TLS", "p2p,self");
+    let results = world::run(2, &c, |team, _| {
+        if team.rank() == 1 {
+            return None;
+        }
+        let mut buf = vec![7u8; 1 << 20];
+        Coll::bcast(&mut buf, 0).timeout(Duration::from_millis(300)).run(team).err().map(|e| (e.status(), e.to_string()))
+    });
+    let Some((status, msg)) = &results[0] else { panic!("the root must time out") };
+    assert_eq!(*status, Status::TimedOut, "{msg}");
+    assert!(msg.contains("waiting for rank 1 to take a message"), "{msg}");
+}
+
+#[test]
 fn the_default_timeout_comes_from_the_configuration() {
     let mut c = Config::new();
     c.set("COLL_TIMEOUT", "200ms");

@@ -90,9 +90,10 @@ fn position(doc: &Value) -> String {
     let colls = doc["collectives"].as_array().cloned().unwrap_or_default();
     let name = |c: &Value| format!("{} seq {}", c["coll"].as_str().unwrap_or("?"), c["seq"]);
     if let Some(c) = colls.iter().find(|c| c["state"] == "in_progress") {
-        let waiting = match c["waiting_for"].as_u64() {
-            Some(r) => format!(", waiting for rank {r}"),
-            None => String::new(),
+        let waiting = match (c["waiting_for"].as_u64(), c["sending_to"].as_u64()) {
+            (Some(r), _) => format!(", waiting for rank {r}"),
+            (None, Some(r)) => format!(", waiting for rank {r} to take its message"),
+            (None, None) => String::new(),
         };
         return format!("in {}{waiting}", name(c));
     }
@@ -182,5 +183,12 @@ mod tests {
         assert!(a.contains("rank 3 is in allreduce seq 17, waiting for rank 0"), "{a}");
         assert!(a.contains("no record from rank(s) 4"), "{a}");
         assert_eq!(ranges(&[0, 1, 3, 5, 6, 7]), "0, 1, 3, 5–7");
+    }
+
+    #[test]
+    fn a_rank_blocked_on_a_send_says_so() {
+        let sending = r#"{"seq":4,"coll":"bcast","call":"","via":"p2p/knomial","state":"in_progress","sending_to":2,"send_tag":1}"#;
+        let a = analyze(&[doc(0, sending)]);
+        assert!(a.contains("rank 0 is in bcast seq 4, waiting for rank 2 to take its message"), "{a}");
     }
 }

@@ -75,14 +75,14 @@ impl Comm {
 
     /// Start sending `data` to team rank `peer`; the returned future completes
     /// when `data` may be reused. Sending starts now, not when the future is polled.
-    pub fn isend(&self, peer: usize, tag: u32, data: MemRef) -> Result<SendFuture> {
+    pub fn isend(&self, peer: usize, tag: u32, data: MemRef) -> Result<SendFuture<'_>> {
         let ep = self.ep(peer)?;
         let state = match self.team.transport.send(ep, self.key(tag, self.team.rank), self.sig, data) {
-            Ok(handle) => SendState::Sending(handle, peer),
+            Ok(handle) => SendState::Sending(handle),
             // The peer left, perhaps because another member died: say which, when that is known.
-            Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}"))), self.clone()),
+            Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}")))),
         };
-        Ok(SendFuture { state })
+        Ok(SendFuture { comm: self, peer, tag, state })
     }
 
     /// The first member of the team whose transport says it died, named.
@@ -197,26 +197,38 @@ impl Suspect {
 
 /// A send in flight (see [`Comm::isend`]). Dropping it retracts the message
 /// if the receiver has not taken it yet.
-pub struct SendFuture {
+pub struct SendFuture<'c> {
+    comm: &'c Comm,
+    /// The team rank it sends to, and the step tag.
+    peer: usize,
+    tag: u32,
     state: SendState,
 }
 
 enum SendState {
-    /// The transport's handle, and the team rank it sends to.
-    Sending(Box<dyn SendHandle>, usize),
-    Failing(Suspect, Comm),
+    /// The transport's handle.
+    Sending(Box<dyn SendHandle>),
+    Failing(Suspect),
 }
 
-impl Future for SendFuture {
+impl Future for SendFuture<'_> {
     type Output = Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<()>> {
-        match &mut self.state {
-            SendState::Sending(handle, peer) => match handle.test() {
-                Poll::Ready(Err(e)) => Poll::Ready(Err(e.prefixed(format!("send to rank {peer}")))),
-                r => r,
+        let this = &mut *self;
+        match &mut this.state {
+            SendState::Sending(handle) => match handle.test() {
+                Poll::Ready(r) => {
+                    this.comm.diag.sent(this.peer, this.comm.tag_base + this.tag);
+                    Poll::Ready(r.map_err(|e| e.prefixed(format!("send to rank {}", this.peer))))
+                }
+                Poll::Pending => {
+                    // For timeout and watchdog messages: this task waits for `peer` to take its message.
+                    this.comm.diag.sending_to(this.peer, this.comm.tag_base + this.tag);
+                    Poll::Pending
+                }
             },
-            SendState::Failing(suspect, comm) => suspect.poll(comm).map(Err),
+            SendState::Failing(suspect) => suspect.poll(this.comm).map(Err),
         }
     }
 }
@@ -245,7 +257,10 @@ impl Future for RecvFuture {
         };
         let key = this.comm.key(this.tag, this.peer);
         match this.comm.team.transport.try_recv(ep, &key, &this.comm.sig, this.buf) {
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Ok(())) => {
+                this.comm.diag.received(this.peer, key.tag);
+                Poll::Ready(Ok(()))
+            }
             Poll::Pending => {
                 this.comm.diag.waiting_for(this.peer, key.tag);
                 // A member that died can never take part: fail now rather than hang.
