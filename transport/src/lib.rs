@@ -47,6 +47,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod bootstrap;
+mod cause;
 mod fxhash;
 mod inproc;
 pub mod liveness;

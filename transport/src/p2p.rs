@@ -124,6 +124,17 @@ pub trait Transport: Send + Sync {
     /// error if `src_ep` can no longer send.
     fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>>;
 
+    /// Name endpoint `cause` in the goodbye that [`Transport::close`] will
+    /// send to every peer: the failure this process learned of first, which
+    /// it leaves because of (see `crate::cause`).
+    fn set_cause(&self, _cause: usize) {}
+
+    /// The goodbyes heard since the last call that named a failed endpoint,
+    /// each once: (the endpoint that left, the endpoint it named).
+    fn take_causes(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
+
     /// Move bytes and watch peers (I/O transports; checks of peer liveness).
     fn progress(&self) -> Result<()>;
 

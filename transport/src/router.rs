@@ -11,6 +11,7 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::wire::Reader;
 use ferrocoll_core::{Error, MemRef, ProcInfo, Result};
 
+use crate::cause::{self, FailureMark};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
 
 /// Several transports, and which one serves each endpoint.
@@ -19,12 +20,15 @@ pub struct Router {
     transports: Vec<Box<dyn Transport>>,
     /// Index into `transports` per endpoint (`None`: unreachable); set once by `connect`.
     route: OnceLock<Vec<Option<usize>>>,
+    /// This endpoint, and what it knows of each endpoint's failure, seen or
+    /// reported by a goodbye, whichever transport serves it (see `crate::cause`).
+    book: OnceLock<(usize, Vec<FailureMark>)>,
 }
 
 impl Router {
     /// A router over `transports`, most preferred first.
     pub fn new(transports: Vec<Box<dyn Transport>>) -> Router {
-        Router { transports, route: OnceLock::new() }
+        Router { transports, route: OnceLock::new(), book: OnceLock::new() }
     }
 
     fn via(&self, ep: usize) -> Result<&dyn Transport> {
@@ -60,9 +64,11 @@ impl Router {
     }
 
     /// Route every endpoint (`peers[ep]` = its process and router address,
-    /// empty if it has no p2p TL) and connect each transport to its share.
-    pub fn connect(&self, me: &ProcInfo, peers: &[(ProcInfo, Vec<u8>)]) -> Result<()> {
+    /// empty if it has no p2p TL; this one is `me`) and connect each
+    /// transport to its share.
+    pub fn connect(&self, me: usize, peers: &[(ProcInfo, Vec<u8>)]) -> Result<()> {
         let n = peers.len();
+        let me_proc = &peers.get(me).ok_or_else(|| Error::internal(format!("endpoint {me} is not among {n}")))?.0;
         let mut route = vec![None; n];
         let mut shares: Vec<Vec<TransportPeer>> = vec![Vec::new(); self.transports.len()];
         for (ep, (proc, blob)) in peers.iter().enumerate() {
@@ -72,7 +78,7 @@ impl Router {
             let addrs = decode(blob).map_err(|e| e.prefixed(format!("p2p address of endpoint {ep}")))?;
             let choice = self.transports.iter().enumerate().find_map(|(i, t)| {
                 let a = addrs.iter().find(|(name, _)| name == t.name())?;
-                t.reaches(me, proc).then_some((i, a.1.clone()))
+                t.reaches(me_proc, proc).then_some((i, a.1.clone()))
             });
             if let Some((i, addr)) = choice {
                 route[ep] = Some(i);
@@ -82,6 +88,7 @@ impl Router {
         for (t, share) in self.transports.iter().zip(&shares) {
             t.connect(n, share).map_err(|e| e.prefixed(format!("{} transport", t.name())))?;
         }
+        let _ = self.book.set((me, (0..n).map(|_| FailureMark::default()).collect()));
         self.route.set(route).map_err(|_| Error::internal("the router was connected twice"))
     }
 
@@ -105,19 +112,61 @@ impl Router {
 
     /// Progress every transport.
     pub fn progress(&self) -> Result<()> {
-        self.transports.iter().try_for_each(|t| t.progress())
+        self.transports.iter().try_for_each(|t| t.progress())?;
+        self.hear_causes();
+        Ok(())
     }
 
-    /// Why `ep` can no longer communicate, if so.
-    pub fn failed(&self, ep: usize) -> Option<Error> {
-        match self.via(ep) {
-            Ok(t) => t.failed(ep),
-            Err(e) => Some(e),
+    /// Record the failures that departing peers named in their goodbyes.
+    fn hear_causes(&self) {
+        let Some((me, book)) = self.book.get() else { return };
+        for t in &self.transports {
+            for (by, failed) in t.take_causes() {
+                match book.get(failed) {
+                    Some(mark) if cause::plausible(failed, by, *me, book.len()) => {
+                        if mark.reported(by) {
+                            ferrocoll_core::log_info!("p2p: endpoint {by} left because endpoint {failed} failed");
+                        }
+                    }
+                    _ => ferrocoll_core::log_debug!("p2p: endpoint {by} left naming endpoint {failed}: ignored"),
+                }
+            }
         }
     }
 
-    /// Close every transport.
+    /// Why `ep` can no longer take part, if so: its transport saw it fail,
+    /// or a peer that left said it had.
+    pub fn failed(&self, ep: usize) -> Option<Error> {
+        let t = match self.via(ep) {
+            Ok(t) => t,
+            Err(e) => return Some(e),
+        };
+        let mark = self.book.get().and_then(|(_, book)| book.get(ep));
+        match t.failed(ep) {
+            Some(e) => {
+                // When this process learned of it, for the goodbye of `close`.
+                mark.inspect(|m| m.saw());
+                Some(e)
+            }
+            None => mark?.report(ep),
+        }
+    }
+
+    /// Close every transport; their goodbyes name the failure this process
+    /// learned of first, if any (see `crate::cause`).
     pub fn close(&self) {
+        if let Some((_, book)) = self.book.get() {
+            // A death on the wire but not yet read is the likeliest cause: look once more.
+            self.transports.iter().for_each(|t| {
+                let _ = t.progress();
+            });
+            (0..book.len()).for_each(|ep| {
+                let _ = self.failed(ep);
+            });
+            if let Some(first) = cause::first_failed(book.iter().enumerate()) {
+                self.transports.iter().for_each(|t| t.set_cause(first));
+            }
+        }
         self.transports.iter().for_each(|t| t.close());
     }
 }
@@ -134,4 +183,64 @@ fn decode(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     }
     r.finish()?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use ferrocoll_core::config::Config;
+
+    use super::*;
+    use crate::tcp::TcpTransport;
+
+    /// `n` routers over TCP alone, connected (each from its own thread).
+    fn tcp_group(n: usize) -> Vec<Router> {
+        let mut c = Config::new();
+        c.set("TL_P2P_TCP_ADDR", "127.0.0.1");
+        let job = format!("router-test-{}", std::process::id());
+        let rs: Vec<Router> = (0..n)
+            .map(|ep| Router::new(vec![Box::new(TcpTransport::new(&job, ep, n, &c).unwrap()) as Box<dyn Transport>]))
+            .collect();
+        let table: Vec<(ProcInfo, Vec<u8>)> = rs.iter().map(|r| (ProcInfo::local(), r.address())).collect();
+        std::thread::scope(|s| {
+            for (ep, r) in rs.iter().enumerate() {
+                let table = &table;
+                s.spawn(move || r.connect(ep, table).unwrap());
+            }
+        });
+        rs
+    }
+
+    /// Progress `r` until `failed(ep)` says something (or fail the test after 30 s).
+    fn failure_of(r: &Router, ep: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            r.progress().unwrap();
+            if let Some(e) = r.failed(ep) {
+                return e.to_string();
+            }
+            assert!(Instant::now() < deadline, "no failure of endpoint {ep} was ever reported");
+        }
+    }
+
+    #[test]
+    fn a_failure_named_in_a_goodbye_is_reported_and_passed_on() {
+        let rs = tcp_group(4);
+        // Endpoint 3 leaves because endpoint 1 failed (as if it had seen it die).
+        rs[3].transports[0].set_cause(1);
+        rs[3].close();
+        let e = failure_of(&rs[0], 1);
+        assert!(e.contains("endpoint 1 failed, as endpoint 3 reported"), "{e}");
+        // Endpoint 0 leaves in turn: its goodbye names the failure it learned of first.
+        rs[0].close();
+        let e = failure_of(&rs[2], 1);
+        assert!(e.contains("endpoint 1 failed, as endpoint 0 reported"), "{e}");
+        // Endpoint 1 hears itself blamed, and ignores it; leaving is not failing.
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline {
+            rs[1].progress().unwrap();
+        }
+        assert!((0..4).all(|ep| rs[1].failed(ep).is_none()));
+    }
 }

@@ -48,12 +48,8 @@ impl TlContext for P2pContext {
     }
 
     fn connect(&self, peers: &[TlPeer]) -> Result<()> {
-        let me = peers
-            .get(self.ep)
-            .map(|p| p.proc.clone())
-            .ok_or_else(|| Error::internal(format!("endpoint {} is missing from the peer list", self.ep)))?;
         let table: Vec<_> = peers.iter().map(|p| (p.proc.clone(), p.addr.clone())).collect();
-        self.router.connect(&me, &table)
+        self.router.connect(self.ep, &table)
     }
 
     fn connected(&self) -> Result<()> {

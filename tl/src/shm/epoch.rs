@@ -92,7 +92,9 @@ impl ShmTeam {
                 // Whether r is still taking part is one load of the line just
                 // read; whether its process lives is a system call, so rarer.
                 if let Err(e) = check_present(r, ctrl) {
-                    return Poll::Ready(Err(e));
+                    // A rank that left or stopped often did so because another
+                    // one died: name the dead one, the cause, if there is one.
+                    return Poll::Ready(Err(self.dead_member().unwrap_or(e)));
                 }
                 if polls.is_multiple_of(LIVENESS_EVERY) {
                     if let Err(e) = self.check_alive(r, ctrl) {
@@ -133,6 +135,12 @@ impl ShmTeam {
                 mine.describe()
             )
         }))
+    }
+
+    /// The first rank of the team whose process died, named (an error path:
+    /// one liveness check per rank).
+    fn dead_member(&self) -> Option<Error> {
+        self.all.iter().find_map(|&r| self.seg.ctrl(r).ok().and_then(|ctrl| self.check_alive(r, ctrl).err()))
     }
 
     fn check_alive(&self, r: usize, ctrl: &Ctrl) -> Result<()> {

@@ -1,7 +1,7 @@
 //! A connected peer: its mapped segment, the ring this endpoint writes
 //! there (behind the outbox lock), and what is known of its health.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use ferrocoll_core::{Error, Result};
@@ -24,6 +24,8 @@ pub(super) struct Peer {
     pub outbox: Mutex<Outbox>,
     /// Left, died or broke.
     pub health: Health,
+    /// The cause it named as it left was handed to the router (see `Peer::cause`).
+    pub cause_taken: AtomicBool,
 }
 
 /// Lock ignoring poison: every critical section of this transport leaves its
@@ -74,6 +76,17 @@ impl Peer {
                 self.health.set_dead(format!("endpoint {} (pid {}) died", self.ep, self.proc.pid));
             }
         }
+    }
+
+    /// The endpoint the peer named, as it closed, as the failure it left
+    /// because of (read from its segment: checked by the caller).
+    pub fn cause(&self) -> Option<usize> {
+        if !self.closed() {
+            return None;
+        }
+        // Relaxed: the Acquire load of the state in `closed` ordered it.
+        let w = self.seg.meta.u32_at(wire::H_CAUSE).ok()?.load(Ordering::Relaxed);
+        usize::try_from(w.checked_sub(1)?).ok()
     }
 
     /// Why messages can no longer go to or come from this peer, if so.

@@ -74,8 +74,14 @@ impl OwnedSegment {
         self.name.unlink()
     }
 
-    /// Mark the segment closed cleanly, for peers that read its state.
-    pub fn mark_closed(&self) {
+    /// Mark the segment closed cleanly, naming `cause` (the endpoint whose
+    /// failure this one leaves because of), for peers that read its state.
+    pub fn mark_closed(&self, cause: Option<usize>) {
+        let word = cause.and_then(|c| u32::try_from(c).ok()?.checked_add(1));
+        if let (Some(w), Ok(cell)) = (word, self.map.u32_at(wire::H_CAUSE)) {
+            // Relaxed: published by the Release store of the state below.
+            cell.store(w, Ordering::Relaxed);
+        }
         if let Ok(state) = self.map.u32_at(wire::H_STATE) {
             // Release: a peer that Acquire-loads CLOSED sees every record this
             // endpoint pushed before closing.
@@ -172,7 +178,7 @@ mod tests {
         assert_eq!(peer.header, seg.header);
         assert!(open_peer(seg.name(), std::process::id() + 1, 1, 2, 0).is_err());
         assert!(open_peer(seg.name(), std::process::id(), 0, 2, 0).is_err());
-        seg.mark_closed();
+        seg.mark_closed(None);
         let e = open_peer(seg.name(), std::process::id(), 1, 2, 0).err().unwrap().to_string();
         assert!(e.contains("not open"), "{e}");
         seg.unlink().unwrap();

@@ -323,6 +323,22 @@ fn a_corrupt_record_fails_only_its_sender() {
 }
 
 #[test]
+fn a_closing_endpoint_names_the_failure_it_leaves_because_of() {
+    let ts = group("cause", 3, &Config::new());
+    ts[2].set_cause(1);
+    ts[2].close();
+    ts[1].close();
+    // Peers' segments are checked at most every SCAN_INTERVAL.
+    let causes = poll(&[&ts[0]], || match ts[0].take_causes() {
+        c if c.is_empty() => Poll::Pending,
+        c => Poll::Ready(c),
+    });
+    assert_eq!(causes, vec![(2, 1)], "endpoint 1 closed naming nothing");
+    assert!(ts[0].failed(1).is_none(), "the transport reports what it saw itself only");
+    assert!(ts[0].take_causes().is_empty(), "each cause is handed out once");
+}
+
+#[test]
 fn names_are_unlinked_once_connected_and_nothing_is_left() {
     let j = job("files");
     let ts = create(&j, 3, &Config::new());

@@ -43,6 +43,11 @@ pub(super) struct Shared {
     /// Outboxes with something waiting (lets progress skip the others).
     nonempty: AtomicUsize,
     closed: AtomicBool,
+    /// The endpoint this one names as it closes (see `crate::cause`).
+    cause: OnceLock<usize>,
+    /// Causes that departed peers named, not yet taken; `news` says there are some.
+    causes: Mutex<Vec<(usize, usize)>>,
+    news: AtomicBool,
 }
 
 impl Shared {
@@ -93,7 +98,18 @@ impl Shared {
     /// Check peers' processes, at most every [`super::health::SCAN_INTERVAL`].
     pub fn maybe_scan(&self) {
         if self.clock.due() {
-            self.peers().for_each(|p| p.check());
+            for p in self.peers() {
+                p.check();
+                if !p.health.is_open() && !p.cause_taken.load(Ordering::Relaxed) {
+                    if let Some(c) = p.cause() {
+                        // Relaxed: scans are serialised by the clock; a duplicate would be harmless.
+                        p.cause_taken.store(true, Ordering::Relaxed);
+                        lock(&self.causes).push((p.ep, c));
+                        // Release: a taker that sees the flag finds the cause in the list (under its lock anyway).
+                        self.news.store(true, Ordering::Release);
+                    }
+                }
+            }
         }
     }
 
@@ -153,6 +169,9 @@ impl ShmTransport {
             clock: ScanClock::default(),
             nonempty: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            cause: OnceLock::new(),
+            causes: Mutex::default(),
+            news: AtomicBool::new(false),
         };
         Ok(ShmTransport { shared: Arc::new(shared) })
     }
@@ -184,6 +203,7 @@ impl ShmTransport {
             seg,
             outbox: Mutex::new(Outbox::new(ring)),
             health: Health::default(),
+            cause_taken: AtomicBool::new(false),
         });
         let mine = Consumer::new(s.seg.map.clone(), s.seg.header.ring_off(p.ep)? as usize, s.cfg.ring as usize)?;
         Ok((peer.clone(), Inbound::new(mine, peer), cma))
@@ -354,6 +374,18 @@ impl Transport for ShmTransport {
         self.shared.peer(ep).ok()?.health.failure()
     }
 
+    fn set_cause(&self, cause: usize) {
+        let _ = self.shared.cause.set(cause);
+    }
+
+    fn take_causes(&self) -> Vec<(usize, usize)> {
+        // Acquire: see maybe_scan. One load on the fast path: the list is rarely touched.
+        if !self.shared.news.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *lock(&self.shared.causes))
+    }
+
     /// Mark our segment closed, reject rendezvous messages we will never take,
     /// and unlink the name. The memory is unmapped when the last send handle
     /// that uses it is gone.
@@ -363,7 +395,7 @@ impl Transport for ShmTransport {
             return;
         }
         s.flush_all();
-        s.seg.mark_closed();
+        s.seg.mark_closed(s.cause.get().copied());
         lock(&s.recv).reject_all(&s.pool);
         if let Err(e) = s.seg.unlink() {
             ferrocoll_core::log_debug!("shm: {}", e.context());

@@ -39,9 +39,9 @@ use crate::p2p::MsgKey;
 /// `"FCSHMSEG"`.
 pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"FCSHMSEG");
 /// Layout version; bumped on any change to this file's layouts (2: records
-/// carry the sender's call signature). Peers of another version fail at
+/// carry the sender's call signature; 3: the header's cause word). Peers of another version fail at
 /// connect, naming both versions, before a record is read.
-pub(super) const VERSION: u32 = 2;
+pub(super) const VERSION: u32 = 3;
 
 /// Bytes of the fixed part of the segment header (what [`SegHeader::parse`] reads).
 pub(super) const HEADER_LEN: usize = 72;
@@ -49,6 +49,9 @@ pub(super) const HEADER_LEN: usize = 72;
 pub(super) const H_PROBE: usize = 64;
 /// Offset of the state word.
 pub(super) const H_STATE: usize = 128;
+/// Offset of the cause word, written before the state turns CLOSED: 0, or 1
+/// + the endpoint whose failure the owner left because of (`crate::cause`).
+pub(super) const H_CAUSE: usize = 132;
 /// Offset of the per-sender CMA flags.
 pub(super) const H_CMA: usize = 192;
 
@@ -426,11 +429,11 @@ mod tests {
         let mut b = good;
         b[8] = 9;
         assert!(SegHeader::parse(&b, 4096).unwrap_err().to_string().contains("version"));
-        // A peer built before records carried signatures is refused by name.
+        // A peer of an older build is refused by name.
         let mut b = good;
-        b[8] = 1;
+        b[8] = 2;
         let e = SegHeader::parse(&b, 4096).unwrap_err().to_string();
-        assert!(e.contains("version 1, this build speaks 2"), "{e}");
+        assert!(e.contains(&format!("version 2, this build speaks {VERSION}")), "{e}");
         let mut b = good;
         b[48] ^= 0x10; // rings_off
         assert!(SegHeader::parse(&b, 4096).is_err());

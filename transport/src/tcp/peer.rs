@@ -112,6 +112,10 @@ pub(super) struct Peer {
     closed: AtomicBool,
     /// Receive buffers, shared by the transport's peers.
     pool: Arc<Pool>,
+    /// The endpoint its goodbye named as the failure it left because of.
+    left_because: OnceLock<u32>,
+    /// `left_because` was handed out (by `take_cause`).
+    cause_taken: AtomicBool,
 }
 
 impl Peer {
@@ -130,6 +134,8 @@ impl Peer {
             link,
             closed: AtomicBool::new(false),
             pool,
+            left_because: OnceLock::new(),
+            cause_taken: AtomicBool::new(false),
         }
     }
 
@@ -162,6 +168,14 @@ impl Peer {
         }
     }
 
+    /// The endpoint this peer's goodbye named as the failure it left
+    /// because of: once (later calls say `None`).
+    pub(super) fn take_cause(&self) -> Option<usize> {
+        let &c = self.left_because.get()?;
+        // Relaxed: the OnceLock publishes the value; the flag only makes it once.
+        (!self.cause_taken.swap(true, Ordering::Relaxed)).then_some(c as usize)
+    }
+
     /// Why this peer died, if it did.
     pub(super) fn failed(&self) -> Option<Error> {
         (self.health.get() == State::Dead).then(|| Error::io(self.health.why().to_string()))
@@ -192,7 +206,12 @@ impl Peer {
         let end = rx.pump(&mut &link.stream, PUMP_BUDGET, &self.pool, &mut |k, g, v| self.deliver(k, g, v));
         let (state, why) = match end {
             None => return,
-            Some(RxEnd::Goodbye) => (State::Left, String::new()),
+            Some(RxEnd::Goodbye { cause }) => {
+                if let Some(c) = cause {
+                    let _ = self.left_because.set(c);
+                }
+                (State::Left, String::new())
+            }
             Some(RxEnd::Eof { mid_frame }) => {
                 let mid = if mid_frame { " in the middle of a frame" } else { "" };
                 (
@@ -317,14 +336,16 @@ impl Peer {
         }
     }
 
-    /// Say goodbye (best effort, without blocking) and close the connection.
-    pub(super) fn close(&self) {
+    /// Say goodbye (best effort, without blocking), naming `cause` (the
+    /// endpoint whose failure this one leaves because of, if any), and close
+    /// the connection.
+    pub(super) fn close(&self, cause: Option<u32>) {
         // Release: a sender that sees "closed" does not queue behind the goodbye.
         self.closed.store(true, Ordering::Release);
         let Some(link) = &self.link else { return };
         let mut tx = lock(&link.tx);
         if self.health.get() == State::Alive {
-            tx.push_copy(&Header::goodbye(), &[]);
+            tx.push_copy(&Header::goodbye(cause), &[]);
             let fd = link.stream.as_raw_fd();
             let _ = tx.flush(&mut |bufs: &[IoSlice<'_>]| sys::send_vectored(fd, bufs));
         }

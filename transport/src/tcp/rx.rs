@@ -28,8 +28,9 @@ const CHUNK: usize = 1 << 20;
 /// How a connection ended.
 #[derive(Debug)]
 pub(super) enum RxEnd {
-    /// The peer said goodbye: it left cleanly.
-    Goodbye,
+    /// The peer said goodbye: it left cleanly (`cause`: the endpoint whose
+    /// failure it left because of, if it named one).
+    Goodbye { cause: Option<u32> },
     /// End of stream without a goodbye (`mid_frame`: inside a frame).
     Eof { mid_frame: bool },
     /// The socket failed (e.g. connection reset).
@@ -96,8 +97,8 @@ impl RxConn {
         let mut read = 0usize;
         loop {
             match self.parse(pool, deliver) {
-                Ok(false) => {}
-                Ok(true) => return self.end(RxEnd::Goodbye),
+                Ok(None) => {}
+                Ok(Some(cause)) => return self.end(RxEnd::Goodbye { cause }),
                 Err(e) => return self.end(RxEnd::Corrupt(e)),
             }
             if read >= budget {
@@ -139,8 +140,12 @@ impl RxConn {
         Some(how)
     }
 
-    /// Parse what the staging buffer holds; `Ok(true)` at a goodbye.
-    fn parse(&mut self, pool: &Pool, deliver: &mut dyn FnMut(MsgKey, Signature, Vec<u8>)) -> Result<bool> {
+    /// Parse what the staging buffer holds; `Ok(Some(cause))` at a goodbye.
+    fn parse(
+        &mut self,
+        pool: &Pool,
+        deliver: &mut dyn FnMut(MsgKey, Signature, Vec<u8>),
+    ) -> Result<Option<Option<u32>>> {
         loop {
             if let Some(p) = &mut self.partial {
                 let take = (self.end - self.start).min(p.len - p.filled);
@@ -148,7 +153,7 @@ impl RxConn {
                 p.filled += take;
                 self.start += take;
                 if p.filled < p.len {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 if let Some(mut p) = self.partial.take() {
                     p.buf.truncate(p.len);
@@ -159,12 +164,12 @@ impl RxConn {
             let Some(bytes) =
                 self.stage.get(self.start..self.start + HEADER_LEN).filter(|_| self.end - self.start >= HEADER_LEN)
             else {
-                return Ok(false);
+                return Ok(None);
             };
             let h = Header::decode(bytes)?;
             self.start += HEADER_LEN;
             match h.kind {
-                Kind::Goodbye => return Ok(true),
+                Kind::Goodbye => return Ok(Some(h.cause())),
                 Kind::Data => {
                     let len = usize::try_from(h.len)
                         .map_err(|_| Error::io(format!("a frame announces {} payload bytes", h.len)))?;
@@ -261,13 +266,13 @@ mod tests {
     #[test]
     fn small_and_large_frames_then_goodbye() {
         let (mut wire, msgs) = frames(&[0, 5, 200_000, 17, STAGE * 3 + 1]);
-        wire.extend_from_slice(&Header::goodbye().encode());
+        wire.extend_from_slice(&Header::goodbye(None).encode());
         wire.extend_from_slice(b"ignored after goodbye");
         let mut src = Chunks { data: wire, at: 0, sizes: vec![7, 100_000, 1, 3000], eof: true };
         let mut conn = RxConn::new();
         let (got, end) = drain(&mut conn, &mut src);
         assert!(got == msgs, "the messages differ");
-        assert!(matches!(end, Some(RxEnd::Goodbye)), "{end:?}");
+        assert!(matches!(end, Some(RxEnd::Goodbye { cause: None })), "{end:?}");
         assert!(
             conn.is_ended()
                 && conn.pump(&mut src, 1, &Pool::default(), &mut |_, _, _| panic!("delivered after the end")).is_none()

@@ -295,6 +295,25 @@ fn a_peer_that_left_because_another_died_names_the_dead_one() {
     assert!(ts[0].failed(1).is_some() && ts[0].failed(2).is_none());
 }
 
+#[test]
+fn a_goodbye_names_the_failure_its_sender_leaves_because_of() {
+    let ts = group(3);
+    // Endpoint 2 leaves because (it says) endpoint 1 failed; endpoint 0 has
+    // seen nothing of endpoint 1 itself.
+    ts[2].set_cause(1);
+    ts[2].close();
+    let e = recv(&[&ts[0]], &ts[0], 2, key(1), &mut [0u8; 4]).unwrap_err().to_string();
+    assert!(e.contains("endpoint 2") && e.contains("left"), "{e}");
+    assert_eq!(ts[0].take_causes(), vec![(2, 1)]);
+    assert_eq!(ts[0].take_causes(), vec![], "each cause is handed out once");
+    // The transport reports what it saw itself only; the router adds reports.
+    assert!(ts[0].failed(1).is_none());
+    // A plain goodbye names nothing.
+    ts[1].close();
+    let _ = recv(&[&ts[0]], &ts[0], 1, key(1), &mut [0u8; 4]).unwrap_err();
+    assert_eq!(ts[0].take_causes(), vec![]);
+}
+
 /// A raw socket playing endpoint 1 of a group of two with `t` (endpoint 0 of job `job`):
 /// returns the transport, connected, and the peer's end of the connection.
 fn with_raw_peer() -> (TcpTransport, TcpStream) {
@@ -351,7 +370,7 @@ fn a_peer_that_dies_is_failed_after_its_messages_are_delivered() {
 #[test]
 fn a_corrupt_frame_fails_the_connection_naming_the_peer() {
     for bad in [vec![0x5Au8; HEADER_LEN], {
-        let mut h = Header::goodbye().encode().to_vec();
+        let mut h = Header::goodbye(None).encode().to_vec();
         h[2] = 9;
         h
     }] {

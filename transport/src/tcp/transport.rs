@@ -36,6 +36,8 @@ pub struct TcpTransport {
     polling: Mutex<(Vec<libc::pollfd>, Vec<usize>)>,
     /// Large receive buffers, given back after their message is copied out.
     pool: Arc<Pool>,
+    /// The endpoint the goodbyes name as the failure this one leaves because of.
+    cause: OnceLock<u32>,
 }
 
 impl TcpTransport {
@@ -64,6 +66,7 @@ impl TcpTransport {
             closed: AtomicBool::new(false),
             polling: Mutex::default(),
             pool: Arc::default(),
+            cause: OnceLock::new(),
         })
     }
 
@@ -277,13 +280,27 @@ impl Transport for TcpTransport {
         self.peers.get()?.get(ep)?.as_ref()?.failed()
     }
 
+    fn set_cause(&self, cause: usize) {
+        if let Ok(c) = u32::try_from(cause) {
+            let _ = self.cause.set(c);
+        }
+    }
+
+    fn take_causes(&self) -> Vec<(usize, usize)> {
+        if self.no_peers.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        self.connected_peers().filter_map(|p| Some((p.ep, p.take_cause()?))).collect()
+    }
+
     fn close(&self) {
         // AcqRel: closes once; see check_open.
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
         self.listener.lock().unwrap_or_else(|p| p.into_inner()).take();
-        self.connected_peers().for_each(|p| p.close());
+        let cause = self.cause.get().copied();
+        self.connected_peers().for_each(|p| p.close(cause));
     }
 }
 

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! A data frame carries its sender's call signature, which the receive
-//! checks before it copies anything (a goodbye's is zero).
+//! checks before it copies anything (a goodbye's is zero). A goodbye may
+//! name the endpoint whose failure made its sender leave (`src`, with `tag`
+//! 1: see `crate::cause`).
 
 use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -141,9 +143,16 @@ impl Header {
         Header { kind: Kind::Data, key, sig, len: len as u64 }
     }
 
-    pub(super) fn goodbye() -> Header {
-        let (key, sig) = (MsgKey { team: 0, seq: 0, tag: 0, src: 0 }, Signature { word: 0, size: 0 });
-        Header { kind: Kind::Goodbye, key, sig, len: 0 }
+    /// A goodbye; `cause` is the endpoint whose failure made this one leave,
+    /// if it knows of one (in `src`, with `tag` 1; see `crate::cause`).
+    pub(super) fn goodbye(cause: Option<u32>) -> Header {
+        let key = MsgKey { team: 0, seq: 0, tag: u32::from(cause.is_some()), src: cause.unwrap_or(0) };
+        Header { kind: Kind::Goodbye, key, sig: Signature { word: 0, size: 0 }, len: 0 }
+    }
+
+    /// The cause a goodbye names, if it names one.
+    pub(super) fn cause(&self) -> Option<u32> {
+        (self.kind == Kind::Goodbye && self.key.tag == 1).then_some(self.key.src)
     }
 
     pub(super) fn encode(&self) -> [u8; HEADER_LEN] {
@@ -185,6 +194,9 @@ impl Header {
         if kind == Kind::Goodbye && len != 0 {
             return Err(Error::io(format!("goodbye frame announces {len} payload bytes")));
         }
+        if kind == Kind::Goodbye && tag > 1 {
+            return Err(Error::io(format!("goodbye frame has cause flag {tag}, not 0 or 1")));
+        }
         Ok(Header { kind, key: MsgKey { team, seq, tag, src }, sig, len })
     }
 }
@@ -219,7 +231,14 @@ mod tests {
 
     #[test]
     fn goodbye_round_trips_and_must_be_empty() {
-        let g = Header::goodbye();
+        for cause in [None, Some(0), Some(7)] {
+            let g = Header::goodbye(cause);
+            assert_eq!(Header::decode(&g.encode()).unwrap().cause(), cause);
+        }
+        let mut flag = Header::goodbye(Some(3)).encode();
+        flag[8] = 2;
+        assert!(Header::decode(&flag).unwrap_err().to_string().contains("cause flag 2"));
+        let g = Header::goodbye(None);
         assert_eq!(Header::decode(&g.encode()).unwrap(), g);
         assert_eq!(g.encode().len(), 52);
         let mut b = g.encode();
