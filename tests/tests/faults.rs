@@ -39,7 +39,11 @@ fn a_root_whose_send_is_never_taken_names_the_rank_it_waits_for() {
             return None;
         }
         let mut buf = vec![7u8; 1 << 20];
-        Coll::bcast(&mut buf, 0).timeout(Duration::from_millis(300)).run(team).err().map(|e| (e.status(), e.to_string()))
+        Coll::bcast(&mut buf, 0)
+            .timeout(Duration::from_millis(300))
+            .run(team)
+            .err()
+            .map(|e| (e.status(), e.to_string()))
     });
     let Some((status, msg)) = &results[0] else { panic!("the root must time out") };
     assert_eq!(*status, Status::TimedOut, "{msg}");

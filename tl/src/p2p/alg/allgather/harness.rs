@@ -81,8 +81,8 @@ where
         (0..size).map(|_| Arc::new(Router::new(vec![Box::new(InProcTransport::new())]))).collect();
     let me = ProcInfo::local();
     let addrs: Vec<(ProcInfo, Vec<u8>)> = routers.iter().map(|t| (me.clone(), t.address())).collect();
-    for t in &routers {
-        t.connect(&me, &addrs).expect("connect");
+    for (ep, t) in routers.iter().enumerate() {
+        t.connect(ep, &addrs).expect("connect");
     }
     // Relaxed: ids only need to be unique.
     let id = NEXT_TEAM.fetch_add(1, Ordering::Relaxed);
