@@ -1,7 +1,13 @@
 //! A rank other than 0: one connection to the store. Connecting (with
-//! retries until the deadline), the hello, sending contributions and reading
-//! results all happen inside [`Client::progress`], without blocking — except
-//! the connect attempt itself, which std can only bound (by [`MAX_ATTEMPT`]).
+//! retries until the deadline), the handshake, sending contributions and
+//! reading results all happen inside [`Client::progress`], without blocking —
+//! except the connect attempt itself, which std can only bound (by
+//! [`MAX_ATTEMPT`]).
+//!
+//! The handshake: hello (rank, size, our nonce), then the store's challenge,
+//! whose proof we check before we send anything else; only then our proof.
+//! Whatever listens on the port before it has proved that it knows the token
+//! gets nothing but the hello, and may send us no more than 16 KiB.
 
 use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -11,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use ferrocoll_core::{Error, Result};
 
-use super::frame::{self, Fill, FrameReader, Hello, Kind, MAX_FRAME, OutBuf};
+use super::auth::{self, Key, Transcript};
+use super::frame::{self, Challenge, Fill, FrameReader, Hello, Kind, MAX_FRAME, MAX_HELLO, OutBuf};
 use super::{TcpOobParams, deadline_after, secs};
 
 /// The longest one connect attempt may block a `test` (a host that drops SYNs).
@@ -28,10 +35,13 @@ pub(super) struct Client {
     target: String,
     host: String,
     port: u16,
-    hello: Arc<[u8]>,
+    hello: Hello,
+    key: Key,
     timeout: Duration,
     deadline: Option<Instant>,
     conn: Option<Conn>,
+    /// The store has proved that it knows the token (we have sent our proof).
+    store_proved: bool,
     /// The store has admitted us (contributions may be sent).
     welcomed: bool,
     attempts: u32,
@@ -55,7 +65,10 @@ struct Conn {
 
 impl Client {
     pub(super) fn new(p: &TcpOobParams) -> Result<Client> {
-        let hello = Hello { rank: p.rank, size: p.size, token: p.token.as_bytes().to_vec() }.encode()?;
+        // One nonce per client is one per connection: a client connects once
+        // (a failed attempt sent nothing, and a lost connection is not reopened).
+        let hello =
+            Hello { rank: frame::u32_of(p.rank, "rank")?, size: frame::u32_of(p.size, "size")?, nonce: auth::nonce()? };
         let host = p.master_addr.trim().trim_start_matches('[').trim_end_matches(']').to_string();
         Ok(Client {
             rank: p.rank,
@@ -68,9 +81,11 @@ impl Client {
             host,
             port: p.master_port,
             hello,
+            key: Key::new(p.token.as_bytes())?,
             timeout: p.connect_timeout,
             deadline: deadline_after(p.connect_timeout),
             conn: None,
+            store_proved: false,
             welcomed: false,
             attempts: 0,
             next_attempt: Instant::now(),
@@ -175,8 +190,9 @@ impl Client {
             };
             if let Some(stream) = self.attempt(attempt) {
                 let mut out = OutBuf::default();
-                out.push(self.hello.clone());
-                self.conn = Some(Conn { stream, reader: FrameReader::new(MAX_FRAME), out });
+                out.push(self.hello.encode()?);
+                // Small frames only until the peer has proved it is the store.
+                self.conn = Some(Conn { stream, reader: FrameReader::new(MAX_HELLO), out });
                 return Ok(());
             }
             self.attempts += 1;
@@ -224,7 +240,31 @@ impl Client {
         let store = |e: Error| e.prefixed(format!("rank {}: the bootstrap store at {}", self.rank, self.target));
         while let Some(f) = c.reader.next().map_err(store)? {
             match f.kind {
-                Kind::Welcome if !self.welcomed => {
+                Kind::Challenge if !self.store_proved => {
+                    let challenge = Challenge::decode(&f.payload).map_err(store)?;
+                    let t = Transcript {
+                        rank: self.hello.rank,
+                        size: self.hello.size,
+                        client: self.hello.nonce,
+                        store: challenge.nonce,
+                    };
+                    if !self.key.store_proof_holds(&t, &challenge.proof) {
+                        // Not a byte more to it: the caller drops the connection with the error.
+                        return Err(Error::invalid_param(format!(
+                            "rank {}: the process at {} does not know the job token: it is not this job's \
+                             bootstrap store (another job on the same port, or a squatter), or this rank has \
+                             the wrong job token (the ranks were started with different FERROCOLL_JOB_TOKEN values)",
+                            self.rank, self.target
+                        )));
+                    }
+                    self.store_proved = true;
+                    c.reader.set_max(MAX_FRAME);
+                    c.out.push(frame::encode_proof(&self.key.rank_proof(&t))?);
+                    if let Err(e) = c.out.flush(&mut c.stream) {
+                        self.closed = Some(format!("lost its connection ({e})"));
+                    }
+                }
+                Kind::Welcome if self.store_proved && !self.welcomed => {
                     self.welcomed = true;
                     for h in self.held.drain(..) {
                         c.out.push(h);
@@ -235,10 +275,14 @@ impl Client {
                 }
                 Kind::Error if !self.welcomed => {
                     let e = frame::decode_error(&f.payload);
-                    return Err(Error::new(
-                        e.status(),
-                        format!("the bootstrap store at {} refused rank {}: {}", self.target, self.rank, e.context()),
-                    ));
+                    // Before its proof, what answers may not be the store (e.g. a store of
+                    // protocol version 1 refusing our version): its words are quoted as such.
+                    let who = if self.store_proved {
+                        format!("the bootstrap store at {}", self.target)
+                    } else {
+                        format!("the process at {} (before proving that it knows the job token)", self.target)
+                    };
+                    return Err(Error::new(e.status(), format!("{who} refused rank {}: {}", self.rank, e.context())));
                 }
                 Kind::Error => {
                     let e = frame::decode_error(&f.payload);

@@ -2,15 +2,21 @@
 //! the non-blocking buffers that read and write them.
 //!
 //! A frame is `[kind u8][len u32 LE][payload: len bytes]`; integers are
-//! little-endian. Payloads:
+//! little-endian. Payloads, in the order a connection sees them:
 //!
 //! | kind | direction | payload |
 //! |------|-----------|---------|
-//! | `Hello` | client → store | magic `FCOB`, version u16, rank u32, size u32, token_len u32, token |
+//! | `Hello` | client → store | magic `FCOB`, version u16, rank u32, size u32, client nonce (32 bytes) |
+//! | `Challenge` | store → client | store nonce (32 bytes), store proof (32 bytes) |
+//! | `Proof` | client → store | rank proof (32 bytes) |
 //! | `Welcome` | store → client | empty |
-//! | `Error` | store → client | UTF-8 reason (refusal, or why the store aborted) |
+//! | `Error` | store → client | status i32, UTF-8 reason (refusal, or why the store aborted) |
 //! | `Contribute` | client → store | round u64, the rank's bytes (rest of the frame) |
 //! | `Result` | store → client | round u64, count u32, then count × (len u32, bytes) |
+//!
+//! The token itself never travels: the proofs are MACs keyed with it
+//! (`auth.rs`). Version 1 sent the token in the hello; a version-1 peer is
+//! refused by the version check, in either direction.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -19,16 +25,19 @@ use std::sync::Arc;
 use ferrocoll_core::wire::Reader;
 use ferrocoll_core::{Error, Result, Status};
 
+use super::auth::{Nonce, Proof};
+
 /// `FCOB` (ferrocoll OOB) as the first four bytes of a hello.
 pub(super) const MAGIC: u32 = u32::from_le_bytes(*b"FCOB");
-/// Protocol version; a store refuses a client that speaks another.
-pub(super) const VERSION: u16 = 1;
+/// Protocol version; a store refuses a client that speaks another. 2: the
+/// challenge-response handshake (1 sent the token in the hello).
+pub(super) const VERSION: u16 = 2;
 /// The largest frame accepted from an authenticated peer (and built by the store).
 pub(super) const MAX_FRAME: usize = 1 << 30;
-/// The largest frame accepted before a peer has presented a valid hello.
+/// The largest frame accepted from a peer that has not proved it knows the
+/// job token (the store's side: before a valid proof; a rank's side: before
+/// a valid challenge).
 pub(super) const MAX_HELLO: usize = 16 * 1024;
-/// The longest job token.
-pub(super) const MAX_TOKEN: usize = 4096;
 /// Bytes of a frame header.
 const HEADER: usize = 5;
 /// Bytes read from one socket per progress call, so that one busy peer cannot starve the others.
@@ -42,6 +51,8 @@ pub(super) enum Kind {
     Error = 3,
     Contribute = 4,
     Result = 5,
+    Challenge = 6,
+    Proof = 7,
 }
 
 impl Kind {
@@ -52,6 +63,8 @@ impl Kind {
             3 => Some(Kind::Error),
             4 => Some(Kind::Contribute),
             5 => Some(Kind::Result),
+            6 => Some(Kind::Challenge),
+            7 => Some(Kind::Proof),
             _ => None,
         }
     }
@@ -81,24 +94,26 @@ pub(super) fn encode(kind: Kind, parts: &[&[u8]]) -> Result<Arc<[u8]>> {
     Ok(out.into())
 }
 
-/// The client's hello.
-#[derive(Debug, PartialEq, Eq)]
+/// The client's hello: who it claims to be, and its half of the challenge.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Hello {
-    pub(super) rank: usize,
-    pub(super) size: usize,
-    pub(super) token: Vec<u8>,
+    pub(super) rank: u32,
+    pub(super) size: u32,
+    pub(super) nonce: Nonce,
 }
 
 impl Hello {
     pub(super) fn encode(&self) -> Result<Arc<[u8]>> {
-        let mut p = Vec::with_capacity(18 + self.token.len());
-        p.extend_from_slice(&MAGIC.to_le_bytes());
-        p.extend_from_slice(&VERSION.to_le_bytes());
-        p.extend_from_slice(&u32_of(self.rank, "rank")?.to_le_bytes());
-        p.extend_from_slice(&u32_of(self.size, "size")?.to_le_bytes());
-        p.extend_from_slice(&u32_of(self.token.len(), "token length")?.to_le_bytes());
-        p.extend_from_slice(&self.token);
-        encode(Kind::Hello, &[&p])
+        encode(
+            Kind::Hello,
+            &[
+                &MAGIC.to_le_bytes(),
+                &VERSION.to_le_bytes(),
+                &self.rank.to_le_bytes(),
+                &self.size.to_le_bytes(),
+                &self.nonce,
+            ],
+        )
     }
 
     /// Parse a hello; the error is the reason sent back to the refused peer.
@@ -116,19 +131,56 @@ impl Hello {
     }
 
     fn body(mut r: Reader<'_>) -> Result<Hello> {
-        let rank = r.u32()? as usize;
-        let size = r.u32()? as usize;
-        let token_len = r.u32()? as usize;
-        if token_len > MAX_TOKEN {
-            return Err(Error::invalid_param(format!("token of {token_len} bytes is over {MAX_TOKEN}")));
-        }
-        let token = r.bytes(token_len)?.to_vec();
+        let rank = r.u32()?;
+        let size = r.u32()?;
+        let nonce = array(&mut r)?;
         r.finish()?;
-        Ok(Hello { rank, size, token })
+        Ok(Hello { rank, size, nonce })
     }
 }
 
-fn u32_of(n: usize, what: &str) -> Result<u32> {
+/// The store's answer to a hello: its nonce, and its proof that it knows the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Challenge {
+    pub(super) nonce: Nonce,
+    pub(super) proof: Proof,
+}
+
+impl Challenge {
+    pub(super) fn encode(&self) -> Result<Arc<[u8]>> {
+        encode(Kind::Challenge, &[&self.nonce, &self.proof])
+    }
+
+    pub(super) fn decode(payload: &[u8]) -> Result<Challenge> {
+        let mut r = Reader::new(payload);
+        let nonce = array(&mut r)?;
+        let proof = array(&mut r)?;
+        r.finish().map_err(|e| e.prefixed("challenge"))?;
+        Ok(Challenge { nonce, proof })
+    }
+}
+
+/// A rank's answer to the challenge.
+pub(super) fn encode_proof(proof: &Proof) -> Result<Arc<[u8]>> {
+    encode(Kind::Proof, &[proof])
+}
+
+/// The proof a `Proof` frame carries.
+pub(super) fn decode_proof(payload: &[u8]) -> Result<Proof> {
+    let mut r = Reader::new(payload);
+    let proof = array(&mut r)?;
+    r.finish().map_err(|e| e.prefixed("proof"))?;
+    Ok(proof)
+}
+
+/// The next `N` bytes as an array (nonces and proofs have fixed lengths).
+fn array<const N: usize>(r: &mut Reader<'_>) -> Result<[u8; N]> {
+    let mut a = [0u8; N];
+    a.copy_from_slice(r.bytes(N)?);
+    Ok(a)
+}
+
+pub(super) fn u32_of(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::invalid_param(format!("bootstrap {what} {n} does not fit in 32 bits")))
 }
 
@@ -367,10 +419,13 @@ mod tests {
 
     #[test]
     fn frames_survive_any_split() {
-        let hello = Hello { rank: 3, size: 8, token: b"secret".to_vec() };
+        let hello = Hello { rank: 3, size: 8, nonce: [5; 32] };
+        let challenge = Challenge { nonce: [6; 32], proof: [7; 32] };
         let all = vec![vec![1u8, 2], vec![], vec![9; 300]];
         let mut stream = Vec::new();
         stream.extend_from_slice(&hello.encode().unwrap());
+        stream.extend_from_slice(&challenge.encode().unwrap());
+        stream.extend_from_slice(&encode_proof(&[8; 32]).unwrap());
         stream.extend_from_slice(&encode_contribution(7, b"abc").unwrap());
         stream.extend_from_slice(&encode_result(7, &all).unwrap());
         for step in [1, 2, 5, 64, 100_000] {
@@ -386,10 +441,17 @@ mod tests {
                     break;
                 }
             }
-            assert_eq!(frames.len(), 3, "step {step}");
+            let kinds: Vec<Kind> = frames.iter().map(|f| f.kind).collect();
+            assert_eq!(
+                kinds,
+                [Kind::Hello, Kind::Challenge, Kind::Proof, Kind::Contribute, Kind::Result],
+                "step {step}"
+            );
             assert_eq!(Hello::decode(&frames[0].payload).unwrap(), hello);
-            assert_eq!(decode_contribution(&frames[1].payload).unwrap(), (7, b"abc".to_vec()));
-            assert_eq!(decode_result(&frames[2].payload, 3).unwrap(), (7, all.clone()));
+            assert_eq!(Challenge::decode(&frames[1].payload).unwrap(), challenge);
+            assert_eq!(decode_proof(&frames[2].payload).unwrap(), [8; 32]);
+            assert_eq!(decode_contribution(&frames[3].payload).unwrap(), (7, b"abc".to_vec()));
+            assert_eq!(decode_result(&frames[4].payload, 3).unwrap(), (7, all.clone()));
         }
     }
 
@@ -413,8 +475,32 @@ mod tests {
         let mut bad_version = MAGIC.to_le_bytes().to_vec();
         bad_version.extend_from_slice(&9u16.to_le_bytes());
         assert!(Hello::decode(&bad_version).unwrap_err().contains("version 9"));
-        let good = Hello { rank: 1, size: 2, token: vec![] }.encode().unwrap();
-        assert!(Hello::decode(&good[HEADER..good.len() - 1]).unwrap_err().contains("malformed hello"));
+        // A version-1 hello (which carried the token) is refused by its version.
+        let mut v1 = MAGIC.to_le_bytes().to_vec();
+        v1.extend_from_slice(&1u16.to_le_bytes());
+        v1.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, b't', b'o', b'k']);
+        assert!(Hello::decode(&v1).unwrap_err().contains("bootstrap protocol version 1, the store speaks version 2"));
+        let good = Hello { rank: 1, size: 2, nonce: [0; 32] }.encode().unwrap();
+        for cut in HEADER + 6..good.len() {
+            assert!(Hello::decode(&good[HEADER..cut]).unwrap_err().contains("malformed hello"), "cut {cut}");
+        }
+        let mut long = good[HEADER..].to_vec();
+        long.push(0);
+        assert!(Hello::decode(&long).unwrap_err().contains("malformed hello"));
+        // Challenges and proofs have fixed lengths: one byte short or over is an error.
+        let c = Challenge { nonce: [1; 32], proof: [2; 32] }.encode().unwrap();
+        let pr = encode_proof(&[3; 32]).unwrap();
+        for (payload, decode) in [
+            (&c[HEADER..], (|b| Challenge::decode(b).map(|_| ())) as fn(&[u8]) -> Result<()>),
+            (&pr[HEADER..], |b| decode_proof(b).map(|_| ())),
+        ] {
+            assert!(decode(payload).is_ok());
+            assert!(decode(&payload[..payload.len() - 1]).unwrap_err().to_string().contains("truncated"));
+            let mut long = payload.to_vec();
+            long.push(0);
+            assert!(decode(&long).unwrap_err().to_string().contains("trailing"));
+            assert!(decode(&[]).is_err());
+        }
         assert!(decode_contribution(&[1, 2, 3]).is_err());
         let res = encode_result(1, &[vec![5; 10], vec![6]]).unwrap();
         assert!(decode_result(&res[HEADER..], 3).unwrap_err().to_string().contains("holds 2 ranks"));
@@ -468,9 +554,26 @@ mod tests {
         #[test]
         fn decoders_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256), size in 0usize..8) {
             let _ = Hello::decode(&bytes);
+            let _ = Challenge::decode(&bytes);
+            let _ = decode_proof(&bytes);
             let _ = decode_contribution(&bytes);
             let _ = decode_result(&bytes, size);
             let _ = decode_error(&bytes);
+        }
+
+        #[test]
+        fn handshake_frames_round_trip(rank in proptest::prelude::any::<u32>(), size in proptest::prelude::any::<u32>(), a in proptest::prelude::any::<[u8; 32]>(), b in proptest::prelude::any::<[u8; 32]>()) {
+            let hello = Hello { rank, size, nonce: a };
+            let h = hello.encode().unwrap();
+            proptest::prop_assert_eq!((h[0], h.len()), (Kind::Hello as u8, HEADER + 46));
+            proptest::prop_assert_eq!(Hello::decode(&h[HEADER..]).unwrap(), hello);
+            let challenge = Challenge { nonce: a, proof: b };
+            let c = challenge.encode().unwrap();
+            proptest::prop_assert_eq!((c[0], c.len()), (Kind::Challenge as u8, HEADER + 64));
+            proptest::prop_assert_eq!(Challenge::decode(&c[HEADER..]).unwrap(), challenge);
+            let p = encode_proof(&b).unwrap();
+            proptest::prop_assert_eq!((p[0], p.len()), (Kind::Proof as u8, HEADER + 32));
+            proptest::prop_assert_eq!(decode_proof(&p[HEADER..]).unwrap(), b);
         }
 
         #[test]

@@ -2,13 +2,32 @@
 //! other rank connects to once.
 //!
 //! Rank 0 listens on `MASTER_ADDR:MASTER_PORT`; each other rank opens one
-//! connection and presents a hello (magic, protocol version, rank, size, job
-//! token). The store refuses — with an error frame the client reports, then
-//! closes — a wrong token, a rank out of range or already connected, and a
-//! size that disagrees; it logs the refusal and keeps waiting for the right
-//! process. An allgather round: every rank sends `(round, bytes)` to rank 0;
-//! once rank 0 holds every rank's bytes of a round it sends the whole vector
-//! to everyone. Rounds are numbered, so a fast rank may post round 2 while a
+//! connection and the two sides prove to each other that they know the job
+//! token, without sending it:
+//!
+//! 1. rank → store: hello (magic, protocol version, rank, size, a fresh
+//!    random nonce from the rank);
+//! 2. store → rank: challenge (a fresh nonce from the store, and the store's
+//!    proof: HMAC-SHA256 keyed with the token over "store", rank, size, both
+//!    nonces);
+//! 3. the rank checks that proof (in constant time). A wrong one fails the
+//!    rank at once, naming the address ("the process at 10.0.0.1:29500 does
+//!    not know the job token: …"), and nothing more is sent to it. Otherwise
+//!    rank → store: its proof (HMAC over "rank", rank, size, both nonces);
+//! 4. the store checks it, then the rank's claims; it refuses — with an
+//!    error frame the client reports, then closes — a wrong proof (a wrong
+//!    token), a rank out of range or already connected, and a size that
+//!    disagrees; it logs the refusal and keeps waiting for the right process.
+//!    Else it welcomes the rank.
+//!
+//! So a process that listens on the port instead of rank 0 learns a rank, a
+//! size and a nonce, never the token (nor a proof it can reuse: nonces are
+//! fresh per connection); see `auth.rs` for the proofs and `SECURITY.md` for
+//! what this does not protect.
+//!
+//! An allgather round: every rank sends `(round, bytes)` to rank 0; once
+//! rank 0 holds every rank's bytes of a round it sends the whole vector to
+//! everyone. Rounds are numbered, so a fast rank may post round 2 while a
 //! slow one still reads round 1. The wire format is in `frame.rs`.
 //!
 //! Design decisions:
@@ -24,13 +43,23 @@
 //!   (rank 0, after `connect_timeout`). When rank 0 fails it tells every
 //!   connected rank why before they would otherwise wait for their timeout.
 //! - **Length-checked frames**, capped at 1 GiB (16 KiB before a peer has
-//!   presented a valid hello); a corrupt frame is an error, never a panic.
+//!   proved it knows the token, on both sides); a corrupt frame is an error,
+//!   never a panic.
+//! - **The store proves first**, so a rank tells nothing derived from the
+//!   token to a process that does not know it (a rank's proof would let such
+//!   a process test guesses of a weak token offline). The store's proof
+//!   offers that to anyone who connects, which is why the token must be a
+//!   real secret (`ferrocoll-run`'s is 128 random bits).
 //!
 //! Limits: one store connection per rank, so rank 0 handles `size - 1`
 //! sockets and every byte of every round (fine for a bootstrap of small
 //! address blobs, not a data path). A rank that lost its connection cannot
 //! rejoin. The job token guards against accidents (another job's ranks on the
-//! same port), not against an attacker who can read the job's environment.
+//! same port) and against processes that do not know it, not against an
+//! attacker who can read the job's environment; nothing is encrypted, and
+//! the connection is not protected after the handshake (a relay between a
+//! rank and the real store gets through it, then sees and can alter
+//! everything).
 //!
 //! # Environment
 //!
@@ -41,6 +70,7 @@
 
 #![forbid(unsafe_code)]
 
+mod auth;
 mod client;
 mod env;
 mod frame;
@@ -71,7 +101,9 @@ pub struct TcpOobParams {
     /// Rank 0's port. At rank 0, 0 lets the system choose one (read it with
     /// [`TcpOob::listen_port`] and tell the other ranks).
     pub master_port: u16,
-    /// The job's secret: a process that presents another one is refused.
+    /// The job's secret, never sent: the store and each rank prove to each
+    /// other that they know it, and a process that does not is refused (or,
+    /// in the store's place, not trusted). Empty: anyone can make the proofs.
     pub token: String,
     /// How long to keep trying to reach the store (or to wait for every rank, at rank 0).
     /// `Duration::MAX`: forever.
@@ -195,8 +227,8 @@ impl TcpOob {
             env::TokenSource::Derived(from) if launch.params.rank == 0 => ferrocoll_core::log_warn!(
                 "TCP bootstrap: no FERROCOLL_JOB_TOKEN, so the job token is derived from {from}, which other \
                  processes on these hosts can read: one of them could join the bootstrap (or, listening on the \
-                 port first, collect the ranks' hellos); set FERROCOLL_JOB_TOKEN to the same secret on every \
-                 rank (ferrocoll-run does)"
+                 port first, pass for the store); set FERROCOLL_JOB_TOKEN to the same secret on every rank \
+                 (ferrocoll-run does)"
             ),
             env::TokenSource::Derived(from) => {
                 ferrocoll_core::log_debug!("TCP bootstrap: job token derived from {from}")
@@ -233,11 +265,11 @@ impl TcpOob {
         if u32::try_from(size).is_err() {
             return Err(Error::invalid_param(format!("TCP bootstrap: size {size} does not fit in 32 bits")));
         }
-        if params.token.len() > frame::MAX_TOKEN {
+        if params.token.len() > auth::MAX_TOKEN {
             return Err(Error::invalid_param(format!(
                 "TCP bootstrap: a job token of {} bytes is longer than {}",
                 params.token.len(),
-                frame::MAX_TOKEN
+                auth::MAX_TOKEN
             )));
         }
         if params.master_addr.trim().is_empty() && size > 1 {

@@ -1,7 +1,8 @@
-//! Rank 0's side: the store. It listens, admits each rank once (hello with
-//! the job's token), collects every rank's bytes of a round and sends the
-//! gathered vector to everyone. All I/O is non-blocking and happens inside
-//! [`Store::progress`], which the requests' `test` calls.
+//! Rank 0's side: the store. It listens, admits each rank once (after the
+//! handshake: hello, our challenge with our proof, the rank's proof),
+//! collects every rank's bytes of a round and sends the gathered vector to
+//! everyone. All I/O is non-blocking and happens inside [`Store::progress`],
+//! which the requests' `test` calls.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -11,23 +12,28 @@ use std::time::{Duration, Instant};
 
 use ferrocoll_core::{Error, Result, Status};
 
-use super::frame::{self, Fill, FrameReader, Hello, Kind, MAX_FRAME, MAX_HELLO, OutBuf};
+use super::auth::{self, Key, Transcript};
+use super::frame::{self, Challenge, Fill, Frame, FrameReader, Hello, Kind, MAX_FRAME, MAX_HELLO, OutBuf};
 use super::{TcpOobParams, deadline_after, secs};
 
 /// How long a refused connection may take to drain its error frame.
 const REFUSAL_LINGER: Duration = Duration::from_secs(5);
-/// How long a new connection may take to present its hello (ranks send it at once).
+/// How long a new connection may take to present its hello and its proof
+/// (ranks send each at once).
 const HELLO_WAIT: Duration = Duration::from_secs(30);
+/// Why a rank's proof is refused: it was made with another token.
+const WRONG_TOKEN: &str = "wrong job token (this process belongs to another job, or the ranks \
+                           were started with different FERROCOLL_JOB_TOKEN values)";
 
 pub(super) struct Store {
     size: usize,
-    token: Vec<u8>,
+    key: Key,
     listener: TcpListener,
     /// What we listen on, for messages (`0.0.0.0:29500`).
     local: SocketAddr,
     timeout: Duration,
     deadline: Option<Instant>,
-    /// Accepted, no hello yet.
+    /// Accepted, not yet through the handshake.
     pending: Vec<Pending>,
     /// Refused, draining the error frame before closing.
     refusing: Vec<(TcpStream, OutBuf, Instant)>,
@@ -45,7 +51,38 @@ struct Pending {
     stream: TcpStream,
     from: SocketAddr,
     reader: FrameReader,
+    /// Our challenge, until the socket has taken it.
+    out: OutBuf,
     since: Instant,
+    stage: Stage,
+}
+
+/// Where a pending connection is in the handshake.
+enum Stage {
+    /// Accepted; its hello has not arrived.
+    Hello,
+    /// Hello read and challenge queued; its proof has not arrived.
+    Challenged(Transcript),
+}
+
+impl Stage {
+    /// The frame this stage waits for, for messages.
+    fn expects(&self) -> &'static str {
+        match self {
+            Stage::Hello => "hello",
+            Stage::Challenged(_) => "proof",
+        }
+    }
+}
+
+/// What a pending connection's frame leads to.
+enum Step {
+    /// Read on (the challenge has been queued).
+    Wait,
+    /// The peer proved it knows the token; what it claimed.
+    Proved(Transcript),
+    /// Refuse it, with this reason.
+    Refuse(String),
 }
 
 struct Peer {
@@ -76,7 +113,7 @@ impl Store {
         ferrocoll_core::log_debug!("bootstrap store of {} ranks listening on {local}", p.size);
         Ok(Store {
             size: p.size,
-            token: p.token.as_bytes().to_vec(),
+            key: Key::new(p.token.as_bytes())?,
             listener,
             local,
             timeout: p.connect_timeout,
@@ -191,7 +228,15 @@ impl Store {
                         continue;
                     }
                     let reader = FrameReader::new(MAX_HELLO);
-                    self.pending.push(Pending { stream, from, reader, since: Instant::now() });
+                    let out = OutBuf::default();
+                    self.pending.push(Pending {
+                        stream,
+                        from,
+                        reader,
+                        out,
+                        since: Instant::now(),
+                        stage: Stage::Hello,
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -204,32 +249,37 @@ impl Store {
         }
     }
 
-    /// Read the hellos of new connections; admit or refuse them.
+    /// Take new connections through the handshake; admit or refuse them.
     fn admit(&mut self) {
         let mut i = 0;
         while i < self.pending.len() {
             let p = &mut self.pending[i];
+            let wrote = p.out.flush(&mut p.stream);
             let fill = p.reader.fill(&mut p.stream);
-            let frame = match (p.reader.next(), fill) {
-                (Ok(Some(f)), _) => Ok(f),
-                (Err(e), _) => Err(format!("not a ferrocoll bootstrap hello ({})", e.context())),
-                (Ok(None), Ok(Fill::Open)) if p.since.elapsed() < HELLO_WAIT => {
+            let proved = match (p.reader.next(), fill, wrote) {
+                (Ok(Some(f)), ..) => match handshake(&self.key, p, f) {
+                    // Again on the same connection: flush the challenge, read on.
+                    Step::Wait => continue,
+                    Step::Proved(t) => Ok(t),
+                    Step::Refuse(reason) => Err(reason),
+                },
+                (Err(e), ..) => Err(format!("not a ferrocoll bootstrap {} ({})", p.stage.expects(), e.context())),
+                (Ok(None), Ok(Fill::Open), Ok(())) if p.since.elapsed() < HELLO_WAIT => {
                     i += 1;
                     continue;
                 }
-                (Ok(None), Ok(Fill::Open)) => Err(format!("no hello within {}", secs(HELLO_WAIT))),
-                (Ok(None), Ok(Fill::Eof)) | (Ok(None), Err(_)) => {
-                    ferrocoll_core::log_debug!("bootstrap store on {}: {} left before its hello", self.local, p.from);
-                    self.pending.swap_remove(i);
+                (Ok(None), Ok(Fill::Open), Ok(())) => {
+                    Err(format!("no {} within {}", p.stage.expects(), secs(HELLO_WAIT)))
+                }
+                // Closed, or the socket failed.
+                (Ok(None), ..) => {
+                    let p = self.pending.swap_remove(i);
+                    self.left(&p);
                     continue;
                 }
             };
             let p = self.pending.swap_remove(i);
-            let verdict = frame.and_then(|f| match f.kind {
-                Kind::Hello => Hello::decode(&f.payload).and_then(|h| self.judge(&h)),
-                k => Err(format!("expected a hello, got a {k:?} frame")),
-            });
-            match (verdict, &self.fatal) {
+            match (proved.and_then(|t| self.judge(&t)), &self.fatal) {
                 (Ok(rank), None) => self.welcome(rank, p),
                 (Err(reason), _) => self.refuse(p, Status::InvalidParam, &reason),
                 (Ok(_), Some(e)) => {
@@ -240,29 +290,47 @@ impl Store {
         }
     }
 
-    /// The rank a hello may take, or why not (sent to the peer).
-    fn judge(&self, h: &Hello) -> std::result::Result<usize, String> {
-        if h.token != self.token {
-            return Err("wrong job token (this process belongs to another job, or the ranks \
-                        were started with different FERROCOLL_JOB_TOKEN values)"
-                .to_string());
+    /// A pending connection closed before the end of the handshake. One that
+    /// was challenged and left did not know the token (a rank that does
+    /// checks our proof, then sends its own); it is said like a refusal.
+    fn left(&self, p: &Pending) {
+        match &p.stage {
+            Stage::Challenged(t) if self.fatal.is_none() => ferrocoll_core::log_warn!(
+                "bootstrap store on {}: the connection from {} (claiming rank {} of {}) left without proving that \
+                 it knows the job token (a process of another job, a rank given a different FERROCOLL_JOB_TOKEN, \
+                 a rank that died, or something probing the port); still waiting for the job's ranks",
+                self.local,
+                p.from,
+                t.rank,
+                t.size
+            ),
+            _ => ferrocoll_core::log_debug!(
+                "bootstrap store on {}: {} left before its {}",
+                self.local,
+                p.from,
+                p.stage.expects()
+            ),
         }
-        if h.size != self.size {
-            return Err(format!("job size {} disagrees with the store's {}", h.size, self.size));
+    }
+
+    /// The rank a peer that proved the token may take, or why not (sent to the peer).
+    fn judge(&self, t: &Transcript) -> std::result::Result<usize, String> {
+        let (rank, size) = (t.rank as usize, t.size as usize);
+        if size != self.size {
+            return Err(format!("job size {size} disagrees with the store's {}", self.size));
         }
-        if h.rank == 0 || h.rank >= self.size {
-            return Err(format!("rank {} is not between 1 and {} (rank 0 is the store)", h.rank, self.size - 1));
+        if rank == 0 || rank >= self.size {
+            return Err(format!("rank {rank} is not between 1 and {} (rank 0 is the store)", self.size - 1));
         }
-        if let Some(p) = &self.peers[h.rank] {
-            return Err(format!("rank {} is already connected (from {})", h.rank, p.from));
+        if let Some(p) = &self.peers[rank] {
+            return Err(format!("rank {rank} is already connected (from {})", p.from));
         }
-        Ok(h.rank)
+        Ok(rank)
     }
 
     fn welcome(&mut self, rank: usize, p: Pending) {
-        let Pending { stream, from, mut reader, .. } = p;
+        let Pending { stream, from, mut reader, mut out, .. } = p;
         reader.set_max(MAX_FRAME);
-        let mut out = OutBuf::default();
         match frame::encode(Kind::Welcome, &[]) {
             Ok(f) => {
                 out.push(f);
@@ -281,7 +349,7 @@ impl Store {
                 p.from
             );
         }
-        let mut out = OutBuf::default();
+        let mut out = p.out;
         if let Ok(f) = frame::encode_error(status, reason) {
             out.push(f);
         }
@@ -392,6 +460,39 @@ impl Store {
             }
         }
         self.fatal = Some(e);
+    }
+}
+
+/// One handshake frame of a pending connection: a hello is answered with a
+/// challenge, a proof is checked. Nothing here admits a rank: the caller
+/// judges what a proved peer claims.
+fn handshake(key: &Key, p: &mut Pending, f: Frame) -> Step {
+    match (&p.stage, f.kind) {
+        (Stage::Hello, Kind::Hello) => {
+            let hello = match Hello::decode(&f.payload) {
+                Ok(h) => h,
+                Err(reason) => return Step::Refuse(reason),
+            };
+            let challenge = auth::nonce().and_then(|nonce| {
+                let t = Transcript { rank: hello.rank, size: hello.size, client: hello.nonce, store: nonce };
+                let frame = Challenge { nonce, proof: key.store_proof(&t) }.encode()?;
+                Ok((t, frame))
+            });
+            match challenge {
+                Ok((t, frame)) => {
+                    p.out.push(frame);
+                    p.stage = Stage::Challenged(t);
+                    Step::Wait
+                }
+                Err(e) => Step::Refuse(format!("the bootstrap store could not make a challenge: {}", e.context())),
+            }
+        }
+        (Stage::Challenged(t), Kind::Proof) => match frame::decode_proof(&f.payload) {
+            Ok(proof) if key.rank_proof_holds(t, &proof) => Step::Proved(t.clone()),
+            Ok(_) => Step::Refuse(WRONG_TOKEN.to_string()),
+            Err(e) => Step::Refuse(format!("malformed proof: {}", e.context())),
+        },
+        (stage, k) => Step::Refuse(format!("expected a {}, got a {k:?} frame", stage.expects())),
     }
 }
 

@@ -9,7 +9,8 @@ use std::thread;
 use ferrocoll_core::Status;
 use ferrocoll_core::oob::allgather_blocking;
 
-use super::frame::{Hello, Kind};
+use super::auth::{Key, Transcript};
+use super::frame::{Challenge, Hello, Kind, MAX_HELLO};
 use super::*;
 
 /// Long enough never to fire on a loaded machine; failures come from elsewhere.
@@ -63,6 +64,36 @@ fn data(rank: usize, round: usize, size: usize) -> Vec<u8> {
         _ => 5,
     };
     (0..len).map(|i| (rank * 31 + round * 7 + i) as u8).collect()
+}
+
+/// The next frame from a blocking socket: kind and payload (the payload at most `MAX_HELLO`
+/// bytes: these tests read only handshake and error frames).
+fn read_frame(s: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut header = [0u8; 5];
+    s.read_exact(&mut header)?;
+    let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    assert!(len <= MAX_HELLO, "a handshake frame of {len} bytes");
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload)?;
+    Ok((header[0], payload))
+}
+
+/// A raw connection to the store that says hello as `rank` of `size` and answers the
+/// challenge with a proof made with `token`, checking nothing (as an intruder would).
+/// Returns the connection and the store's answer to the proof.
+fn raw_rank(port: u16, rank: u32, size: u32, token: &str) -> std::io::Result<(TcpStream, (u8, Vec<u8>))> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(LONG))?;
+    let hello = Hello { rank, size, nonce: auth::nonce().map_err(std::io::Error::other)? };
+    s.write_all(&hello.encode().map_err(std::io::Error::other)?)?;
+    let (kind, payload) = read_frame(&mut s)?;
+    assert_eq!(kind, Kind::Challenge as u8, "{:?}", String::from_utf8_lossy(&payload));
+    let c = Challenge::decode(&payload).map_err(std::io::Error::other)?;
+    let t = Transcript { rank, size, client: hello.nonce, store: c.nonce };
+    let key = Key::new(token.as_bytes()).map_err(std::io::Error::other)?;
+    s.write_all(&frame::encode_proof(&key.rank_proof(&t)).map_err(std::io::Error::other)?)?;
+    let answer = read_frame(&mut s)?;
+    Ok((s, answer))
 }
 
 fn wait(req: &mut Box<dyn OobRequest>) -> Result<Vec<Vec<u8>>> {
@@ -152,8 +183,17 @@ fn wrong_processes_are_refused_while_the_right_ones_complete() {
         let oob = TcpOob::new(params(rank, size, port, token, LONG)).expect("intruder");
         allgather_blocking(&oob, b"x", Some(LONG)).expect_err("intruder admitted")
     };
+    // A rank given another token does not trust the store (whose proof is made with
+    // "tok"), so it sends no proof: it fails, and the store sees it leave.
+    let e = refused(1, 3, "other");
+    assert_eq!(e.status(), Status::InvalidParam, "{e}");
+    let want = format!("rank 1: the process at 127.0.0.1:{port} does not know the job token");
+    assert!(e.to_string().contains(&want) && e.to_string().contains("wrong job token"), "{e}");
+    // A process that speaks the protocol but has another token: its proof is refused.
+    let (_s, (kind, reason)) = raw_rank(port, 1, 3, "other").expect("raw handshake");
+    assert_eq!(kind, Kind::Error as u8);
+    assert!(String::from_utf8_lossy(&reason).contains("wrong job token"), "{reason:?}");
     for (rank, size, token, reason) in [
-        (1, 3, "other", "refused rank 1: wrong job token"),
         (1, 4, "tok", "job size 4 disagrees with the store's 3"),
         (3, 4, "tok", "job size 4 disagrees"),
         (1, 3, "tok", "rank 1 is already connected (from 127.0.0.1:"),
@@ -170,6 +210,19 @@ fn wrong_processes_are_refused_while_the_right_ones_complete() {
     raw.read_to_end(&mut answer).expect("raw read");
     assert_eq!(answer.first(), Some(&(Kind::Error as u8)));
     assert!(String::from_utf8_lossy(&answer).contains("not a ferrocoll bootstrap hello"));
+    // Handshake frames out of order.
+    let mut early = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    early.write_all(&frame::encode_proof(&[0; 32]).expect("proof")).expect("write");
+    let (kind, reason) = read_frame(&mut early).expect("answer");
+    assert_eq!(kind, Kind::Error as u8);
+    assert!(String::from_utf8_lossy(&reason).contains("expected a hello, got a Proof frame"), "{reason:?}");
+    let mut twice = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let hello = Hello { rank: 2, size: 3, nonce: [0; 32] }.encode().expect("hello");
+    twice.write_all(&[&hello[..], &hello[..]].concat()).expect("write");
+    assert_eq!(read_frame(&mut twice).expect("challenge").0, Kind::Challenge as u8);
+    let (kind, reason) = read_frame(&mut twice).expect("answer");
+    assert_eq!(kind, Kind::Error as u8);
+    assert!(String::from_utf8_lossy(&reason).contains("expected a proof, got a Hello frame"), "{reason:?}");
 
     go_round2.send(()).expect("go");
     for h in [r0, r1, r2] {
@@ -286,15 +339,16 @@ fn a_rank_that_dies_between_rounds_fails_the_next_round_with_its_name() {
 #[test]
 fn a_rank_that_leaves_while_another_never_came_names_both() {
     let (zero, port) = store(3, LONG);
-    thread::spawn(move || {
-        let oob = client(1, 3, port, "tok");
-        let req = oob.allgather(b"1").expect("post");
-        drop(req);
-        drop(oob);
-    })
-    .join()
-    .expect("rank 1");
+    // Rank 1 goes through the handshake (which needs rank 0 polling), contributes, and
+    // leaves. (One that leaves during the handshake has not proved who it is: it is not
+    // named, only logged, and counts as not connected.)
+    let one = thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, welcome) = raw_rank(port, 1, 3, "tok")?;
+        assert_eq!(welcome, (Kind::Welcome as u8, vec![]));
+        s.write_all(&frame::encode_contribution(1, b"1").map_err(std::io::Error::other)?)
+    });
     let e = allgather_blocking(&zero, b"0", Some(LONG)).expect_err("rank 1 left");
+    one.join().expect("rank 1").expect("rank 1's io");
     assert_eq!(e.status(), Status::IoError);
     let m = e.to_string();
     assert!(m.contains("rank 1 (from 127.0.0.1:") && m.contains("during round 1 (ranks [2] never connected)"), "{m}");
@@ -325,12 +379,8 @@ fn a_store_that_dies_is_named_by_its_clients() {
 fn an_oversized_frame_is_an_error_not_an_allocation() {
     let (zero, port) = store(2, LONG);
     let rogue = thread::spawn(move || -> std::io::Result<Vec<u8>> {
-        let mut s = TcpStream::connect(("127.0.0.1", port))?;
-        let hello = Hello { rank: 1, size: 2, token: b"tok".to_vec() }.encode().map_err(std::io::Error::other)?;
-        s.write_all(&hello)?;
-        let mut welcome = [0u8; 5];
-        s.read_exact(&mut welcome)?;
-        assert_eq!(welcome, [Kind::Welcome as u8, 0, 0, 0, 0]);
+        let (mut s, welcome) = raw_rank(port, 1, 2, "tok")?;
+        assert_eq!(welcome, (Kind::Welcome as u8, vec![]));
         let mut header = vec![Kind::Contribute as u8];
         header.extend_from_slice(&(1u32 << 31).to_le_bytes());
         s.write_all(&header)?;
@@ -410,4 +460,123 @@ fn job_ids_differ_between_jobs() {
     assert_ne!(a.job_id(), b.job_id());
     assert_ne!(a.job_id(), c.job_id());
     assert_eq!(a.job_id(), a2.job_id(), "the rank count is not part of the name");
+}
+
+/// What a process that listens where rank 1 looks for its store receives from it, when it
+/// answers the hello with `answer`: everything until rank 1 closes. Also rank 1's result and
+/// the port.
+fn squat(token: &str, answer: impl FnOnce(&Hello) -> Vec<u8>) -> (Vec<u8>, Result<Vec<Vec<u8>>>, u16) {
+    let squatter = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = squatter.local_addr().expect("addr").port();
+    let token = token.to_string();
+    let rank = thread::spawn(move || allgather_blocking(&client(1, 2, port, &token), b"rank 1's bytes", Some(LONG)));
+    let (mut s, _) = squatter.accept().expect("accept");
+    s.set_read_timeout(Some(LONG)).expect("timeout");
+    let (kind, payload) = read_frame(&mut s).expect("first frame");
+    let mut got = vec![kind];
+    got.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    got.extend_from_slice(&payload);
+    let hello = Hello::decode(&payload).expect("a hello of this version");
+    // The rank may already have closed: what it sent is what counts.
+    let _ = s.write_all(&answer(&hello));
+    s.read_to_end(&mut got).expect("read until the rank closes");
+    (got, rank.join().expect("rank 1"), port)
+}
+
+/// A challenge frame answering `h`, its proof made with `key`.
+fn challenge_for(key: &[u8], h: &Hello) -> Vec<u8> {
+    let t = Transcript { rank: h.rank, size: h.size, client: h.nonce, store: [2; 32] };
+    let proof = Key::new(key).expect("key").store_proof(&t);
+    Challenge { nonce: [2; 32], proof }.encode().expect("challenge").to_vec()
+}
+
+#[test]
+fn a_squatter_on_the_port_never_sees_the_token_and_is_named() {
+    let token = "s3cret-job-token-4f9a";
+    // What the squatter answers: a challenge whose proof it made with this key (none: zeros),
+    // for the hello it received, or with another rank or another connection's nonce.
+    let answers = [
+        ("a bogus proof", None, None, None),
+        ("another job's store", Some(&b"another job's token"[..]), None, None),
+        ("a store without a token", Some(&b""[..]), None, None),
+        // What this job's store sent on another connection, replayed: the nonces differ.
+        ("a replayed challenge", Some(token.as_bytes()), None, Some([3; 32])),
+        ("this job's store proof for another rank", Some(token.as_bytes()), Some(2), None),
+    ];
+    for (what, key, rank, client) in answers {
+        let answer = |h: &Hello| match key {
+            Some(key) => {
+                challenge_for(key, &Hello { rank: rank.unwrap_or(h.rank), nonce: client.unwrap_or(h.nonce), ..*h })
+            }
+            None => Challenge { nonce: [1; 32], proof: [0; 32] }.encode().expect("challenge").to_vec(),
+        };
+        let (got, result, port) = squat(token, answer);
+        assert!(!got.windows(token.len()).any(|w| w == token.as_bytes()), "{what}: the token travelled: {got:?}");
+        // The hello (46 bytes of payload) and nothing more: no proof, no contribution.
+        assert_eq!((got[0], got.len()), (Kind::Hello as u8, 5 + 46), "{what}: the rank sent {got:?}");
+        let e = result.expect_err(what);
+        assert_eq!(e.status(), Status::InvalidParam, "{what}: {e}");
+        let want = format!(
+            "rank 1: the process at 127.0.0.1:{port} does not know the job token: it is not this job's \
+             bootstrap store (another job on the same port, or a squatter)"
+        );
+        assert!(e.to_string().contains(&want), "{what}: {e}");
+    }
+}
+
+#[test]
+fn a_squatter_that_skips_the_challenge_or_floods_the_rank_is_not_trusted() {
+    let welcome = |_: &Hello| frame::encode(Kind::Welcome, &[]).expect("welcome").to_vec();
+    let (got, result, port) = squat("tok", welcome);
+    assert_eq!(got.len(), 5 + 46, "the rank sent more than its hello: {got:?}");
+    let e = result.expect_err("welcomed without a challenge");
+    let want = format!("rank 1: the bootstrap store at 127.0.0.1:{port}: sent an unexpected Welcome frame");
+    assert!(e.to_string().contains(&want), "{e}");
+    // Before the store has proved itself, a rank reads no frame over 16 KiB.
+    let flood = |_: &Hello| {
+        let mut f = vec![Kind::Result as u8];
+        f.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        f
+    };
+    let (got, result, _) = squat("tok", flood);
+    assert_eq!(got.len(), 5 + 46, "the rank sent more than its hello: {got:?}");
+    let e = result.expect_err("flooded");
+    assert!(e.to_string().contains("1073741824 bytes exceeds the limit of 16384 bytes"), "{e}");
+    // An error frame before the challenge (a store of protocol version 1 refusing ours)
+    // is reported, but not as the store's word.
+    let old_store = |_: &Hello| {
+        let reason = "bootstrap protocol version 2, the store speaks version 1";
+        frame::encode_error(Status::InvalidParam, reason).expect("error").to_vec()
+    };
+    let (got, result, port) = squat("tok", old_store);
+    assert_eq!(got.len(), 5 + 46, "the rank sent more than its hello: {got:?}");
+    let e = result.expect_err("refused");
+    let want = format!(
+        "the process at 127.0.0.1:{port} (before proving that it knows the job token) refused rank 1: \
+         bootstrap protocol version 2, the store speaks version 1"
+    );
+    assert!(e.to_string().contains(&want), "{e}");
+    // A corrupt challenge is an error, not a panic.
+    let short = |_: &Hello| frame::encode(Kind::Challenge, &[&[1; 40]]).expect("short").to_vec();
+    let (_, result, _) = squat("tok", short);
+    assert!(result.expect_err("short challenge").to_string().contains("truncated"));
+}
+
+#[test]
+fn a_job_with_an_empty_token_still_runs() {
+    // No token: the protocol runs (and proves nothing; SECURITY.md says so).
+    let zero = TcpOob::new(params(0, 3, 0, "", LONG)).expect("store");
+    let port = zero.listen_port().expect("port");
+    let others: Vec<_> = (1..3)
+        .map(|r| thread::spawn(move || allgather_blocking(&client(r, 3, port, ""), &[r as u8], Some(LONG))))
+        .collect();
+    let all = allgather_blocking(&zero, &[0], Some(LONG)).expect("rank 0");
+    assert_eq!(all, [[0], [1], [2]]);
+    for h in others {
+        assert_eq!(h.join().expect("rank").expect("round"), all);
+    }
+    // A rank without a token does not take a store with one for its own.
+    let (got, result, _) = squat("", |h| challenge_for(b"tok", h));
+    assert_eq!(got.len(), 5 + 46, "the rank sent more than its hello: {got:?}");
+    assert!(result.expect_err("trusted").to_string().contains("does not know the job token"));
 }

@@ -43,6 +43,7 @@ mod tests;
 pub use file::{IfExists, ShmFile, ShmName};
 pub use mapping::{AtomicView, Mapping, page_size};
 pub use name::{NAME_PREFIX, SHM_DIR, is_segment_file, segment_name, segment_path};
+pub(crate) use nonce::fill_random;
 pub use nonce::nonce;
 pub use owner::Owner;
 pub use sweep::sweep_stale;

@@ -7,6 +7,13 @@ use ferrocoll_core::{Error, Result};
 /// so no process can plant a segment under the name a job will use.
 pub fn nonce() -> Result<u64> {
     let mut b = [0u8; 8];
+    fill_random(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Fill `b` with random bytes from the kernel (`getrandom`, which blocks only
+/// until the kernel's pool has been seeded once after boot).
+pub(crate) fn fill_random(b: &mut [u8]) -> Result<()> {
     let mut got = 0;
     while got < b.len() {
         // SAFETY: the pointer and length describe the unfilled rest of `b`,
@@ -20,7 +27,7 @@ pub fn nonce() -> Result<u64> {
             }
         }
     }
-    Ok(u64::from_le_bytes(b))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -31,5 +38,10 @@ mod tests {
     fn nonces_differ() {
         let (a, b) = (nonce().unwrap(), nonce().unwrap());
         assert_ne!(a, b);
+        let (mut c, mut d) = ([0u8; 32], [0u8; 32]);
+        fill_random(&mut c).unwrap();
+        fill_random(&mut d).unwrap();
+        assert_ne!(c, d);
+        assert_ne!(c, [0; 32]);
     }
 }
