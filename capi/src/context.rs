@@ -3,6 +3,7 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::Duration;
 
 use ferrocoll::{Context, ContextParams as FcContextParams, ContextType, Error, Lib, Result};
 
@@ -12,6 +13,9 @@ use crate::guard::{ffi, non_null};
 use crate::handle::{Handle, borrow, publish, retire};
 use crate::lib_api::{LibHandle, put};
 use crate::oob::{CollOob, RawOob};
+
+/// `UCC_OOB_TIMEOUT`'s default (ferrocoll core's).
+const OOB_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a `ucc_context_h` points to.
 #[repr(C)]
@@ -99,11 +103,8 @@ pub unsafe extern "C" fn ucc_context_create(
                 )));
             }
         }
-        if mask & CTX_PARAM_OOB != 0 {
-            // SAFETY: masked field.
-            let oob = unsafe { (&raw const (*params).oob).read_unaligned() };
-            p.oob = Some(Arc::new(CollOob::new(RawOob::new(oob, "params.oob")?)));
-        }
+        // SAFETY: masked field, read below only when set.
+        let oob = (mask & CTX_PARAM_OOB != 0).then(|| unsafe { (&raw const (*params).oob).read_unaligned() });
         if mask & CTX_PARAM_MEM_PARAMS != 0 {
             ferrocoll::core::log::write(
                 ferrocoll::core::log::Level::Debug,
@@ -115,6 +116,11 @@ pub unsafe extern "C" fn ucc_context_create(
             // SAFETY: see handle::borrow.
             let c = unsafe { borrow(config, "config") }?;
             p.config = lock(&c.config).clone();
+        }
+        if let Some(oob) = oob {
+            let raw = RawOob::new(oob, "params.oob")?;
+            let timeout = lib.config().merged(&p.config).positive_duration_or("OOB_TIMEOUT", Some(OOB_TIMEOUT))?;
+            p.oob = Some(Arc::new(CollOob::agree_on_job(raw, timeout)?));
         }
         let ctx = Context::new(&lib, p)?;
         let h = ContextHandle { magic: AtomicU64::new(0), ctx: RwLock::new(Some(ctx)), ctx_type, lib };

@@ -8,7 +8,9 @@
 //! every string padded to the longest.
 
 use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
 use std::task::Poll;
+use std::time::Duration;
 
 use ferrocoll::{Error, Oob, OobRequest, Result};
 
@@ -167,12 +169,33 @@ impl Drop for Fixed {
 /// ferrocoll's [`Oob`] over the caller's callbacks (a context's bootstrap).
 pub(crate) struct CollOob {
     raw: RawOob,
+    /// The job's name, agreed by every endpoint ([`CollOob::agree_on_job`]).
+    job: String,
 }
 
 impl CollOob {
-    /// Wrap checked callbacks.
-    pub(crate) fn new(raw: RawOob) -> CollOob {
-        CollOob { raw }
+    /// Wrap checked callbacks, first agreeing on a name for the job over
+    /// them (blocking, at most `timeout`).
+    ///
+    /// ferrocoll names a job's shared resources (the shm TL's segments)
+    /// after its OOB's job id, which every endpoint must see alike; a UCC
+    /// OOB has none, so the endpoints make one: each contributes its host,
+    /// process and a clock reading, and the name is a hash of them all.
+    pub(crate) fn agree_on_job(raw: RawOob, timeout: Option<Duration>) -> Result<CollOob> {
+        let mine = format!(
+            "{}:{}:{:?}",
+            std::process::id(),
+            raw.rank(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+        );
+        let mut probe = CollOob { raw, job: String::new() };
+        let all = ferrocoll::core::oob::allgather_blocking(&probe, mine.as_bytes(), timeout)
+            .map_err(|e| e.prefixed("agreeing on a job name over the OOB"))?;
+        // Every endpoint runs this same build, so the std hasher (fixed keys) agrees.
+        let mut h = std::hash::DefaultHasher::new();
+        all.hash(&mut h);
+        probe.job = format!("u{:x}", h.finish());
+        Ok(probe)
     }
 }
 
@@ -189,6 +212,10 @@ impl Oob for CollOob {
         let len = (data.len() as u64).to_le_bytes().to_vec();
         let lengths = self.raw.allgather(len)?;
         Ok(Box::new(TwoPhase { raw: self.raw, data: data.to_vec(), phase: Phase::Lengths(lengths) }))
+    }
+
+    fn job_id(&self) -> Option<String> {
+        Some(self.job.clone())
     }
 }
 
