@@ -174,7 +174,8 @@ pub(crate) unsafe fn translate(
             }
             Some(Side::V { mut info, dtype }) => {
                 // SAFETY: the caller's arrays of `size` entries (this function's contract).
-                let (base, displs) = unsafe { rebase(&info, dtype, size, counts_wide, displs_wide, name, resolve) }?;
+                let (base, displs) =
+                    unsafe { rebase(&info, dtype, size, counts_wide, displs_wide, in_place, name, resolve) }?;
                 info.buffer = base;
                 info.displacements = displs.as_ptr().cast();
                 keep.push(displs);
@@ -216,6 +217,7 @@ unsafe fn rebase(
     size: usize,
     counts_wide: bool,
     displs_wide: bool,
+    in_place: bool,
     name: &str,
     resolve: &dyn Fn(*const u8) -> MemType,
 ) -> Result<(*mut u8, Box<[u64]>)> {
@@ -259,12 +261,14 @@ unsafe fn rebase(
     }
     let base = lo as usize as *mut u8;
     let mem = if info.mem_type == MemType::Unknown { resolve(base) } else { info.mem_type };
-    if mem != MemType::Host && hi - lo > bytes {
-        // Device buffers are staged whole through host memory; the span of
-        // scattered blocks would include memory that is not the caller's.
+    if hi - lo > bytes && (mem != MemType::Host || in_place) {
+        // Device buffers are staged whole through host memory, and an
+        // in-place input is copied whole: the span of scattered blocks holds
+        // memory that is not the caller's to read.
         return Err(Error::not_supported(format!(
-            "coll_args.{name}.info_v: blocks at scattered addresses (NULL buffer) of {mem} memory are not \
-             supported; pass one {mem} buffer with displacements"
+            "coll_args.{name}.info_v: blocks at scattered addresses (NULL buffer) {}; pass one buffer with \
+             displacements",
+            if in_place { "in place" } else { "of device memory" }
         )));
     }
     let rebased = displs.iter().zip(&counts).map(|(&d, &c)| if c > 0 { d - lo / es } else { 0 }).collect();
@@ -333,7 +337,7 @@ mod tests {
             mem_type: MemType::Host,
         };
         // SAFETY: two 64-bit entries each.
-        let (base, d) = unsafe { rebase(&info, DataType::Uint8, 2, true, true, "src", &host) }.unwrap();
+        let (base, d) = unsafe { rebase(&info, DataType::Uint8, 2, true, true, false, "src", &host) }.unwrap();
         let lo = addrs[0].min(addrs[1]);
         assert_eq!(base as u64, lo);
         assert_eq!([d[0] + lo, d[1] + lo], addrs);
@@ -342,7 +346,7 @@ mod tests {
         // SAFETY: as above.
         let gap = addrs[0].abs_diff(addrs[1]) > 6;
         if gap {
-            let e = unsafe { rebase(&cuda, DataType::Uint8, 2, true, true, "src", &host) }.unwrap_err();
+            let e = unsafe { rebase(&cuda, DataType::Uint8, 2, true, true, false, "src", &host) }.unwrap_err();
             assert_eq!(e.status(), ferrocoll::Status::NotSupported);
         }
         // Overflowing addresses are an error, not a wrap.
@@ -350,7 +354,7 @@ mod tests {
         let bad = BufferInfoV { displacements: huge.as_ptr().cast(), datatype: DataType::Int32, ..info };
         // SAFETY: as above.
         assert!(
-            unsafe { rebase(&bad, DataType::Int32, 2, true, true, "dst", &host) }
+            unsafe { rebase(&bad, DataType::Int32, 2, true, true, false, "dst", &host) }
                 .unwrap_err()
                 .context()
                 .contains("overflows")
@@ -359,6 +363,6 @@ mod tests {
         let zero = [0u64, 0];
         let empty = BufferInfoV { counts: zero.as_ptr().cast(), ..info };
         // SAFETY: as above.
-        assert!(unsafe { rebase(&empty, DataType::Uint8, 2, true, true, "dst", &host) }.unwrap().0.is_null());
+        assert!(unsafe { rebase(&empty, DataType::Uint8, 2, true, true, false, "dst", &host) }.unwrap().0.is_null());
     }
 }

@@ -122,7 +122,8 @@ pub(crate) unsafe fn retire<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>>
     Ok(arc)
 }
 
-fn quarantine(h: Arc<dyn Any + Send + Sync>) {
+/// Keep `h` alive for a while (see the module docs).
+pub(crate) fn quarantine(h: Arc<dyn Any + Send + Sync>) {
     static KEPT: Mutex<VecDeque<Arc<dyn Any + Send + Sync>>> = Mutex::new(VecDeque::new());
     let oldest = {
         let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());

@@ -79,6 +79,15 @@ pub struct McBuffer {
 
 const BUFFER_LIVE: u64 = 0xfe77_0c0c_0000_00b0;
 
+/// A freed header, kept in the handle quarantine.
+struct Freed(#[allow(dead_code)] Box<McBuffer>);
+
+// SAFETY: the header's address field is never dereferenced again; the
+// header is only kept so that its (atomic) word can be read.
+unsafe impl Send for Freed {}
+// SAFETY: as above.
+unsafe impl Sync for Freed {}
+
 const _: () = {
     assert!(std::mem::offset_of!(McBuffer, from_pool) == 4);
     assert!(std::mem::offset_of!(McBuffer, addr) == 8);
@@ -134,7 +143,11 @@ pub unsafe extern "C" fn ucc_mc_free(h_ptr: *mut McBuffer) -> UccStatus {
             return Err(Error::invalid_param(format!("h_ptr = {h_ptr:p} is not a live buffer from ucc_mc_alloc")));
         }
         // SAFETY: made by Box::into_raw in ucc_mc_alloc, and its word was live (so not freed yet).
-        drop(unsafe { Box::from_raw(h_ptr) });
+        let mut b = unsafe { Box::from_raw(h_ptr) };
+        // The memory goes back to its pool now; the header is kept a while
+        // so that a second free reads a dead word rather than freed memory.
+        drop(b.scratch.take());
+        crate::handle::quarantine(Arc::new(Freed(b)));
         Ok(UCC_OK)
     })
 }

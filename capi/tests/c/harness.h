@@ -3,14 +3,16 @@
  * an out-of-band allgather over shared memory (what MPI or a torch store
  * would provide), and checks that name the rank and the line.
  *
+ * Compiled with -D_GNU_SOURCE (open_memstream, MAP_ANONYMOUS).
+ *
  * Each test program defines `static int body(int rank, int size)` and
  * calls run_ranks(argc, argv, body) from main: `prog N` runs N ranks.
  */
 #ifndef FERROCOLL_CAPI_HARNESS_H
 #define FERROCOLL_CAPI_HARNESS_H
 
-#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -95,7 +97,7 @@ struct oob_req {
     size_t           size;
 };
 
-static struct oob_shared *oob_map(void)
+static inline struct oob_shared *oob_map(void)
 {
     void *p = mmap(NULL, sizeof(struct oob_shared), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -109,7 +111,7 @@ static struct oob_shared *oob_map(void)
 /* Rounds are sequential on every rank (a rank posts round k+1 only after
  * round k completed for it), so slot k % OOB_ROUNDS is free again by the
  * time round k + OOB_ROUNDS is posted. */
-static ucc_status_t oob_allgather(void *src, void *recv, size_t size, void *coll_info, void **request)
+static inline ucc_status_t oob_allgather(void *src, void *recv, size_t size, void *coll_info, void **request)
 {
     struct oob_info  *in = coll_info;
     struct oob_round *r  = &in->sh->rounds[in->round % OOB_ROUNDS];
@@ -127,7 +129,7 @@ static ucc_status_t oob_allgather(void *src, void *recv, size_t size, void *coll
     return UCC_OK;
 }
 
-static ucc_status_t oob_test(void *request)
+static inline ucc_status_t oob_test(void *request)
 {
     struct oob_req   *q      = request;
     struct oob_info  *in     = q->info;
@@ -138,13 +140,13 @@ static ucc_status_t oob_test(void *request)
     return UCC_OK;
 }
 
-static ucc_status_t oob_free(void *request)
+static inline ucc_status_t oob_free(void *request)
 {
     free(request);
     return UCC_OK;
 }
 
-static ucc_oob_coll_t oob_of(struct oob_info *in)
+static inline ucc_oob_coll_t oob_of(struct oob_info *in)
 {
     ucc_oob_coll_t o;
     o.allgather = oob_allgather;
@@ -163,29 +165,35 @@ static struct oob_shared *g_ctx_oob, *g_team_oob;
 
 /* Run a collective to completion the way Open MPI's blocking path does:
  * init, post, test + progress, finalize. */
-static int run_coll(ucc_coll_args_t *args, ucc_team_h team, ucc_context_h ctx)
+static inline int run_coll(ucc_coll_args_t *args, ucc_team_h team, ucc_context_h ctx)
 {
     ucc_coll_req_h req;
     ucc_status_t   st;
     CHECK_OK(ucc_collective_init(args, &req, team));
     CHECK(ucc_collective_test(req) == UCC_OPERATION_INITIALIZED);
     CHECK_OK(ucc_collective_post(req));
-    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
+    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) {
+        CHECK_OK(ucc_context_progress(ctx));
+        sched_yield(); /* ranks may outnumber cores */
+    }
     CHECK_STATUS(st, UCC_OK);
     CHECK_OK(ucc_collective_finalize(req));
     return 0;
 }
 
-static int create_team(ucc_context_h ctx, const ucc_team_params_t *p, ucc_team_h *team)
+static inline int create_team(ucc_context_h ctx, const ucc_team_params_t *p, ucc_team_h *team)
 {
     ucc_status_t st;
     CHECK_OK(ucc_team_create_post(&ctx, 1, p, team));
-    while ((st = ucc_team_create_test(*team)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
+    while ((st = ucc_team_create_test(*team)) == UCC_INPROGRESS) {
+        CHECK_OK(ucc_context_progress(ctx));
+        sched_yield();
+    }
     CHECK_STATUS(st, UCC_OK);
     return 0;
 }
 
-static int destroy_team(ucc_team_h team)
+static inline int destroy_team(ucc_team_h team)
 {
     ucc_status_t st;
     while ((st = ucc_team_destroy(team)) == UCC_INPROGRESS) {
@@ -196,7 +204,7 @@ static int destroy_team(ucc_team_h team)
 
 /* ---- launcher ---------------------------------------------------------- */
 
-static int run_ranks(int argc, char **argv, int (*body)(int rank, int size))
+static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int size))
 {
     int size = argc > 1 ? atoi(argv[1]) : 2;
     int failed = 0;
