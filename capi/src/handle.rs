@@ -177,19 +177,19 @@ mod tests {
         // SAFETY: p is a live handle; the test destroys it once, then checks the second.
         assert!(unsafe { retire(p, "t") }.is_ok());
         // SAFETY: p is quarantined, so still readable.
-        let e = unsafe { retire(p, "t") }.unwrap_err();
+        let e = unsafe { retire(p, "t") }.err().expect("a second destroy fails");
         assert!(e.context().contains("already destroyed"), "{e}");
         // SAFETY: as above.
         assert!(unsafe { borrow(p, "t") }.is_err());
         let o = publish(Other { magic: AtomicU64::new(0) });
         // SAFETY: o is a live Other, read here through the wrong kind, which
         // only reads its magic word (at the same offset).
-        let e = unsafe { borrow(o.cast::<Thing>(), "team") }.unwrap_err();
+        let e = unsafe { borrow(o.cast::<Thing>(), "team") }.err().expect("a foreign kind fails");
         assert!(e.context().contains("is not a thing_h"), "{e}");
         // SAFETY: NULL is caught before any read.
-        let e = unsafe { borrow(std::ptr::null::<Thing>(), "team") }.unwrap_err();
+        let e = unsafe { borrow(std::ptr::null::<Thing>(), "team") }.err().expect("NULL fails");
         assert_eq!(e.context(), "team (thing_h) is NULL");
         // SAFETY: o is live.
-        unsafe { retire(o, "o") }.unwrap();
+        assert!(unsafe { retire(o, "o") }.is_ok());
     }
 }
