@@ -164,6 +164,7 @@ pub(crate) unsafe fn translate(
     let null_v = [&src, &dst].iter().any(|s| matches!(s, Some(Side::V { info, .. }) if info.buffer.is_null()));
     let displs_wide = args.flags.contains(CollFlags::DISPLACEMENTS_64BIT);
     let counts_wide = args.flags.contains(CollFlags::COUNT_64BIT);
+    let how = Rebase { size, counts_wide, displs_wide, in_place, resolve };
     let mut finish = |side: Option<Side>, name: &str| -> Result<CollBuffer> {
         Ok(match side {
             None => CollBuffer::None,
@@ -174,8 +175,7 @@ pub(crate) unsafe fn translate(
             }
             Some(Side::V { mut info, dtype }) => {
                 // SAFETY: the caller's arrays of `size` entries (this function's contract).
-                let (base, displs) =
-                    unsafe { rebase(&info, dtype, size, counts_wide, displs_wide, in_place, name, resolve) }?;
+                let (base, displs) = unsafe { rebase(&info, dtype, name, &how) }?;
                 info.buffer = base;
                 info.displacements = displs.as_ptr().cast();
                 keep.push(displs);
@@ -205,29 +205,34 @@ unsafe fn entry(a: *const u8, i: usize, wide: bool) -> u64 {
     }
 }
 
+/// What rebasing a v-side needs besides the side.
+struct Rebase<'a> {
+    /// Team size: entries in each array.
+    size: usize,
+    /// The arrays' widths (the 64-bit flags).
+    counts_wide: bool,
+    displs_wide: bool,
+    /// The in-place flag.
+    in_place: bool,
+    /// Memory type of an address (for `UCC_MEMORY_TYPE_UNKNOWN`).
+    resolve: &'a dyn Fn(*const u8) -> MemType,
+}
+
 /// A v-side's buffer and 64-bit displacements relative to it: unchanged
 /// (widened) when it has a buffer; when its buffer is NULL, based on the
 /// lowest address of a non-empty block.
 ///
 /// # Safety
 /// The arrays have `size` entries of the widths given.
-unsafe fn rebase(
-    info: &BufferInfoV,
-    dtype: DataType,
-    size: usize,
-    counts_wide: bool,
-    displs_wide: bool,
-    in_place: bool,
-    name: &str,
-    resolve: &dyn Fn(*const u8) -> MemType,
-) -> Result<(*mut u8, Box<[u64]>)> {
+unsafe fn rebase(info: &BufferInfoV, dtype: DataType, name: &str, how: &Rebase<'_>) -> Result<(*mut u8, Box<[u64]>)> {
     if info.counts.is_null() || info.displacements.is_null() {
         return Err(Error::invalid_param(format!("coll_args.{name}.info_v: counts or displacements is NULL")));
     }
+    let (size, resolve, in_place) = (how.size, how.resolve, how.in_place);
     // SAFETY: `size` entries each (contract).
-    let counts: Vec<u64> = (0..size).map(|i| unsafe { entry(info.counts, i, counts_wide) }).collect();
+    let counts: Vec<u64> = (0..size).map(|i| unsafe { entry(info.counts, i, how.counts_wide) }).collect();
     // SAFETY: as above.
-    let displs: Vec<u64> = (0..size).map(|i| unsafe { entry(info.displacements, i, displs_wide) }).collect();
+    let displs: Vec<u64> = (0..size).map(|i| unsafe { entry(info.displacements, i, how.displs_wide) }).collect();
     if !info.buffer.is_null() {
         return Ok((info.buffer, displs.into_boxed_slice()));
     }
@@ -283,6 +288,9 @@ mod tests {
         MemType::Host
     }
 
+    const HOW: Rebase<'static> =
+        Rebase { size: 2, counts_wide: true, displs_wide: true, in_place: false, resolve: &host };
+
     #[test]
     fn sides_follow_roles() {
         use CollType::*;
@@ -327,9 +335,11 @@ mod tests {
 
     #[test]
     fn null_v_buffers_are_rebased() {
-        let (mut t0, mut t1) = ([0u8; 6], [0u8; 3]);
-        let counts = [6u64, 3];
-        let addrs = [t0.as_mut_ptr() as u64, t1.as_mut_ptr() as u64];
+        // Two 2-byte blocks 10 bytes apart, given as addresses (rank 1's first).
+        let mut mem = [0u8; 16];
+        let base = mem.as_mut_ptr() as u64;
+        let counts = [2u64, 2];
+        let addrs = [base + 10, base];
         let info = BufferInfoV {
             buffer: std::ptr::null_mut(),
             counts: counts.as_ptr().cast(),
@@ -338,32 +348,29 @@ mod tests {
             mem_type: MemType::Host,
         };
         // SAFETY: two 64-bit entries each.
-        let (base, d) = unsafe { rebase(&info, DataType::Uint8, 2, true, true, false, "src", &host) }.unwrap();
-        let lo = addrs[0].min(addrs[1]);
-        assert_eq!(base as u64, lo);
-        assert_eq!([d[0] + lo, d[1] + lo], addrs);
-        // Scattered blocks of device memory are refused.
+        let (b, d) = unsafe { rebase(&info, DataType::Uint8, "src", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((b as u64, &*d), (base, &[10u64, 0][..]));
+        // The same blocks of device memory, or in place, are refused: the gap would be read.
         let cuda = BufferInfoV { mem_type: MemType::Cuda, ..info };
         // SAFETY: as above.
-        let gap = addrs[0].abs_diff(addrs[1]) > 6;
-        if gap {
-            let e = unsafe { rebase(&cuda, DataType::Uint8, 2, true, true, false, "src", &host) }.unwrap_err();
-            assert_eq!(e.status(), ferrocoll::Status::NotSupported);
-        }
-        // Overflowing addresses are an error, not a wrap.
-        let huge = [u64::MAX, 1];
+        let Err(e) = (unsafe { rebase(&cuda, DataType::Uint8, "src", &HOW) }) else {
+            panic!("device memory is refused")
+        };
+        assert_eq!(e.status(), ferrocoll::Status::NotSupported);
+        let in_place = Rebase { in_place: true, ..HOW };
+        // SAFETY: as above.
+        assert!(unsafe { rebase(&info, DataType::Uint8, "dst", &in_place) }.is_err());
+        // Addresses that overflow with the element size are an error, not a wrap.
+        let huge = [u64::MAX / 2, 1];
         let bad = BufferInfoV { displacements: huge.as_ptr().cast(), datatype: DataType::Int32, ..info };
         // SAFETY: as above.
-        assert!(
-            unsafe { rebase(&bad, DataType::Int32, 2, true, true, false, "dst", &host) }
-                .unwrap_err()
-                .context()
-                .contains("overflows")
-        );
-        // Empty everywhere: no buffer needed.
+        let Err(e) = (unsafe { rebase(&bad, DataType::Int32, "dst", &HOW) }) else { panic!("overflow is refused") };
+        assert!(e.context().contains("overflows"), "{e}");
+        // Every block empty: no buffer at all.
         let zero = [0u64, 0];
         let empty = BufferInfoV { counts: zero.as_ptr().cast(), ..info };
         // SAFETY: as above.
-        assert!(unsafe { rebase(&empty, DataType::Uint8, 2, true, true, false, "dst", &host) }.unwrap().0.is_null());
+        let (b, _) = unsafe { rebase(&empty, DataType::Uint8, "dst", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
+        assert!(b.is_null());
     }
 }

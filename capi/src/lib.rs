@@ -37,6 +37,3 @@ mod oob;
 mod request;
 mod team;
 mod types;
-
-/// The file names the library is installed under, and its soname.
-pub const SONAME: &str = "libucc.so.1";

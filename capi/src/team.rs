@@ -130,7 +130,7 @@ impl TeamHandle {
 }
 
 fn decode_eps(b: &[u8]) -> Result<Vec<u64>> {
-    if b.len() % 8 != 0 {
+    if !b.len().is_multiple_of(8) {
         return Err(Error::io(format!("{} bytes are not a list of 8-byte endpoints", b.len())));
     }
     Ok(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
