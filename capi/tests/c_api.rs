@@ -60,8 +60,20 @@ fn lib_dir() -> &'static Path {
     })
 }
 
-/// Compile `tests/c/<name>.c` (C11, warnings as errors) and link it against the library.
+/// Compile `tests/c/<name>.c` (C11, warnings as errors) and link it
+/// against the library, once per test binary (tests share programs).
 fn build(cc: &str, name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
+        return exe.clone();
+    }
+    let exe = compile(cc, name);
+    built.push((name.to_string(), exe.clone()));
+    exe
+}
+
+fn compile(cc: &str, name: &str) -> PathBuf {
     let dir = lib_dir();
     let src = crate_dir().join("tests/c").join(format!("{name}.c"));
     let exe = dir.join(name);
@@ -75,7 +87,7 @@ fn build(cc: &str, name: &str) -> PathBuf {
         .arg("-L")
         .arg(dir)
         .arg(format!("-Wl,-rpath,{}", dir.display()))
-        .args(["-lucc", "-lpthread"])
+        .args(["-lucc", "-lpthread", "-ldl"])
         .output()
         .expect("run the C compiler");
     assert!(out.status.success(), "{} does not compile:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
@@ -97,19 +109,28 @@ fn wait_limited(mut child: std::process::Child) -> (Output, bool) {
     }
 }
 
-/// Run `exe` as `ranks` ranks and check that every rank passed.
-fn run(exe: &Path, ranks: usize) -> String {
+/// Exit status of a program whose ranks all skipped (what they need is missing).
+const SKIPPED: i32 = 77;
+
+/// Run `exe` as `ranks` ranks (with `env` added) and check that every rank
+/// passed; `None` when they all skipped (the program said why on stdout).
+fn run_or_skip(exe: &Path, ranks: usize, env: &[(&str, &std::ffi::OsStr)]) -> Option<String> {
     // One multi-process run at a time: they compete for the same cores.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let child = Command::new(exe)
         .arg(ranks.to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the test program");
     let (out, killed) = wait_limited(child);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !killed && out.status.code() == Some(SKIPPED) {
+        println!("{}: {}", exe.display(), stdout.trim());
+        return None;
+    }
     let passed = format!("{ranks} ranks passed");
     assert!(
         !killed && out.status.success() && stdout.contains(&passed),
@@ -117,13 +138,18 @@ fn run(exe: &Path, ranks: usize) -> String {
         exe.display(),
         if killed { "hung (killed)" } else { "failed" }
     );
-    stdout.into_owned()
+    Some(stdout.into_owned())
+}
+
+/// [`run_or_skip`] for programs that never skip.
+fn run(exe: &Path, ranks: usize, env: &[(&str, &std::ffi::OsStr)]) -> String {
+    run_or_skip(exe, ranks, env).unwrap_or_else(|| panic!("{} skipped", exe.display()))
 }
 
 fn program(name: &str, ranks: usize) {
     let Some(cc) = cc() else { return };
     let exe = build(&cc, name);
-    print!("{}", run(&exe, ranks));
+    print!("{}", run(&exe, ranks, &[]));
 }
 
 #[test]
@@ -173,6 +199,32 @@ fn perftest_helpers_and_persistent_collectives_on_2_ranks() {
 #[test]
 fn perftest_helpers_and_persistent_collectives_on_4_ranks() {
     program("bench_like", 4);
+}
+
+/// PyTorch's CUDA path (device buffers, a triggered post on its stream) on
+/// the fake CUDA driver: call order and stream ordering, emulated on the CPU.
+#[test]
+fn cuda_stream_engine_on_the_fake_driver() {
+    let Some(cc) = cc() else { return };
+    let fake = match ferrocoll_tests::fake_cuda::fake() {
+        Ok(f) => f,
+        Err(why) => return ferrocoll_tests::fake_cuda::skip("cuda_stream_engine_on_the_fake_driver", &why),
+    };
+    let exe = build(&cc, "cuda_like");
+    let path = std::env::join_paths([fake.dir()]).expect("a loader path");
+    let out = run_or_skip(&exe, 2, &[("LD_LIBRARY_PATH", &path)]);
+    assert!(out.is_some(), "the fake CUDA driver in {} was not usable", fake.dir().display());
+    println!("ran on the fake CUDA driver (a CPU emulation, not a GPU)");
+}
+
+/// The same on this machine's driver: a GPU run where there is one, else it skips.
+#[test]
+fn cuda_stream_engine_on_this_machines_driver() {
+    let Some(cc) = cc() else { return };
+    let exe = build(&cc, "cuda_like");
+    if let Some(out) = run_or_skip(&exe, 2, &[]) {
+        print!("{out}");
+    }
 }
 
 /// UCC's consumers, linked against UCC, find every function they call and

@@ -6,7 +6,8 @@
  * Compiled with -D_GNU_SOURCE (open_memstream, MAP_ANONYMOUS).
  *
  * Each test program defines `static int body(int rank, int size)` and
- * calls run_ranks(argc, argv, body) from main: `prog N` runs N ranks.
+ * calls run_ranks(argc, argv, body) from main: `prog N` runs N ranks. A body
+ * returns 0 (passed), SKIP (what it needs is missing), or 1.
  */
 #ifndef FERROCOLL_CAPI_HARNESS_H
 #define FERROCOLL_CAPI_HARNESS_H
@@ -44,6 +45,9 @@ extern size_t      ucc_dt_predefined_sizes[UCC_DT_PREDEFINED_LAST];
 extern const char *ucc_memory_type_names[8];
 
 static int g_rank = -1;
+
+/* A body (and the program) that returns this skipped: what it needs is missing. */
+#define SKIP 77
 
 #define FAIL(...)                                                              \
     do {                                                                       \
@@ -228,10 +232,11 @@ static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int siz
             alarm(120);
             int rc = body(r, size);
             fflush(NULL);
-            _exit(rc == 0 ? 0 : 1);
+            _exit(rc == 0 || rc == SKIP ? rc : 1);
         }
         pids[r] = pid;
     }
+    int skipped = 0;
     for (int r = 0; r < size; r++) {
         int status;
         if (waitpid(pids[r], &status, 0) < 0) {
@@ -241,6 +246,8 @@ static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int siz
             fprintf(stderr, "rank %d killed by signal %d%s\n", r, WTERMSIG(status),
                     WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
             failed = 1;
+        } else if (WEXITSTATUS(status) == SKIP) {
+            skipped++;
         } else if (WEXITSTATUS(status) != 0) {
             fprintf(stderr, "rank %d failed (exit %d)\n", r, WEXITSTATUS(status));
             failed = 1;
@@ -249,6 +256,11 @@ static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int siz
             /* Do not leave the others waiting for a rank that is gone. */
             for (int k = 0; k < size; k++) kill(pids[k], SIGKILL);
         }
+    }
+    if (!failed && skipped == size) return SKIP;
+    if (!failed && skipped) {
+        fprintf(stderr, "%d of %d ranks skipped: the ranks disagree\n", skipped, size);
+        return 1;
     }
     if (!failed) printf("%s: %d ranks passed\n", argv[0], size);
     return failed;
