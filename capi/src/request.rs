@@ -70,6 +70,21 @@ thread_local! {
     static POSTING: Cell<*const ReqHandle> = const { Cell::new(std::ptr::null()) };
 }
 
+/// Marks this thread as posting a request, until dropped (also on unwinding).
+struct Posting(*const ReqHandle);
+
+impl Posting {
+    fn enter(h: &Arc<ReqHandle>) -> Posting {
+        Posting(POSTING.with(|p| p.replace(Arc::as_ptr(h))))
+    }
+}
+
+impl Drop for Posting {
+    fn drop(&mut self) {
+        POSTING.with(|p| p.set(self.0));
+    }
+}
+
 /// The C status of a completion.
 fn final_code(s: Status) -> UccStatus {
     status_code(s)
@@ -111,9 +126,10 @@ impl ReqHandle {
                 return Err(Error::invalid_param(format!("{what}: the request is still in progress")));
             }
             self.status.store(UCC_INPROGRESS, Ordering::Release);
-            let previous = POSTING.with(|p| p.replace(Arc::as_ptr(self)));
-            let r = f(req);
-            POSTING.with(|p| p.set(previous));
+            let r = {
+                let _posting = Posting::enter(self);
+                f(req)
+            };
             if let Err(e) = &r {
                 self.status.store(status_code(e.status()), Ordering::Release);
             }

@@ -163,6 +163,21 @@ static int body(int rank, int size)
     tp.ep_map.strided.stride = 1;
     if (create_team(ctx, &tp, &team)) return 1;
 
+    /* Attributes, and what ferrocoll does not offer. */
+    ucc_context_attr_t ca;
+    ca.mask = UCC_CONTEXT_ATTR_FIELD_TYPE | UCC_CONTEXT_ATTR_FIELD_WORK_BUFFER_SIZE;
+    CHECK_OK(ucc_context_get_attr(ctx, &ca));
+    CHECK(ca.type == UCC_CONTEXT_EXCLUSIVE && ca.global_work_buffer_size == 0);
+    ca.mask = UCC_CONTEXT_ATTR_FIELD_CTX_ADDR;
+    CHECK_STATUS(ucc_context_get_attr(ctx, &ca), UCC_ERR_NOT_SUPPORTED);
+    ucc_mem_map_mem_h memh = NULL;
+    size_t            memh_size;
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT, NULL, &memh_size, &memh), UCC_ERR_NOT_SUPPORTED);
+    ucc_datatype_t dt;
+    CHECK_STATUS(ucc_dt_create_generic(NULL, NULL, &dt), UCC_ERR_NOT_SUPPORTED);
+    ucc_team_h child;
+    CHECK_STATUS(ucc_team_create_from_parent((uint64_t)rank, 1, team, &child), UCC_ERR_NOT_IMPLEMENTED);
+
     if (persistent_allreduce(rank, size, team, ctx, 1)) return 1;
     if (persistent_allreduce(rank, size, team, ctx, 1000)) return 1;
     if (persistent_allreduce(rank, size, team, ctx, 100000)) return 1;

@@ -283,6 +283,21 @@ static int nonblocking(int rank, int size, ucc_team_h team, ucc_context_h ctx)
         CHECK_OK(ucc_collective_init(&a, &nb[k].req, team));
         CHECK_OK(ucc_collective_post(nb[k].req));
     }
+    /* A zero-size collective completes inside ucc_collective_post: its
+     * callback, which finalizes the request, runs once the post returned. */
+    struct nb zero = {NULL, 0, UCC_ERR_LAST, UCC_ERR_LAST};
+    coll_args_init(&a, UCC_COLL_TYPE_ALLREDUCE);
+    a.mask    = UCC_COLL_ARGS_FIELD_CB;
+    a.cb.cb   = completion;
+    a.cb.data = &zero;
+    info(&a.src.info, src[0], 0, UCC_DT_INT32);
+    info(&a.dst.info, dst[0], 0, UCC_DT_INT32);
+    a.op = UCC_OP_SUM;
+    CHECK_OK(ucc_collective_init(&a, &zero.req, team));
+    CHECK_OK(ucc_collective_post(zero.req));
+    CHECK(zero.done == 1);
+    CHECK_STATUS(zero.status, UCC_OK);
+    CHECK_STATUS(zero.finalize, UCC_OK);
     for (;;) {
         int all = 1;
         for (int k = 0; k < K; k++) all &= nb[k].done;
@@ -308,7 +323,43 @@ static uint64_t reversed(uint64_t ep, void *cb_ctx)
     return (uint64_t)*(int *)cb_ctx - 1 - ep;
 }
 
-static int bad_input(ucc_team_h team, ucc_context_h ctx)
+/* A collective that fails after its post: rank 1 waits in an active-set
+ * bcast (which takes no team sequence number) that its root never posts;
+ * the status word turns to UCC_ERR_TIMED_OUT and the callback sees it. */
+static int async_failure(int rank, ucc_team_h team, ucc_context_h ctx)
+{
+    struct nb       f = {NULL, 0, UCC_ERR_LAST, UCC_ERR_LAST};
+    int32_t         x[8];
+    ucc_coll_args_t a;
+    ucc_status_t    st;
+    if (rank != 1) return 0;
+    coll_args_init(&a, UCC_COLL_TYPE_BCAST);
+    a.mask              = UCC_COLL_ARGS_FIELD_ACTIVE_SET | UCC_COLL_ARGS_FIELD_TAG | UCC_COLL_ARGS_FIELD_FLAGS |
+                          UCC_COLL_ARGS_FIELD_CB;
+    a.flags             = UCC_COLL_ARGS_FLAG_TIMEOUT;
+    a.timeout           = 0.2;
+    a.tag               = 4242;
+    a.root              = 0;
+    a.active_set.start  = 0;
+    a.active_set.stride = 1;
+    a.active_set.size   = 2;
+    a.cb.cb             = completion;
+    a.cb.data           = &f;
+    info(&a.src.info, x, 8, UCC_DT_INT32);
+    CHECK_OK(ucc_collective_init(&a, &f.req, team));
+    CHECK_OK(ucc_collective_post(f.req));
+    while ((st = ucc_collective_test(f.req)) == UCC_INPROGRESS) {
+        CHECK_OK(ucc_context_progress(ctx));
+        sched_yield();
+    }
+    CHECK_STATUS(st, UCC_ERR_TIMED_OUT);
+    CHECK(f.done == 1);
+    CHECK_STATUS(f.status, UCC_ERR_TIMED_OUT);
+    CHECK_STATUS(f.finalize, UCC_OK); /* the callback released it */
+    return 0;
+}
+
+static int bad_input(ucc_lib_h lib, ucc_team_h team, ucc_context_h ctx)
 {
     ucc_coll_args_t a;
     ucc_coll_req_h  req;
@@ -341,7 +392,29 @@ static int bad_input(ucc_team_h team, ucc_context_h ctx)
     CHECK_OK(ucc_collective_finalize(req));
     CHECK_STATUS(ucc_collective_post(req), UCC_ERR_INVALID_PARAM);
     CHECK_STATUS(ucc_collective_finalize(req), UCC_ERR_INVALID_PARAM);
-    (void)ctx;
+    /* init and post in one call */
+    coll_args_init(&a, UCC_COLL_TYPE_BARRIER);
+    CHECK_OK(ucc_collective_init_and_post(&a, &req, team));
+    ucc_status_t st;
+    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
+    CHECK_OK(st);
+    CHECK_OK(ucc_collective_finalize(req));
+    /* An OOB whose endpoint is outside it, or without callbacks. */
+    ucc_context_params_t cp;
+    ucc_context_h        c2;
+    struct oob_info      bogus = {g_team_oob, 5, 2, 0};
+    cp.mask = UCC_CONTEXT_PARAM_FIELD_OOB;
+    cp.oob  = oob_of(&bogus);
+    CHECK_STATUS(ucc_context_create(lib, &cp, NULL, &c2), UCC_ERR_INVALID_PARAM);
+    cp.oob.oob_ep   = 0;
+    cp.oob.req_test = NULL;
+    CHECK_STATUS(ucc_context_create(lib, &cp, NULL, &c2), UCC_ERR_INVALID_PARAM);
+    /* maxloc has no UCC datatype to run on */
+    coll_args_init(&a, UCC_COLL_TYPE_ALLREDUCE);
+    info(&a.src.info, x, 2, UCC_DT_INT32);
+    info(&a.dst.info, x + 2, 2, UCC_DT_INT32);
+    a.op = UCC_OP_MAXLOC;
+    CHECK_STATUS(ucc_collective_init(&a, &req, team), UCC_ERR_NOT_SUPPORTED);
     return 0;
 }
 
@@ -444,7 +517,8 @@ static int body(int rank, int size)
         if (destroy_team(even)) return 1;
     }
 
-    if (bad_input(world, ctx)) return 1;
+    if (async_failure(rank, world, ctx)) return 1;
+    if (bad_input(lib, world, ctx)) return 1;
 
     if (destroy_team(rev)) return 1;
     if (destroy_team(world)) return 1;
