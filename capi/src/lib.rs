@@ -27,6 +27,7 @@
 pub mod abi;
 mod coll_args;
 mod config;
+mod config_api;
 mod context;
 mod ee;
 mod guard;
