@@ -184,7 +184,8 @@ fn check_common(ck: &Checker<'_>, rank: usize, default_timeout: Option<Duration>
 }
 
 /// The checks between a source and a destination that both exist: same
-/// datatype, same memory type, no overlap (that is what the in-place flag is for).
+/// datatype, same memory type, no overlap of the bytes the collective reads
+/// and writes (that is what the in-place flag is for).
 fn check_pair(ck: &Checker<'_>, src: Option<&Buf>, dst: Option<&Buf>) -> Result<()> {
     let (Some(s), Some(d)) = (src, dst) else { return Ok(()) };
     if s.dtype != d.dtype {
@@ -198,10 +199,47 @@ fn check_pair(ck: &Checker<'_>, src: Option<&Buf>, dst: Option<&Buf>) -> Result<
             d.mem.mem_type()
         )));
     }
-    if s.mem.overlaps(&d.mem) {
+    if s.mem.overlaps(&d.mem) && any_overlap(touched(s, ck.size), touched(d, ck.size)) {
         return Err(ck.err("src and dst overlap but the in-place flag is not set"));
     }
     Ok(())
+}
+
+/// The address ranges `[start, end)` a side's collective touches: the whole
+/// buffer, or a v-buffer's non-empty blocks. A v-buffer's span may hold
+/// memory between its blocks that is not the collective's: a caller may lay
+/// blocks of separate allocations out as displacements from one base
+/// (PyTorch's lists of tensors through the C interface), and then source
+/// and destination spans interleave while no block of one meets a block of
+/// the other.
+fn touched(b: &Buf, size: usize) -> Vec<(usize, usize)> {
+    let base = b.mem.addr() as usize;
+    if b.v.is_none() {
+        return vec![(base, base + b.mem.len())];
+    }
+    let blocks = b.blocks(size);
+    // Validation put every non-empty block inside `b.mem`, so the sums stay in the address space.
+    (0..blocks.len())
+        .filter_map(|i| blocks.get(i).ok())
+        .filter(|&(_, len)| len > 0)
+        .map(|(off, len)| (base + off, base + off + len))
+        .collect()
+}
+
+/// Whether a range of `a` meets a range of `b` (each list may overlap itself).
+fn any_overlap(mut a: Vec<(usize, usize)>, mut b: Vec<(usize, usize)>) -> bool {
+    a.sort_unstable();
+    b.sort_unstable();
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        if x.0 < y.1 && y.0 < x.1 {
+            return true;
+        }
+        // The range that ends first meets nothing later in the other list,
+        // whose ranges start no earlier than the one it just missed.
+        if x.1 <= y.1 { i += 1 } else { j += 1 }
+    }
+    false
 }
 
 fn check_active_set(ck: &Checker<'_>, set: &ActiveSet, size: usize, root: usize, rank: usize) -> Result<()> {
@@ -230,4 +268,48 @@ fn check_active_set(ck: &Checker<'_>, set: &ActiveSet, size: usize, root: usize,
         return Err(ck.err(format!("this rank ({rank}) is not in the active set, so it must not post")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{BufferInfoV, CollBuffer};
+    use crate::types::DataType;
+
+    #[test]
+    fn ranges_meet_only_when_they_share_a_byte() {
+        assert!(!any_overlap(vec![(0, 4), (8, 12)], vec![(4, 8), (12, 16)]));
+        assert!(any_overlap(vec![(0, 4), (8, 12)], vec![(4, 9)]));
+        assert!(any_overlap(vec![(0, 100), (1, 2)], vec![(50, 51)]));
+        assert!(!any_overlap(vec![(10, 20), (0, 5)], vec![(5, 10), (20, 30)]));
+        assert!(!any_overlap(vec![], vec![(0, 1)]));
+    }
+
+    /// Alltoallv whose source and destination blocks interleave in one
+    /// allocation: their spans overlap, their blocks do not.
+    #[test]
+    fn v_buffers_are_checked_block_by_block() {
+        let mut buf = [0u8; 16];
+        let base = buf.as_mut_ptr();
+        let counts = [4u32, 4];
+        let (src_d, dst_d, clash) = ([0u32, 8], [4u32, 12], [4u32, 10]);
+        let side = |displs: &[u32; 2]| {
+            CollBuffer::InfoV(BufferInfoV {
+                buffer: base,
+                counts: counts.as_ptr().cast(),
+                displacements: displs.as_ptr().cast(),
+                datatype: DataType::Uint8,
+                mem_type: MemType::Host,
+            })
+        };
+        let mut args = CollArgs::new(CollType::Alltoallv);
+        args.src = side(&src_d);
+        args.dst = side(&dst_d);
+        // SAFETY: every block lies in `buf`, which outlives the validated arguments.
+        assert!(unsafe { CollInit::validate(&args, 0, 2, &|_| MemType::Host, None) }.is_ok());
+        args.dst = side(&clash);
+        // SAFETY: as above.
+        let e = unsafe { CollInit::validate(&args, 0, 2, &|_| MemType::Host, None) }.err().map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("overlap")));
+    }
 }

@@ -1,0 +1,440 @@
+//! Teams: `ucc_team_create_post` / `_test` / `_destroy` / `_get_attr`.
+//!
+//! The members come from an endpoint map over the context's endpoints
+//! (Open MPI: no team OOB; ferrocoll creates the team over the transports
+//! the context connected), from an endpoint list, or from a team OOB
+//! (PyTorch): then each member first allgathers its context endpoint over
+//! that OOB, which gives the map, and the team is created over it.
+
+use std::ffi::c_void;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::Poll;
+
+use ferrocoll::{EpMap as FcEpMap, Error, Result, Status, Team, TeamParams as FcTeamParams};
+
+use crate::abi::*;
+use crate::context::ContextHandle;
+use crate::guard::{ffi, non_null};
+use crate::handle::{Handle, borrow, publish, retire};
+use crate::lib_api::put;
+use crate::oob::{Fixed, RawOob};
+
+/// Where UCC's own team object keeps the team size, which UCC's MPI test
+/// reads through the opaque handle.
+pub(crate) const SIZE_OFFSET: usize = 360;
+
+enum State {
+    /// Allgathering the members' context endpoints over the team OOB.
+    Gathering(Fixed),
+    /// ferrocoll's team creation in progress.
+    Creating(Team),
+    Ready(Team),
+    Failed(Error),
+}
+
+/// What a `ucc_team_h` points to.
+#[repr(C)]
+pub struct TeamHandle {
+    magic: AtomicU64,
+    /// UCC's private team fields: nothing reads them.
+    _ucc_private: [u8; SIZE_OFFSET - 8],
+    /// Number of members, where UCC's team has it.
+    size: u32,
+    /// This member's team rank, once known.
+    rank: OnceLock<u32>,
+    /// The members' context endpoints, in team-rank order, once known.
+    eps: OnceLock<Box<[u64]>>,
+    /// The team's context.
+    pub(crate) ctx: Arc<ContextHandle>,
+    /// `ep` from the parameters, checked once the rank is known.
+    ep_hint: Option<u64>,
+    state: Mutex<State>,
+}
+
+// SAFETY: `magic` is the AtomicU64 at offset 0.
+unsafe impl Handle for TeamHandle {
+    const WHAT: &'static str = "ucc_team_h";
+    const LIVE: u64 = 0xfe77_0c0c_0000_0005;
+    const MAGIC_OFFSET: usize = 0;
+    fn magic(&self) -> &AtomicU64 {
+        &self.magic
+    }
+}
+
+const _: () = assert!(std::mem::offset_of!(TeamHandle, size) == SIZE_OFFSET);
+
+impl TeamHandle {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run `f` on the created team (an error while it is being created, or failed).
+    pub(crate) fn with_team<T>(&self, f: impl FnOnce(&Team) -> Result<T>) -> Result<T> {
+        match &*self.state() {
+            State::Ready(t) => f(t),
+            State::Failed(e) => Err(e.duplicate().prefixed("the team's creation failed")),
+            _ => Err(Error::invalid_param("the team is still being created: call ucc_team_create_test until UCC_OK")),
+        }
+    }
+
+    /// Start ferrocoll's team creation over context endpoints `eps`.
+    fn create(&self, eps: Vec<u64>) -> Result<Team> {
+        let ctx = self.ctx.get()?;
+        let me = ctx.ep() as u64;
+        let rank = eps.iter().position(|&e| e == me).ok_or_else(|| {
+            Error::invalid_param(format!("this context (endpoint {me}) is not in the team's endpoints {eps:?}"))
+        })?;
+        if let Some(ep) = self.ep_hint.filter(|&ep| ep != rank as u64) {
+            return Err(Error::invalid_param(format!(
+                "team_params.ep {ep} differs from this member's rank {rank} in the team's endpoint map"
+            )));
+        }
+        let map = if eps.iter().enumerate().all(|(i, &e)| e == i as u64) && eps.len() == ctx.n_eps() {
+            FcEpMap::Full
+        } else {
+            FcEpMap::Array(eps.clone())
+        };
+        let team = Team::create_post(&ctx, FcTeamParams::with_ep_map(map))?;
+        let _ = self.rank.set(rank as u32);
+        let _ = self.eps.set(eps.into_boxed_slice());
+        Ok(team)
+    }
+
+    /// One step of creation: `InProgress`, `Ok`, or the failure.
+    fn step(&self) -> Result<Status> {
+        let mut st = self.state();
+        loop {
+            let next = match &mut *st {
+                State::Ready(_) => return Ok(Status::Ok),
+                State::Failed(e) => return Err(e.duplicate()),
+                State::Gathering(f) => match f.test() {
+                    Poll::Pending => return Ok(Status::InProgress),
+                    Poll::Ready(r) => match r.and_then(|b| decode_eps(&b)).and_then(|eps| self.create(eps)) {
+                        Ok(team) => State::Creating(team),
+                        Err(e) => State::Failed(e.prefixed("team OOB exchange of endpoints")),
+                    },
+                },
+                State::Creating(team) => match team.create_test() {
+                    Ok(Status::InProgress) => return Ok(Status::InProgress),
+                    Ok(_) => match std::mem::replace(&mut *st, State::Failed(Error::internal("team moved"))) {
+                        State::Creating(t) => State::Ready(t),
+                        other => other,
+                    },
+                    Err(e) => State::Failed(e),
+                },
+            };
+            *st = next;
+        }
+    }
+}
+
+fn decode_eps(b: &[u8]) -> Result<Vec<u64>> {
+    if !b.len().is_multiple_of(8) {
+        return Err(Error::io(format!("{} bytes are not a list of 8-byte endpoints", b.len())));
+    }
+    Ok(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
+}
+
+/// Read a field of the caller's `ucc_team_params_t`.
+macro_rules! field {
+    ($p:expr, $($f:tt)+) => {
+        // SAFETY: the caller's struct; read only when its mask bit is set (every use is guarded).
+        unsafe { (&raw const (*$p).$($f)+).read_unaligned() }
+    };
+}
+
+/// The members' context endpoints from an `ucc_ep_map_t`.
+///
+/// # Safety
+/// `m`'s union member for its type is set; an array map points to `ep_num`
+/// elements; a callback map's callback may be called.
+unsafe fn ep_map_eps(m: &EpMap, n_eps: usize) -> Result<Vec<u64>> {
+    let n = usize::try_from(m.ep_num).ok().filter(|&n| n <= n_eps).ok_or_else(|| {
+        Error::invalid_param(format!("team_params.ep_map.ep_num {} exceeds the context's {n_eps} endpoints", m.ep_num))
+    })?;
+    match m.map_type {
+        EP_MAP_FULL => {
+            if n != 0 && n != n_eps {
+                return Err(Error::invalid_param(format!(
+                    "team_params.ep_map is FULL but ep_num {n} is not the context's {n_eps} endpoints"
+                )));
+            }
+            Ok((0..n_eps as u64).collect())
+        }
+        EP_MAP_STRIDED => {
+            // SAFETY: the type says the strided member is set.
+            let s = unsafe { m.u.strided };
+            (0..n as i128)
+                .map(|r| {
+                    let e = i128::from(s.start) + r * i128::from(s.stride);
+                    u64::try_from(e).map_err(|_| {
+                        Error::invalid_param(format!(
+                            "team_params.ep_map (strided start {} stride {}) maps rank {r} to endpoint {e}",
+                            s.start, s.stride
+                        ))
+                    })
+                })
+                .collect()
+        }
+        EP_MAP_ARRAY => {
+            // SAFETY: the type says the array member is set.
+            let a = unsafe { m.u.array };
+            if a.map.is_null() && n > 0 {
+                return Err(Error::invalid_param("team_params.ep_map.array.map is NULL"));
+            }
+            match a.elem_size {
+                // SAFETY: the caller promises ep_num elements of elem_size bytes.
+                4 => Ok((0..n).map(|i| u64::from(unsafe { a.map.cast::<u32>().add(i).read_unaligned() })).collect()),
+                // SAFETY: as above.
+                8 => Ok((0..n).map(|i| unsafe { a.map.cast::<u64>().add(i).read_unaligned() }).collect()),
+                s => Err(Error::invalid_param(format!("team_params.ep_map.array.elem_size {s} is not 4 or 8"))),
+            }
+        }
+        EP_MAP_CB => {
+            // SAFETY: the type says the cb member is set.
+            let c = unsafe { m.u.cb };
+            let cb = c.cb.ok_or_else(|| Error::invalid_param("team_params.ep_map.cb.cb is NULL"))?;
+            // SAFETY: the caller's callback, called with team ranks below ep_num.
+            Ok((0..n as u64).map(|r| unsafe { cb(r, c.cb_ctx) }).collect())
+        }
+        t => Err(Error::invalid_param(format!("team_params.ep_map.type {t} is not a UCC endpoint map type"))),
+    }
+}
+
+/// `ucc_team_create_post`.
+///
+/// # Safety
+/// `contexts` points to `num_contexts` handles; `team_params` is a
+/// `ucc_team_params_t` whose masked fields are set; `new_team` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ucc_team_create_post(
+    contexts: *const *const ContextHandle,
+    num_contexts: u32,
+    team_params: *const TeamParams,
+    new_team: *mut *mut TeamHandle,
+) -> UccStatus {
+    ffi("ucc_team_create_post", || {
+        non_null(contexts, "contexts")?;
+        non_null(team_params, "team_params")?;
+        non_null(new_team, "new_team")?;
+        if num_contexts != 1 {
+            return Err(Error::not_supported(format!("num_contexts {num_contexts}: a team spans exactly one context")));
+        }
+        // SAFETY: one handle pointer, checked by borrow.
+        let ctx = unsafe { borrow(contexts.read(), "contexts[0]") }?;
+        let p = team_params;
+        let mask: u64 = field!(p, mask);
+        if mask & TEAM_PARAM_ORDERING != 0 {
+            let o: u32 = field!(p, ordering);
+            if o != POST_ORDERED {
+                return Err(Error::not_supported(format!(
+                    "team_params.ordering {o}: ferrocoll runs a team's collectives in post order \
+                     (UCC_COLLECTIVE_POST_ORDERED)"
+                )));
+            }
+        }
+        if mask & TEAM_PARAM_SYNC_TYPE != 0 {
+            let s: u32 = field!(p, sync_type);
+            if s != UCC_NO_SYNC_COLLECTIVES {
+                return Err(Error::not_supported(format!(
+                    "team_params.sync_type {s}: ferrocoll's collectives are non-synchronous only"
+                )));
+            }
+        }
+        let ep_hint = (mask & TEAM_PARAM_EP != 0).then(|| field!(p, ep));
+        let n_eps = ctx.get()?.n_eps();
+        // Members: the endpoint map, else the list, else the team OOB, else every endpoint.
+        let (eps, oob) = if mask & TEAM_PARAM_EP_MAP != 0 {
+            let m: EpMap = field!(p, ep_map);
+            // SAFETY: the caller's map (see ep_map_eps).
+            (Some(unsafe { ep_map_eps(&m, n_eps) }?), None)
+        } else if mask & TEAM_PARAM_EP_LIST != 0 {
+            if mask & TEAM_PARAM_TEAM_SIZE == 0 {
+                return Err(Error::invalid_param("team_params.ep_list is set without team_size"));
+            }
+            let list: *mut u64 = field!(p, ep_list);
+            let size: u64 = field!(p, team_size);
+            let n = usize::try_from(size).ok().filter(|&n| n <= n_eps).ok_or_else(|| {
+                Error::invalid_param(format!("team_params.team_size {size} exceeds the context's {n_eps} endpoints"))
+            })?;
+            non_null(list, "team_params.ep_list")?;
+            // SAFETY: the caller promises team_size elements.
+            (Some((0..n).map(|i| unsafe { list.add(i).read_unaligned() }).collect()), None)
+        } else if mask & TEAM_PARAM_OOB != 0 {
+            let raw = RawOob::new(field!(p, oob), "team_params.oob")?;
+            if let Some(ep) = ep_hint.filter(|&ep| ep != raw.rank() as u64) {
+                return Err(Error::invalid_param(format!(
+                    "team_params.ep {ep} differs from team_params.oob.oob_ep {}",
+                    raw.rank()
+                )));
+            }
+            if raw.size() > n_eps {
+                return Err(Error::not_supported(format!(
+                    "team_params.oob has {} endpoints but the context has {n_eps}: ferrocoll makes teams over the \
+                     endpoints its context connected (create the context with an OOB over every member)",
+                    raw.size()
+                )));
+            }
+            (None, Some(raw))
+        } else {
+            ((0..n_eps as u64).collect::<Vec<_>>().into(), None)
+        };
+        let size = eps.as_ref().map_or_else(|| oob.map_or(0, |o| o.size()), Vec::len);
+        let h = TeamHandle {
+            magic: AtomicU64::new(0),
+            _ucc_private: [0; SIZE_OFFSET - 8],
+            size: u32::try_from(size).map_err(|_| Error::invalid_param(format!("team of {size} members")))?,
+            rank: OnceLock::new(),
+            eps: OnceLock::new(),
+            ctx: ctx.clone(),
+            ep_hint: ep_hint.filter(|_| oob.is_none()),
+            state: Mutex::new(State::Failed(Error::internal("team not started"))),
+        };
+        let state = match (eps, oob) {
+            (Some(eps), _) => State::Creating(h.create(eps)?),
+            (None, Some(raw)) => {
+                let me = ctx.get()?.ep() as u64;
+                State::Gathering(raw.allgather(me.to_le_bytes().to_vec())?)
+            }
+            (None, None) => return Err(Error::internal("a team with neither endpoints nor OOB")),
+        };
+        *h.state() = state;
+        // SAFETY: checked non-null.
+        unsafe { put(new_team, publish(h)) };
+        Ok(UCC_OK)
+    })
+}
+
+/// `ucc_team_create_test`: `UCC_INPROGRESS` until the team is ready.
+///
+/// # Safety
+/// `team` is a handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ucc_team_create_test(team: *const TeamHandle) -> UccStatus {
+    ffi("ucc_team_create_test", || {
+        // SAFETY: see handle::borrow.
+        let h = unsafe { borrow(team, "team") }?;
+        Ok(crate::guard::status_code(h.step()?))
+    })
+}
+
+/// `ucc_team_destroy`: done at once (`UCC_OK`); requests still alive fail to post.
+///
+/// # Safety
+/// `team` is a handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ucc_team_destroy(team: *mut TeamHandle) -> UccStatus {
+    ffi("ucc_team_destroy", || {
+        // SAFETY: see handle::retire.
+        let h = unsafe { retire(team, "team") }?;
+        let old = std::mem::replace(&mut *h.state(), State::Failed(Error::invalid_param("the team was destroyed")));
+        drop(old);
+        Ok(UCC_OK)
+    })
+}
+
+/// `ucc_team_get_attr`.
+///
+/// # Safety
+/// `team` is a handle; `team_attr` a `ucc_team_attr_t` with its mask set.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ucc_team_get_attr(team: *const TeamHandle, team_attr: *mut TeamAttr) -> UccStatus {
+    ffi("ucc_team_get_attr", || {
+        // SAFETY: see handle::borrow.
+        let h = unsafe { borrow(team, "team") }?;
+        non_null(team_attr, "team_attr")?;
+        // SAFETY: the caller's struct: its mask is read, and only asked-for fields are written.
+        unsafe {
+            let mask = (&raw const (*team_attr).mask).read_unaligned();
+            let created = || h.with_team(|_| Ok(()));
+            if mask & (TEAM_ATTR_EP | TEAM_ATTR_EPS) != 0 {
+                created()?;
+            }
+            if mask & TEAM_ATTR_POST_ORDERING != 0 {
+                put(&raw mut (*team_attr).ordering, POST_ORDERED);
+            }
+            if mask & TEAM_ATTR_OUTSTANDING_CALLS != 0 {
+                put(&raw mut (*team_attr).outstanding_colls, 0);
+            }
+            if mask & TEAM_ATTR_EP != 0 {
+                put(&raw mut (*team_attr).ep, u64::from(h.rank.get().copied().unwrap_or(0)));
+            }
+            if mask & TEAM_ATTR_EP_RANGE != 0 {
+                put(&raw mut (*team_attr).ep_range, EP_RANGE_CONTIG);
+            }
+            if mask & TEAM_ATTR_SYNC_TYPE != 0 {
+                put(&raw mut (*team_attr).sync_type, UCC_NO_SYNC_COLLECTIVES);
+            }
+            if mask & TEAM_ATTR_MEM_PARAMS != 0 {
+                put(&raw mut (*team_attr).mem_params, MemMapParams { segments: std::ptr::null_mut(), n_segments: 0 });
+            }
+            if mask & TEAM_ATTR_SIZE != 0 {
+                put(&raw mut (*team_attr).size, h.size);
+            }
+            if mask & TEAM_ATTR_EPS != 0 {
+                // The list lives as long as the team handle (UCC hands out its own array too).
+                let eps = h.eps.get().map_or(std::ptr::null_mut(), |e| e.as_ptr().cast_mut());
+                put(&raw mut (*team_attr).eps, eps);
+            }
+        }
+        Ok(UCC_OK)
+    })
+}
+
+/// `ucc_team_create_from_parent`: not implemented (UCC does not implement it either).
+///
+/// # Safety
+/// Any arguments: none is dereferenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ucc_team_create_from_parent(
+    _my_ep: u64,
+    _included: u32,
+    _parent_team: *const TeamHandle,
+    _new_team: *mut *mut c_void,
+) -> UccStatus {
+    ffi("ucc_team_create_from_parent", || {
+        Err(Error::not_implemented("ucc_team_create_from_parent: create the team from an ep_map instead"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(map_type: u32, ep_num: u64, u: EpMapUnion) -> EpMap {
+        EpMap { map_type, ep_num, u }
+    }
+
+    #[test]
+    fn endpoint_maps() {
+        let full = map(EP_MAP_FULL, 4, EpMapUnion { strided: EpMapStrided { start: 0, stride: 0 } });
+        // SAFETY: the maps below are well-formed.
+        assert_eq!(unsafe { ep_map_eps(&full, 4) }.unwrap(), [0, 1, 2, 3]);
+        let rev = map(EP_MAP_STRIDED, 3, EpMapUnion { strided: EpMapStrided { start: 3, stride: -1 } });
+        // SAFETY: as above.
+        assert_eq!(unsafe { ep_map_eps(&rev, 4) }.unwrap(), [3, 2, 1]);
+        let neg = map(EP_MAP_STRIDED, 3, EpMapUnion { strided: EpMapStrided { start: 1, stride: -1 } });
+        // SAFETY: as above.
+        assert!(unsafe { ep_map_eps(&neg, 4) }.unwrap_err().context().contains("rank 2"));
+        let mut a32 = [2u32, 0];
+        let arr = map(EP_MAP_ARRAY, 2, EpMapUnion { array: EpMapArray { map: a32.as_mut_ptr().cast(), elem_size: 4 } });
+        // SAFETY: two u32s.
+        assert_eq!(unsafe { ep_map_eps(&arr, 4) }.unwrap(), [2, 0]);
+        let bad = map(EP_MAP_ARRAY, 2, EpMapUnion { array: EpMapArray { map: a32.as_mut_ptr().cast(), elem_size: 2 } });
+        // SAFETY: refused before reading.
+        assert!(unsafe { ep_map_eps(&bad, 4) }.unwrap_err().context().contains("elem_size 2"));
+        unsafe extern "C" fn double(ep: u64, _: *mut c_void) -> u64 {
+            ep * 2
+        }
+        let cb = map(EP_MAP_CB, 2, EpMapUnion { cb: EpMapCb { cb: Some(double), cb_ctx: std::ptr::null_mut() } });
+        // SAFETY: a callback that reads nothing.
+        assert_eq!(unsafe { ep_map_eps(&cb, 4) }.unwrap(), [0, 2]);
+        let big = map(EP_MAP_FULL, 5, EpMapUnion { strided: EpMapStrided { start: 0, stride: 0 } });
+        // SAFETY: refused before reading.
+        assert!(unsafe { ep_map_eps(&big, 4) }.is_err());
+        let odd = map(9, 1, EpMapUnion { strided: EpMapStrided { start: 0, stride: 0 } });
+        // SAFETY: refused before reading.
+        assert!(unsafe { ep_map_eps(&odd, 4) }.unwrap_err().context().contains("type 9"));
+    }
+}
