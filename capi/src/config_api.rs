@@ -89,6 +89,19 @@ fn print_flags(flags: u32) -> (bool, bool, bool) {
     (flags & 2 != 0, flags & 1 != 0, flags & 4 != 0)
 }
 
+/// What both `*_config_print` functions do with their handle's configuration.
+///
+/// # Safety
+/// `stream` is a valid `FILE*`; `title` NULL or a C string.
+unsafe fn print(config: &Config, stream: *mut libc::FILE, title: *const c_char, flags: u32) -> Result<()> {
+    // SAFETY: C string or NULL.
+    let title = unsafe { opt_str(title, "title") }?;
+    let (header, values, doc) = print_flags(flags);
+    let text = config::describe(config, title, header, values, doc);
+    // SAFETY: the caller's stream.
+    unsafe { write_stream(stream, &text) }
+}
+
 /// `ucc_lib_config_print`.
 ///
 /// # Safety
@@ -103,12 +116,8 @@ pub unsafe extern "C" fn ucc_lib_config_print(
     ffi_void("ucc_lib_config_print", || {
         // SAFETY: see handle::borrow.
         let h = unsafe { borrow(config, "config") }?;
-        // SAFETY: C string or NULL.
-        let title = unsafe { opt_str(title, "title") }?;
-        let (header, values, doc) = self::print_flags(print_flags);
-        let text = config::describe(&lock(&h.config), title, header, values, doc);
-        // SAFETY: the caller's stream.
-        unsafe { write_stream(stream, &text) }
+        // SAFETY: forwarded from our caller.
+        unsafe { print(&lock(&h.config), stream, title, print_flags) }
     })
 }
 
@@ -126,12 +135,8 @@ pub unsafe extern "C" fn ucc_context_config_print(
     ffi_void("ucc_context_config_print", || {
         // SAFETY: see handle::borrow.
         let h = unsafe { borrow(config, "config") }?;
-        // SAFETY: C string or NULL.
-        let title = unsafe { opt_str(title, "title") }?;
-        let (header, values, doc) = self::print_flags(print_flags);
-        let text = config::describe(&lock(&h.config), title, header, values, doc);
-        // SAFETY: the caller's stream.
-        unsafe { write_stream(stream, &text) }
+        // SAFETY: forwarded from our caller.
+        unsafe { print(&lock(&h.config), stream, title, print_flags) }
     })
 }
 
