@@ -1,11 +1,12 @@
 //! The library: `ucc_init_version`, `ucc_finalize`, attributes, version
 //! and status strings.
 
+use std::ffi::CString;
 use std::ffi::{c_char, c_uint};
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
+use std::sync::{LazyLock, Mutex};
 
-use ferrocoll::{Error, Lib, LibParams as FcLibParams, Result, ThreadMode};
+use ferrocoll::{Error, Lib, LibParams as FcLibParams, Result, Status, ThreadMode};
 
 use crate::abi::*;
 use crate::config::{self, LibConfigHandle, lock};
@@ -219,21 +220,11 @@ pub extern "C" fn ucc_status_string(status: UccStatus) -> *const c_char {
     status_text(status).as_ptr()
 }
 
+/// The texts of `Status::as_str` (the one place they are written) as C strings, made once.
 fn status_text(status: UccStatus) -> &'static std::ffi::CStr {
-    match status {
-        UCC_OK => c"Success",
-        UCC_INPROGRESS => c"Operation in progress",
-        UCC_OPERATION_INITIALIZED => c"Operation initialized",
-        UCC_ERR_NOT_SUPPORTED => c"Operation is not supported",
-        UCC_ERR_NOT_IMPLEMENTED => c"Not implemented",
-        UCC_ERR_INVALID_PARAM => c"Invalid parameter",
-        UCC_ERR_NO_MEMORY => c"Out of memory",
-        UCC_ERR_NO_RESOURCE => c"Resources are not available for the operation",
-        UCC_ERR_NO_MESSAGE => c"Unhandled error",
-        UCC_ERR_NOT_FOUND => c"Not found",
-        UCC_ERR_TIMED_OUT => c"Timeout expired",
-        _ => c"Unknown error",
-    }
+    static TEXTS: LazyLock<Vec<(i32, CString)>> =
+        LazyLock::new(|| Status::ALL.iter().filter_map(|s| Some((s.code(), CString::new(s.as_str()).ok()?))).collect());
+    TEXTS.iter().find(|(code, _)| *code == status).map_or(c"Unknown error", |(_, text)| text.as_c_str())
 }
 
 #[cfg(test)]
@@ -243,21 +234,10 @@ mod tests {
 
     #[test]
     fn status_texts_are_ferrocolls() {
-        for s in [
-            Status::Ok,
-            Status::InProgress,
-            Status::OperationInitialized,
-            Status::NotSupported,
-            Status::NotImplemented,
-            Status::InvalidParam,
-            Status::NoMemory,
-            Status::NoResource,
-            Status::NoMessage,
-            Status::NotFound,
-            Status::TimedOut,
-        ] {
+        for s in Status::ALL {
             assert_eq!(status_text(s.code()).to_str().unwrap(), s.as_str());
         }
+        assert_eq!(status_text(UCC_ERR_TIMED_OUT).to_str().unwrap(), "Timeout expired");
         assert_eq!(status_text(-42).to_str().unwrap(), "Unknown error");
     }
 }

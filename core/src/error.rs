@@ -36,6 +36,27 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in code order from `Ok` down.
+    pub const ALL: [Status; 12] = [
+        Status::Ok,
+        Status::InProgress,
+        Status::OperationInitialized,
+        Status::NotSupported,
+        Status::NotImplemented,
+        Status::InvalidParam,
+        Status::NoMemory,
+        Status::NoResource,
+        Status::NoMessage,
+        Status::NotFound,
+        Status::TimedOut,
+        Status::IoError,
+    ];
+
+    /// The status whose [`Status::code`] is `code`, if any.
+    pub fn from_code(code: i32) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| s.code() == code)
+    }
+
     /// The numeric value, as in `ucc_status_t`.
     pub fn code(self) -> i32 {
         self as i32
@@ -174,6 +195,16 @@ impl From<std::io::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_status_is_listed_once_and_found_by_its_code() {
+        for (i, s) in Status::ALL.iter().enumerate() {
+            assert_eq!(Status::from_code(s.code()), Some(*s));
+            assert!(Status::ALL[..i].iter().all(|t| t.code() != s.code()), "{s:?} listed twice");
+        }
+        assert_eq!(Status::ALL.len(), (Status::OperationInitialized.code() - Status::IoError.code() + 1) as usize);
+        assert_eq!(Status::from_code(-10), None);
+    }
 
     #[test]
     fn status_values_are_ucc_values() {

@@ -248,19 +248,8 @@ pub(super) fn decode_error(payload: &[u8]) -> Error {
         Some((c, rest)) => (i32::from_le_bytes(*c), rest),
         None => (Status::IoError.code(), payload),
     };
-    let status = [
-        Status::NotSupported,
-        Status::NotImplemented,
-        Status::InvalidParam,
-        Status::NoMemory,
-        Status::NoResource,
-        Status::NoMessage,
-        Status::NotFound,
-        Status::TimedOut,
-    ]
-    .into_iter()
-    .find(|s| s.code() == code)
-    .unwrap_or(Status::IoError);
+    // An error frame carries an error status; anything else reads as an I/O error.
+    let status = Status::from_code(code).filter(|s| !s.is_ok_or_pending()).unwrap_or(Status::IoError);
     Error::new(status, String::from_utf8_lossy(text).into_owned())
 }
 
