@@ -6,6 +6,9 @@
 #   scripts/gpu-check.sh [build] [DIR]   build the release test binaries here and
 #                                        collect the GPU-relevant ones into DIR
 #                                        (default: target/gpu-check), at most 64 MiB
+#   scripts/gpu-check.sh sanitize [DIR]  on the GPU machine: the kernel and memory tests
+#                                        under compute-sanitizer memcheck and racecheck
+#   scripts/gpu-check.sh exec DIR CMD... on the GPU machine: CMD with run's environment
 #   scripts/gpu-check.sh run [DIR]       on the GPU machine: run every test binary
 #                                        in DIR with REQUIRE_GPU=1 (a skipped GPU
 #                                        test fails) and the nvidia wheels' library
@@ -24,8 +27,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mode="build"
 case "${1:-}" in
-    build | run) mode="$1"; shift ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    build | run | sanitize) mode="$1"; shift ;;
+    exec) mode="exec_in_env"; shift; gpu_exec=("${@:2}"); set -- "${1:-}" ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
 esac
 dir="${1:-$root/target/gpu-check}"
 limit_bytes=$((64 * 1024 * 1024))
@@ -115,7 +119,8 @@ for base in list(nvidia.__path__):
 PY
 }
 
-run() {
+# Point LD_LIBRARY_PATH at the nvidia wheels' libraries (and a libnccl.so link).
+gpu_env() {
     [ -d "$dir/tests" ] || die "$dir/tests does not exist: build first (scripts/gpu-check.sh build $dir)"
     local libs="" d
     while IFS= read -r d; do
@@ -123,7 +128,7 @@ run() {
     done < <(wheel_lib_dirs)
     # cudarc asks for libnccl.so, the nvidia-nccl wheel ships only libnccl.so.2: link it.
     local shim
-    shim="$(mktemp -d)"
+    shim="$(mktemp -d)"  # left behind: a few bytes in /tmp
     local dirs=()
     [ -n "$libs" ] && IFS=':' read -ra dirs <<<"$libs"
     for d in "${dirs[@]}"; do
@@ -136,6 +141,31 @@ run() {
     export REQUIRE_GPU=1
     echo "gpu-check: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     if command -v nvidia-smi >/dev/null; then nvidia-smi -L || true; fi
+}
+
+# The kernel tests under compute-sanitizer (memcheck, then racecheck).
+sanitize() {
+    gpu_env
+    command -v compute-sanitizer >/dev/null || die "compute-sanitizer is not on PATH"
+    local failed=0 t tool
+    for t in ferrocoll-kernels-unit nvrtc gpu_mc gpu_colls; do
+        [ -x "$dir/tests/$t" ] || continue
+        for tool in memcheck racecheck; do
+            echo "=== compute-sanitizer --tool $tool $t"
+            compute-sanitizer --tool "$tool" --error-exitcode 99 "$dir/tests/$t" --test-threads=1 \
+                || { echo "gpu-check: $tool found errors in $t"; failed=1; }
+        done
+    done
+    return "$failed"
+}
+
+exec_in_env() {
+    gpu_env
+    "${gpu_exec[@]}"
+}
+
+run() {
+    gpu_env
     local failed=() passed=0 t status
     for t in "$dir"/tests/*; do
         [ -x "$t" ] || continue
@@ -150,7 +180,6 @@ run() {
             failed+=("$(basename "$t") (exit $status)")
         fi
     done
-    rm -rf "$shim"
     echo "gpu-check: $passed binaries passed, ${#failed[@]} failed"
     if [ "${#failed[@]}" -gt 0 ]; then
         printf 'gpu-check: FAILED: %s\n' "${failed[@]}"

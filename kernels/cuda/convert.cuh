@@ -32,9 +32,12 @@ FC_INLINE float fc_f16_to_f32(u16 h) {
 // Round to nearest, ties to even; overflow gives infinity; NaN gives a quiet NaN.
 FC_INLINE u16 fc_f32_to_f16(float x) {
 #ifdef __CUDA_ARCH__
-    u16 h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
-    return h;
+    // Through a 32-bit register: with a 16-bit asm output ("=h"), NVRTC
+    // (CUDA 13, H100) stored the result's low byte as 0 when the element was
+    // written byte by byte (unaligned), seen as -16 for -17.75.
+    u32 r;
+    asm("{ .reg .b16 t; cvt.rn.f16.f32 t, %1; mov.b32 %0, {t, t}; }" : "=r"(r) : "f"(x));
+    return (u16)r;
 #else
     // As half's software conversion (and F16C's cvtps2ph with rounding mode 0).
     u32 b = fc_bits(x);

@@ -82,14 +82,13 @@ fn a_failed_or_dropped_triggered_post_releases_its_stream() {
             return;
         }
         let (ee, stream) = engine();
-        let (src, dst, out) = (Buf::pinned(64), Buf::pinned(64), Buf::pinned(64));
+        let (src, dst, out, stage) = (Buf::pinned(64), Buf::pinned(64), Buf::pinned(64), Buf::device(64));
         for drop_it in [false, true] {
             let timeout = if drop_it { TEST_TIMEOUT } else { Duration::from_millis(300) };
             // SAFETY: the buffers outlive the request.
             let mut req = unsafe { allreduce(team, &src, &dst, timeout) };
             req.triggered_post(&ee, &COMPUTE).expect("triggered_post");
-            // SAFETY: live pinned buffers, the engine's stream.
-            ok(unsafe { sys::cuMemcpyDtoHAsync_v2(out.coll.cast(), dst.dev, 64 * 4, stream) }, "copy");
+            out.copy_from_on(&dst, &stage, 64, stream);
             let start = Instant::now();
             while start.elapsed() < Duration::from_millis(100) {
                 ctx.progress().expect("progress");

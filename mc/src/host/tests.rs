@@ -23,9 +23,11 @@ fn identity() {
     assert_eq!(mc.mem_type(), MemType::Host);
     let x = 0u8;
     assert!(!mc.owns(&x));
+    // Host comes first everywhere; where a CUDA driver is present the CUDA
+    // components follow (cuda/tests.rs checks which).
     let all = crate::default_mcs();
-    assert_eq!(all.len(), 1);
     assert_eq!(all[0].mem_type(), MemType::Host);
+    assert_eq!(all.iter().filter(|m| m.mem_type() == MemType::Host).count(), 1);
 }
 
 #[test]

@@ -85,7 +85,11 @@ pub fn check_reduction(
         let gv = decode(dt, op, g);
         let contrib: Vec<_> = refs.iter().map(|s| decode(dt, op, &s[i * es..(i + 1) * es])).collect();
         let want = expected(dt, op, &contrib);
-        assert!(matches(dt, op, &gv, &want), "{what}: element {i} is {gv:?}, the float64 reference {want:?}");
+        assert!(
+            matches(dt, op, &gv, &want),
+            "{what}: element {i} is {gv:?} ({g:02x?}), the float64 reference {want:?}, the host kernels {:?}, from the sources {contrib:?}",
+            decode(dt, op, h)
+        );
         if exact && g != h {
             // NaN payloads are not promised (see the kernels' docs); NaN is.
             let both_nan =

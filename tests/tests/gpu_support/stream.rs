@@ -57,6 +57,26 @@ impl Buf {
         Buf { dev, coll: dev as *mut u32, mem_type: MemType::Cuda, n }
     }
 
+    /// Enqueue on `stream` a copy of the first `n` elements of `from` into the pinned
+    /// buffer `self`, asynchronous whatever `from` is: a copy out of pinned host
+    /// memory goes through `stage` (device memory of at least `n` elements),
+    /// since CUDA runs a host-to-host "async" copy synchronously on the calling
+    /// thread, which would block the very thread that progresses the
+    /// collective the stream waits for.
+    pub fn copy_from_on(&self, from: &Buf, stage: &Buf, n: usize, stream: CUstream) {
+        assert!(self.mem_type == MemType::Host && stage.mem_type == MemType::Cuda && stage.n >= n);
+        let bytes = n * 4;
+        let device_src = if from.mem_type == MemType::Cuda {
+            from.dev
+        } else {
+            // SAFETY: live pinned memory and device memory of `bytes`; the engine's stream.
+            ok(unsafe { sys::cuMemcpyHtoDAsync_v2(stage.dev, from.coll.cast(), bytes, stream) }, "copy to the stage");
+            stage.dev
+        };
+        // SAFETY: live device memory and pinned memory of `bytes`: asynchronous; the engine's stream.
+        ok(unsafe { sys::cuMemcpyDtoHAsync_v2(self.coll.cast(), device_src, bytes, stream) }, "copy");
+    }
+
     /// Device memory for `Cuda`, else pinned host memory.
     pub fn new(mem_type: MemType, n: usize) -> Buf {
         if mem_type == MemType::Cuda { Buf::device(n) } else { Buf::pinned(n) }
@@ -164,6 +184,7 @@ pub fn ordered_rounds(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: u
     let (ee, stream) = engine();
     let (src, dst, out) = (Buf::new(mem_type, N), Buf::new(mem_type, N), Buf::pinned(N));
     let busy = Buf::device(busy_bytes / 4);
+    let stage = Buf::device(N);
     // SAFETY: the buffers outlive the request (dropped before them, below).
     let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
     let value = |rank: usize, round: u32| (rank as u32 + 1) * 1000 + round;
@@ -174,8 +195,7 @@ pub fn ordered_rounds(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: u
         dst.memset(POISON, stream);
         src.memset(value(team.rank(), round), stream);
         req.triggered_post(&ee, &COMPUTE).unwrap_or_else(|e| panic!("{what}: {e}"));
-        // SAFETY: live buffers; out is pinned, so the copy is asynchronous.
-        ok(unsafe { sys::cuMemcpyDtoHAsync_v2(out.coll.cast(), dst.dev, N * 4, stream) }, "copy");
+        out.copy_from_on(&dst, &stage, N, stream);
         req.wait().unwrap_or_else(|e| panic!("{what}: {e}"));
         sync(stream);
         let want: u32 = (0..size).map(|r| value(r, round)).sum();
