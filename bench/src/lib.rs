@@ -6,7 +6,9 @@
 //! - `ferrocoll-perftest` ([`perftest`]): ucc_perftest's options and table,
 //!   over thread ranks, launched processes or an existing launcher;
 //! - `ferrocoll-info`: components, algorithms, configuration and score
-//!   maps, like `ucc_info`.
+//!   maps, like `ucc_info`;
+//! - `ferrocoll-tune` ([`tune`]): measures this machine's crossovers between
+//!   algorithms and writes them as tune strings in a configuration file.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -14,3 +16,4 @@ pub mod perftest;
 pub mod run;
 mod say;
 pub mod threads;
+pub mod tune;

@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
 
 use ferrocoll::core::config::{CORE_FIELDS, ConfigField};
+use ferrocoll::core::config_file::read_config_file;
 use ferrocoll::{Config, Error, Result};
 
 use crate::handle::Handle;
@@ -84,23 +85,10 @@ pub(crate) fn modify(config: &mut Config, name: &str, value: &str) -> Result<()>
 /// The configuration UCC would read: `file`'s lines, `UCC_*`, then `<prefix>_UCC_*`.
 pub(crate) fn read(prefix: Option<&str>, file: Option<&Path>) -> Result<Config> {
     let mut c = Config::new();
-    if let Some(path) = file {
-        // UCC ignores a missing file; one that exists but cannot be read is an error.
-        if path.exists() {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::invalid_param(format!("config file {}: {e}", path.display())))?;
-            for (n, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                let (k, v) = line.split_once('=').ok_or_else(|| {
-                    Error::invalid_param(format!("config file {} line {}: no '=' in {line:?}", path.display(), n + 1))
-                })?;
-                let full = full_name(k.trim())
-                    .map_err(|e| e.prefixed(format_args!("config file {} line {}", path.display(), n + 1)))?;
-                c.set(&full, v.trim());
-            }
+    // UCC ignores a missing file; one that exists but cannot be read or parsed is an error.
+    if let Some(pairs) = file.map(read_config_file).transpose()?.flatten() {
+        for (name, value) in pairs {
+            c.set(&full_name(&name)?, value);
         }
     }
     let vars: Vec<(String, String)> = std::env::vars().collect();

@@ -27,6 +27,11 @@ pub struct ConfigField {
 /// The variables read by the core engine.
 pub const CORE_FIELDS: &[ConfigField] = &[
     ConfigField {
+        name: "UCC_CONFIG_FILE",
+        default: "auto",
+        doc: "Configuration file of NAME=value lines (ferrocoll-tune writes one); auto: $HOME/ucc.conf if it exists; empty: none. Environment variables win over it.",
+    },
+    ConfigField {
         name: "UCC_LOG_LEVEL",
         default: "warn",
         doc: "Log level: error, warn, info, debug, trace (messages go to stderr).",
@@ -99,6 +104,28 @@ impl Config {
     pub fn from_env() -> Config {
         let values = std::env::vars().filter(|(k, _)| k.starts_with("UCC_")).collect();
         Config { values }
+    }
+
+    /// What a library reads, as UCC does: the configuration file's values
+    /// (`UCC_CONFIG_FILE`, see [`config_file`](crate::config_file)), then
+    /// every `UCC_*` variable of the environment over them. A named file that
+    /// does not exist is a warning; one that cannot be read or parsed, an error.
+    pub fn from_file_and_env() -> Result<Config> {
+        let env = Config::from_env();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let named = env.values.get(crate::config_file::CONFIG_FILE_VAR).map(String::as_str);
+        let mut config = Config::new();
+        if let Some(path) = crate::config_file::config_file_path(named, home.as_deref()) {
+            match crate::config_file::read_config_file(&path)? {
+                Some(pairs) => {
+                    for (name, value) in pairs {
+                        config.set(&name, value);
+                    }
+                }
+                None => crate::log_warn!("{}={}: no such file", crate::config_file::CONFIG_FILE_VAR, path.display()),
+            }
+        }
+        Ok(config.merged(&env))
     }
 
     /// Set a variable (the `UCC_` prefix is added when missing).

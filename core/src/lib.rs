@@ -20,6 +20,7 @@ pub mod backend;
 pub mod buffer;
 mod coll;
 pub mod config;
+pub mod config_file;
 mod element;
 pub mod engine;
 pub mod error;

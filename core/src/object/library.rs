@@ -54,12 +54,13 @@ pub struct Lib {
 }
 
 impl Lib {
-    /// A library over `components`, configured from the environment and `params.config`.
+    /// A library over `components`, configured from the configuration file
+    /// (`UCC_CONFIG_FILE`), the environment and `params.config`, later ones winning.
     ///
     /// `UCC_TLS` selects transport layers: a comma-separated list (`p2p,self`),
     /// `^list` to exclude, or `all`. UCC's name `ucp` means ferrocoll's `p2p`.
     pub fn with_components(params: LibParams, components: Components) -> Result<Lib> {
-        let config = Config::from_env().merged(&params.config);
+        let config = Config::from_file_and_env()?.merged(&params.config);
         if let Some(v) = config.get("LOG_LEVEL") {
             if crate::log::Level::parse(v).is_none() {
                 return Err(Error::invalid_param(format!(

@@ -1,0 +1,106 @@
+//! What `ferrocoll-tune` prints and writes: a table per case, and the
+//! configuration file (`NAME=value` lines, the measurements as comments).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use ferrocoll::CollType;
+
+use super::choose::{Verdict, pins, tokens};
+use super::options::Options;
+
+/// One case's table: size, the library's choice, the fastest candidate, pinned or not.
+pub fn table(coll: CollType, ranks: usize, verdicts: &[Verdict]) -> String {
+    let mut s = format!("{coll}, {ranks} ranks (median µs):\n");
+    let _ =
+        writeln!(s, "  {:>10}  {:>22} {:>10}  {:>22} {:>10}  pinned", "bytes", "default", "time", "fastest", "time");
+    for v in verdicts {
+        let (da, dt) = v.default.as_ref().map_or(("-".to_string(), f64::NAN), |(a, t)| (a.clone(), *t));
+        let (ba, bt) = v.best.as_ref().map_or(("-".to_string(), f64::NAN), |(c, t)| (c.label(), *t));
+        let _ = writeln!(
+            s,
+            "  {:>10}  {da:>22} {dt:>10.2}  {ba:>22} {bt:>10.2}  {}",
+            v.size_bytes,
+            if v.pinned { "yes" } else { "" }
+        );
+    }
+    s
+}
+
+/// The configuration file: a header saying where and how it was measured,
+/// each case's table as comments, and one `UCC_TL_<TL>_TUNE` line per TL
+/// that has pins.
+pub fn conf_file(o: &Options, cases: &[(usize, CollType, &[Verdict])]) -> String {
+    let mut s = String::from("# Written by ferrocoll-tune: algorithms measured faster on this machine than\n");
+    s.push_str("# the library's default choice (UCC tune-string grammar). Load with\n");
+    s.push_str("# UCC_CONFIG_FILE=<this file>; a UCC_TL_<TL>_TUNE set in the environment replaces the line here.\n");
+    let _ = writeln!(s, "# machine: {}", machine());
+    let _ = writeln!(
+        s,
+        "# sweep: -b {} -e {} -f {}, {} round(s), margin {:.0} %",
+        o.counts.0,
+        o.counts.1,
+        o.counts.2,
+        o.reps,
+        o.margin * 100.0
+    );
+    let mut per_tl: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for &(ranks, coll, verdicts) in cases {
+        s.push_str("#\n");
+        for line in super::report::table(coll, ranks, verdicts).lines() {
+            let _ = writeln!(s, "# {line}");
+        }
+        let p = pins(coll, ranks, verdicts);
+        for tl in p.iter().map(|p| p.candidate.tl.clone()).collect::<std::collections::BTreeSet<_>>() {
+            per_tl.entry(tl.clone()).or_default().extend(tokens(coll, ranks, &tl, &p));
+        }
+    }
+    if per_tl.is_empty() {
+        s.push_str("#\n# No algorithm beat the default choice by the margin: nothing to pin.\n");
+    }
+    for (tl, toks) in per_tl {
+        let _ = writeln!(s, "UCC_TL_{}_TUNE={}", tl.to_ascii_uppercase(), toks.join("#"));
+    }
+    s
+}
+
+/// The CPU model and the number of online CPUs, for the file's header.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{model}, {cpus} CPUs available")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::choose::Candidate;
+    use super::super::options;
+    use super::*;
+
+    #[test]
+    fn the_file_parses_back_into_the_library_config() {
+        let o = options::parse(&[]).unwrap().unwrap();
+        let v = vec![
+            Verdict { size_bytes: 8, default: Some(("shm/onestep".into(), 1.0)), best: None, pinned: false },
+            Verdict {
+                size_bytes: 32,
+                default: Some(("shm/onestep".into(), 4.0)),
+                best: Some((Candidate { tl: "p2p".into(), alg: "ring".into() }, 1.0)),
+                pinned: true,
+            },
+        ];
+        let text = conf_file(&o, &[(2, CollType::Allreduce, &v)]);
+        let pairs = ferrocoll::core::config_file::parse_config_text(&text, "tuned").unwrap();
+        assert_eq!(pairs.len(), 1, "{text}");
+        assert_eq!(pairs[0].0, "UCC_TL_P2P_TUNE");
+        assert_eq!(pairs[0].1, "allreduce:32-64:host:[2]:inf:@ring");
+        ferrocoll::core::score::parse_tune(&pairs[0].1).unwrap();
+        let none = conf_file(&o, &[(2, CollType::Allreduce, &v[..1])]);
+        assert!(none.contains("nothing to pin"), "{none}");
+        assert!(ferrocoll::core::config_file::parse_config_text(&none, "t").unwrap().is_empty());
+    }
+}
