@@ -93,8 +93,10 @@ PY
     local size
     size="$(du -sb "$dir" | cut -f1)"
     if [ "$size" -gt "$limit_bytes" ]; then
-        # Line tables are the bulk; a stripped binary still runs every test.
-        command -v strip >/dev/null && strip "$dir"/tests/* "$dir"/tools/*
+        # Line tables are the bulk; without them a binary still runs every
+        # test, and its symbol table still names functions in backtraces
+        # (cuda-gdb attached to a hung test needs them).
+        command -v strip >/dev/null && strip --strip-debug "$dir"/tests/* "$dir"/tools/*
         size="$(du -sb "$dir" | cut -f1)"
         [ "$size" -le "$limit_bytes" ] || die "$dir holds $size bytes, more than the 64 MiB a run can carry"
     fi
@@ -171,8 +173,12 @@ run() {
         [ -x "$t" ] || continue
         echo "=== $(basename "$t")"
         set +e
-        "$t" --test-threads=4
+        # A hung test must not eat the lease: each binary gets a limit
+        # (GPU_CHECK_TIMEOUT seconds, default 300); libtest has named the
+        # tests running for over 60 s by then.
+        timeout -k 5 "${GPU_CHECK_TIMEOUT:-300}" "$t" --test-threads=4
         status=$?
+        [ "$status" -eq 124 ] && echo "gpu-check: $(basename "$t") stopped after ${GPU_CHECK_TIMEOUT:-300} s (hung?)"
         set -e
         if [ "$status" -eq 0 ]; then
             passed=$((passed + 1))
