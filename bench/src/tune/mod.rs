@@ -73,6 +73,9 @@ fn tune(o: &Options) -> Result<(), String> {
         Some(p) => p.clone(),
         None => sibling("ferrocoll-perftest")?,
     };
+    if let Some(warning) = busy_warning() {
+        eprintln!("ferrocoll-tune: {warning}");
+    }
     let scratch = std::env::temp_dir().join(format!("ferrocoll-tune-{}.csv", std::process::id()));
     let mut cases = Vec::new();
     for &ranks in &o.ranks {
@@ -120,6 +123,16 @@ fn measure_case(s: &Sweep, cands: &[Candidate], o: &Options, csv: &std::path::Pa
         }
     }
     Ok(choose::verdicts(&default, &measured, o.margin))
+}
+
+/// A warning when the machine is already busy: ranks that share cores with
+/// other work measure the sharing, and the pins would follow the noise.
+fn busy_warning() -> Option<String> {
+    let load: f64 = std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    (load >= 0.5 * cpus).then(|| {
+        format!("the machine is busy (load average {load:.2} on {cpus} CPUs): the measurements, and the pins, will reflect that")
+    })
 }
 
 /// A program installed beside this one.
