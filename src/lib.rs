@@ -59,7 +59,7 @@ pub mod ee {
 
 /// Lower-level modules of the core crate, for component authors and tools.
 pub mod core {
-    pub use ferrocoll_core::{args, backend, buffer, config, engine, error, json, log, oob, score, types, wire};
+    pub use ferrocoll_core::{args, backend, buffer, config, engine, error, json, log, oob, score, topo, types, wire};
 }
 
 /// A library instance with every component ferrocoll ships (`ucc_init`).

@@ -6,7 +6,7 @@
 //! - `ferrocoll-perftest` ([`perftest`]): ucc_perftest's options and table,
 //!   over thread ranks, launched processes or an existing launcher;
 //! - `ferrocoll-info`: components, algorithms, configuration and score
-//!   maps, like `ucc_info`.
+//!   maps, like `ucc_info`, and the topology of a launched job ([`topology`]).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -14,3 +14,4 @@ pub mod perftest;
 pub mod run;
 mod say;
 pub mod threads;
+pub mod topology;

@@ -7,7 +7,7 @@ use super::LaunchConfig;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: ferrocoll-run -n N [--emulate-hosts K] [--timeout SECS] [--grace SECS] [--] program [args...]
+usage: ferrocoll-run -n N [--emulate-hosts K [--emulate-switches J]] [--timeout SECS] [--grace SECS] [--] program [args...]
 
 Starts N ranks of `program` on this host, with RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
@@ -16,6 +16,9 @@ LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
   --emulate-hosts K     spread the ranks over K emulated hosts (contiguous
                         blocks; sets FERROCOLL_HOST_ID=host<h>, and LOCAL_RANK
                         and LOCAL_WORLD_SIZE per emulated host)
+  --emulate-switches J  put the K emulated hosts under J emulated leaf
+                        switches (contiguous blocks of hosts; sets
+                        FERROCOLL_SWITCH_ID=switch<g>); needs --emulate-hosts
   --timeout SECS        stop every rank after SECS seconds (exit code 124)
   --grace SECS          after a rank fails, time the others get before
                         SIGTERM (default 5); SIGKILL follows 2 s later
@@ -56,6 +59,7 @@ fn parse_count(opt: &str, v: &str) -> Result<usize, String> {
 pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     let mut ranks = None;
     let mut hosts = None;
+    let mut switches = None;
     let mut timeout = None;
     let mut grace = super::DEFAULT_GRACE;
     let mut i = 0;
@@ -78,6 +82,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
             "-h" | "--help" => return Ok(Cli::Help),
             "-n" | "-np" | "--np" => ranks = Some(parse_count(&opt, &val(&mut i)?)?),
             "--emulate-hosts" => hosts = Some(parse_count(&opt, &val(&mut i)?)?),
+            "--emulate-switches" => switches = Some(parse_count(&opt, &val(&mut i)?)?),
             "--timeout" => timeout = Some(parse_secs(&opt, &val(&mut i)?)?),
             "--grace" => grace = parse_secs(&opt, &val(&mut i)?)?,
             s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
@@ -94,9 +99,19 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
             return Err(format!("--emulate-hosts {k} must be between 1 and -n ({ranks})"));
         }
     }
+    if let Some(j) = switches {
+        match hosts {
+            None => return Err(format!("--emulate-switches {j} needs --emulate-hosts K (switches group hosts)")),
+            Some(k) if j == 0 || j > k => {
+                return Err(format!("--emulate-switches {j} must be between 1 and --emulate-hosts ({k})"));
+            }
+            Some(_) => {}
+        }
+    }
     let program = args.get(i).ok_or("the program to run is missing (ferrocoll-run -n N -- program args...)")?;
     let mut cfg = LaunchConfig::new(ranks, program.clone(), args[i + 1..].to_vec());
     cfg.emulate_hosts = hosts;
+    cfg.emulate_switches = switches;
     cfg.timeout = timeout;
     cfg.grace = grace;
     Ok(Cli::Run(cfg))
@@ -128,6 +143,10 @@ mod tests {
         assert!(p("-n x true").unwrap_err().contains("-n \"x\""));
         assert!(p("--bogus 1 true").unwrap_err().contains("--bogus"));
         assert!(p("-n 2 --emulate-hosts 3 true").unwrap_err().contains("--emulate-hosts 3"));
+        assert!(p("-n 4 --emulate-switches 2 true").unwrap_err().contains("needs --emulate-hosts"));
+        assert!(p("-n 4 --emulate-hosts 2 --emulate-switches 3 true").unwrap_err().contains("--emulate-switches 3"));
+        let Ok(Cli::Run(c)) = p("-n 4 --emulate-hosts 4 --emulate-switches=2 true") else { panic!() };
+        assert_eq!(c.emulate_switches, Some(2));
         assert!(p("-n 2 --timeout soon true").unwrap_err().contains("--timeout"));
         assert!(p("-n 2").unwrap_err().contains("program"));
         assert!(p("true").unwrap_err().contains("-n"));

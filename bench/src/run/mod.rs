@@ -3,7 +3,8 @@
 //! [`launch`] starts N copies of a program with the variables that
 //! torchrun-style bootstraps read (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
 //! `LOCAL_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`) plus the job's secret
-//! `FERROCOLL_JOB_TOKEN`, and with emulated hosts `FERROCOLL_HOST_ID`. It
+//! `FERROCOLL_JOB_TOKEN`, with emulated hosts `FERROCOLL_HOST_ID` and with
+//! emulated switches `FERROCOLL_SWITCH_ID` (see [`env::placements`]). It
 //! copies every rank's output with a `[r] ` prefix, and supervises the job:
 //!
 //! - a rank that fails (non-zero status or a signal) is reported
@@ -60,6 +61,8 @@ pub struct LaunchConfig {
     pub ranks: usize,
     /// Spread the ranks over this many emulated hosts (contiguous blocks).
     pub emulate_hosts: Option<usize>,
+    /// Put the emulated hosts under this many emulated leaf switches (contiguous blocks of hosts).
+    pub emulate_switches: Option<usize>,
     /// Stop everything after this long.
     pub timeout: Option<Duration>,
     /// Time the other ranks get after a failure or an interrupt.
@@ -82,6 +85,7 @@ impl LaunchConfig {
         LaunchConfig {
             ranks,
             emulate_hosts: None,
+            emulate_switches: None,
             timeout: None,
             grace: DEFAULT_GRACE,
             program: program.into(),
@@ -149,6 +153,14 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
             )));
         }
     }
+    if let Some(j) = cfg.emulate_switches {
+        let k = cfg.emulate_hosts.unwrap_or(0);
+        if j == 0 || j > k {
+            return Err(LaunchError::Config(format!(
+                "--emulate-switches {j} must be between 1 and the number of emulated hosts ({k})"
+            )));
+        }
+    }
     let job = env::JobEnv {
         master_addr: "127.0.0.1".into(),
         master_port: setup("picking a free port for MASTER_PORT", env::free_port())?,
@@ -164,7 +176,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let mut ranks = Vec::with_capacity(cfg.ranks);
     let mut pumps = Vec::new();
-    for p in env::placements(cfg.ranks, cfg.emulate_hosts) {
+    for p in env::placements(cfg.ranks, cfg.emulate_hosts, cfg.emulate_switches) {
         let mut vars = job.vars(&p);
         vars.extend(flight.as_ref().map(flight::FlightDir::var));
         let spec = RankSpec {

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::engine::{Backoff, CallBoard, FlightRecorder, Posted, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
+use crate::topo::{Layout, Subgroups};
 use crate::types::CollType;
 
 /// Collectives a team's flight recorder keeps when `UCC_FLIGHT_RECORDER_SIZE` is unset.
@@ -122,6 +123,10 @@ pub(crate) struct TeamInner {
     pub(crate) recorder: Arc<FlightRecorder>,
     /// Whether posts are shown on the call board (`UCC_CALL_BOARD`).
     call_board: bool,
+    /// Nodes and switch groups of the members, from the context's exchange (built once).
+    layout: Layout,
+    /// This rank's subgroups in `layout`, without a root.
+    subgroups: Subgroups,
     state: Mutex<TeamState>,
     seq: AtomicU64,
     alive: AtomicBool,
@@ -230,6 +235,13 @@ impl Team {
             config.parse_or("FLIGHT_RECORDER_SIZE", DEFAULT_RECORDER_SIZE)?,
         );
         let call_board = config.bool_or("CALL_BOARD", true)?;
+        let places: Vec<(&str, &str)> = tl_params
+            .eps
+            .iter()
+            .map(|e| c.procs.get(*e).map_or(("", ""), |p| (p.host.as_str(), p.switch.as_str())))
+            .collect();
+        let layout = Layout::new(&places);
+        let subgroups = layout.subgroups(rank, None)?;
         Ok(Team {
             inner: Arc::new(TeamInner {
                 ctx: c.clone(),
@@ -243,6 +255,8 @@ impl Team {
                 alive: AtomicBool::new(true),
                 recorder,
                 call_board,
+                layout,
+                subgroups,
             }),
         })
     }
@@ -324,6 +338,17 @@ impl Team {
             backoff.snooze();
         }
         Ok(team)
+    }
+
+    /// Where the members run: their nodes and switch groups (see `topo::subgroups`).
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
+    /// This rank's node, the node leaders of its switch group and the group
+    /// leaders (lowest team rank leads; [`Layout::subgroups`] for a rooted view).
+    pub fn subgroups(&self) -> &Subgroups {
+        &self.inner.subgroups
     }
 
     /// This rank.
