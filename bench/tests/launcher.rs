@@ -107,6 +107,20 @@ fn emulated_switches_reach_the_team_topology() {
     }
 }
 
+/// A bad link emulation fails every rank's context, naming the token.
+#[test]
+fn a_bad_link_emulation_is_named() {
+    let info = env!("CARGO_BIN_EXE_ferrocoll-info");
+    let o = Command::new(RUN)
+        .args(["-n", "2", "--emulate-hosts", "2", "--timeout", "60", "--", info, "-T"])
+        .env("FERROCOLL_EMULATE_LINK", "host:5us,switch:5qs")
+        .output()
+        .expect("start ferrocoll-run");
+    assert!(!o.status.success());
+    let err = stderr(&o) + &stdout(&o);
+    assert!(err.contains("\"switch:5qs\" has a bad latency"), "{err}");
+}
+
 #[test]
 fn the_job_shares_a_port_and_a_fresh_token() {
     let job = || {
