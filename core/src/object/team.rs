@@ -124,7 +124,7 @@ pub(crate) struct TeamInner {
     /// Whether posts are shown on the call board (`UCC_CALL_BOARD`).
     call_board: bool,
     /// Nodes and switch groups of the members, from the context's exchange (built once).
-    layout: Layout,
+    layout: Arc<Layout>,
     /// This rank's subgroups in `layout`, without a root.
     subgroups: Subgroups,
     state: Mutex<TeamState>,
@@ -196,6 +196,10 @@ impl Team {
         let id = fnv1a([key, c.next_team_index(key)]);
         let config = c.config.merged(&params.config);
         let diag = Arc::new(TaskDiag::default());
+        let places: Vec<(&str, &str)> =
+            eps.iter().map(|e| c.procs.get(*e).map_or(("", ""), |p| (p.host.as_str(), p.switch.as_str()))).collect();
+        let layout = Arc::new(Layout::new(&places));
+        let subgroups = layout.subgroups(rank, None)?;
         let tl_params = TlTeamParams {
             team_id: id,
             rank,
@@ -203,6 +207,7 @@ impl Team {
             eps: eps.into(),
             config: config.clone(),
             diag: diag.clone(),
+            layout: layout.clone(),
         };
         let common = agreement::common_tls(c, &tl_params.eps);
         agreement::check_settings(c, &tl_params.eps, &common).map_err(|e| e.prefixed(format!("team {id:#x}")))?;
@@ -235,13 +240,6 @@ impl Team {
             config.parse_or("FLIGHT_RECORDER_SIZE", DEFAULT_RECORDER_SIZE)?,
         );
         let call_board = config.bool_or("CALL_BOARD", true)?;
-        let places: Vec<(&str, &str)> = tl_params
-            .eps
-            .iter()
-            .map(|e| c.procs.get(*e).map_or(("", ""), |p| (p.host.as_str(), p.switch.as_str())))
-            .collect();
-        let layout = Layout::new(&places);
-        let subgroups = layout.subgroups(rank, None)?;
         Ok(Team {
             inner: Arc::new(TeamInner {
                 ctx: c.clone(),
