@@ -218,8 +218,9 @@ fn conformance_two_emulated_hosts_of_two() {
 }
 
 /// The hierarchical allreduce (and every other p2p allreduce) on uneven
-/// emulated hosts: 1, 2 and 3 ranks, the middle host's ranks not all
-/// contiguous (rank 5 sits on host b), so node leaders are not every k-th rank.
+/// emulated hosts: 1, 3 and 2 ranks, host b's ranks not contiguous (rank 5
+/// sits on it), so node leaders are not every k-th rank. Radix 2: the three
+/// leaders run a knomial step and a proxy (the 2x2 job runs radix 4, a proxy alone).
 #[test]
 fn allreduce_on_three_uneven_emulated_hosts() {
     let hosts = ["a", "b", "b", "c", "c", "b"];
@@ -228,6 +229,7 @@ fn allreduce_on_three_uneven_emulated_hosts() {
         env(&[
             ("FERROCOLL_TEST_TLS", "p2p".into()),
             ("FERROCOLL_TEST_COLLS", "allreduce".into()),
+            ("UCC_TL_P2P_ALLREDUCE_KN_RADIX", "2".into()),
             ("FERROCOLL_HOST_ID", hosts[r].to_string()),
         ])
     });
