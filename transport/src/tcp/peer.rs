@@ -91,9 +91,8 @@ impl Health {
     }
 }
 
-/// Messages that arrived, with their senders' calls, FIFO per key.
-/// Messages that arrived, FIFO per key, each with when it may be received
-/// (`None`: at once; see `emulate.rs`).
+/// Messages that arrived, with their senders' calls, FIFO per key, each
+/// with when it may be received (`None`: at once; see `emulate.rs`).
 type Inbox = HashMap<MsgKey, VecDeque<(Signature, Vec<u8>, Option<Instant>)>, FxBuildHasher>;
 
 /// A live TCP connection.
