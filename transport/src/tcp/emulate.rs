@@ -24,6 +24,13 @@
 //! (never faster); a peer that has left has its held messages released at
 //! once, so departures are not reported early. The sender is not slowed:
 //! its send completes as without emulation.
+//!
+//! Limit: the bandwidth is per pair of ranks (each connection has its own
+//! pacer), not per host: ranks of one emulated host that all talk to
+//! another host at once each get the full figure, where a real NIC would
+//! be shared. Emulation thus understates the contention that hierarchical
+//! algorithms avoid; a per-host model would need a pacer shared by the
+//! host's processes (in shared memory).
 
 use std::time::{Duration, Instant};
 
