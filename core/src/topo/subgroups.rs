@@ -13,6 +13,8 @@
 //! - With a **root** (rooted collectives), the root leads its node and its
 //!   group instead; every other node and group keeps its leader.
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
 
 /// Where every member of a team sits: nodes and switch groups.
@@ -46,37 +48,27 @@ pub struct Subgroups {
 impl Layout {
     /// The layout of a team whose rank `r` runs on host `places[r].0` under switch group `places[r].1`.
     pub fn new<S: AsRef<str>>(places: &[(S, S)]) -> Layout {
-        let mut nodes: Vec<Vec<usize>> = Vec::new();
-        let mut keys: Vec<(&str, &str)> = Vec::new();
+        // Maps, not scans: teams of thousands of ranks on hundreds of nodes are built at every team creation.
+        let mut node_index: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut group_index: HashMap<&str, usize> = HashMap::new();
+        let (mut nodes, mut group_of_node, mut groups) =
+            (Vec::<Vec<usize>>::new(), Vec::new(), Vec::<Vec<usize>>::new());
         let mut node_of = Vec::with_capacity(places.len());
         for (r, (host, switch)) in places.iter().enumerate() {
-            let key = (switch.as_ref(), host.as_ref());
-            // Ranks walk in ascending order, so nodes are born in order of their lowest rank.
-            let n = match keys.iter().position(|k| *k == key) {
-                Some(n) => n,
-                None => {
-                    keys.push(key);
-                    nodes.push(Vec::new());
-                    keys.len() - 1
-                }
-            };
-            nodes[n].push(r);
-            node_of.push(n);
-        }
-        let mut group_names: Vec<&str> = Vec::new();
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut group_of_node = Vec::with_capacity(nodes.len());
-        for (n, (switch, _)) in keys.iter().enumerate() {
-            let g = match group_names.iter().position(|s| s == switch) {
-                Some(g) => g,
-                None => {
-                    group_names.push(switch);
+            let (host, switch) = (host.as_ref(), switch.as_ref());
+            // Ranks walk in ascending order, so nodes (and groups) are born in order of their lowest rank.
+            let n = *node_index.entry((switch, host)).or_insert_with(|| {
+                let g = *group_index.entry(switch).or_insert_with(|| {
                     groups.push(Vec::new());
                     groups.len() - 1
-                }
-            };
-            groups[g].push(n);
-            group_of_node.push(g);
+                });
+                groups[g].push(nodes.len());
+                group_of_node.push(g);
+                nodes.push(Vec::new());
+                nodes.len() - 1
+            });
+            nodes[n].push(r);
+            node_of.push(n);
         }
         Layout { nodes, group_of_node, groups, node_of }
     }
