@@ -91,6 +91,22 @@ fn emulated_hosts_are_contiguous_blocks() {
 /// The emulated switches reach ferrocoll: every rank exchanged its switch
 /// group, and rank 0's team sees 3 hosts (2, 2, 1 ranks) under 2 switches.
 #[test]
+fn listed_host_sizes() {
+    let o = run(&[
+        "-n",
+        "4",
+        "--emulate-hosts",
+        "1,3",
+        "--",
+        "sh",
+        "-c",
+        "echo $LOCAL_RANK $LOCAL_WORLD_SIZE $FERROCOLL_HOST_ID",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(sorted_lines(&stdout(&o)), vec!["[0] 0 1 host0", "[1] 0 3 host1", "[2] 1 3 host1", "[3] 2 3 host1"]);
+}
+
+#[test]
 fn emulated_switches_reach_the_team_topology() {
     let info = env!("CARGO_BIN_EXE_ferrocoll-info");
     let o = run(&["-n", "5", "--emulate-hosts", "3", "--emulate-switches", "2", "--timeout", "60", "--", info, "-T"]);
@@ -290,6 +306,7 @@ fn a_missing_program_and_bad_options() {
         (&["-n", "two", "true"][..], "-n \"two\""),
         (&["-n", "2", "--emulate-hosts", "3", "true"][..], "--emulate-hosts 3"),
         (&["-n", "4", "--emulate-hosts", "2", "--emulate-switches", "3", "true"][..], "--emulate-switches 3"),
+        (&["-n", "4", "--emulate-hosts", "1,2", "true"][..], "must add up to -n (4)"),
         (&["-n", "2", "--frobnicate", "true"][..], "--frobnicate"),
         (&["-n", "2"][..], "program"),
     ] {

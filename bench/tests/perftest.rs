@@ -233,10 +233,11 @@ fn processes_on_emulated_hosts() {
 }
 
 /// The hierarchical allreduce, pinned by name, checked on 2 emulated hosts
-/// of 2 ranks and on 3 of 2 (through ferrocoll-run --emulate-hosts).
+/// of 2 ranks and on 3 hosts of 1, 2 and 3 ranks (through ferrocoll-run
+/// --emulate-hosts).
 #[test]
 fn hierarchical_allreduce_on_emulated_hosts() {
-    for (np, hosts) in [("4", "2"), ("6", "3")] {
+    for (np, hosts) in [("4", "2"), ("6", "1,2,3")] {
         let o = Command::new(RUN)
             .args(["-n", np, "--emulate-hosts", hosts, "--timeout", "120", "--", PERFTEST, "-c", "allreduce"])
             .args(["-d", "float64", "-b", "1", "-e", "64k", "-f", "64", "--check", "-n", "3", "-w", "1"])
