@@ -60,7 +60,7 @@ pub mod ee {
 /// Lower-level modules of the core crate, for component authors and tools.
 pub mod core {
     pub use ferrocoll_core::{
-        args, backend, buffer, config, config_file, engine, error, json, log, oob, score, types, wire,
+        args, backend, buffer, config, config_file, engine, error, json, log, oob, score, topo, types, wire,
     };
 }
 

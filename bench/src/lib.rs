@@ -6,7 +6,7 @@
 //! - `ferrocoll-perftest` ([`perftest`]): ucc_perftest's options and table,
 //!   over thread ranks, launched processes or an existing launcher;
 //! - `ferrocoll-info`: components, algorithms, configuration and score
-//!   maps, like `ucc_info`;
+//!   maps, like `ucc_info`, and the topology of a launched job ([`topology`]);
 //! - `ferrocoll-tune` ([`tune`]): measures this machine's crossovers between
 //!   algorithms and writes them as tune strings in a configuration file.
 
@@ -16,4 +16,5 @@ pub mod perftest;
 pub mod run;
 mod say;
 pub mod threads;
+pub mod topology;
 pub mod tune;

@@ -8,7 +8,14 @@ use std::time::{Duration, Instant};
 const RUN: &str = env!("CARGO_BIN_EXE_ferrocoll-run");
 
 fn run(args: &[&str]) -> Output {
-    Command::new(RUN).args(args).env_remove("FERROCOLL_HOST_ID").output().expect("start ferrocoll-run")
+    Command::new(RUN)
+        .args(args)
+        .env_remove("FERROCOLL_HOST_ID")
+        .env_remove("FERROCOLL_SWITCH_ID")
+        .env_remove("FERROCOLL_TOPO_FILE")
+        .env_remove("SLURM_TOPOLOGY_ADDR")
+        .output()
+        .expect("start ferrocoll-run")
 }
 
 fn stdout(o: &Output) -> String {
@@ -79,6 +86,55 @@ fn emulated_hosts_are_contiguous_blocks() {
         sorted_lines(&stdout(&o)),
         vec!["[0] 0 5 0 3 host0", "[1] 1 5 1 3 host0", "[2] 2 5 2 3 host0", "[3] 3 5 0 2 host1", "[4] 4 5 1 2 host1"]
     );
+}
+
+/// The emulated switches reach ferrocoll: every rank exchanged its switch
+/// group, and rank 0's team sees 3 hosts (2, 2, 1 ranks) under 2 switches.
+#[test]
+fn listed_host_sizes() {
+    let o = run(&[
+        "-n",
+        "4",
+        "--emulate-hosts",
+        "1,3",
+        "--",
+        "sh",
+        "-c",
+        "echo $LOCAL_RANK $LOCAL_WORLD_SIZE $FERROCOLL_HOST_ID",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(sorted_lines(&stdout(&o)), vec!["[0] 0 1 host0", "[1] 0 3 host1", "[2] 1 3 host1", "[3] 2 3 host1"]);
+}
+
+#[test]
+fn emulated_switches_reach_the_team_topology() {
+    let info = env!("CARGO_BIN_EXE_ferrocoll-info");
+    let o = run(&["-n", "5", "--emulate-hosts", "3", "--emulate-switches", "2", "--timeout", "60", "--", info, "-T"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for line in [
+        "[0] team of 5 ranks: 3 hosts, 2 switch groups, uneven ranks per host",
+        "[0] switch group \"switch0\": 2 hosts",
+        "[0]   host \"host1\": 2 ranks [2, 3]",
+        "[0] switch group \"switch1\": 1 host",
+        "[0]   host \"host2\": 1 rank [4]",
+    ] {
+        assert!(out.contains(line), "{line:?} not in:\n{out}");
+    }
+}
+
+/// A bad link emulation fails every rank's context, naming the token.
+#[test]
+fn a_bad_link_emulation_is_named() {
+    let info = env!("CARGO_BIN_EXE_ferrocoll-info");
+    let o = Command::new(RUN)
+        .args(["-n", "2", "--emulate-hosts", "2", "--timeout", "60", "--", info, "-T"])
+        .env("FERROCOLL_EMULATE_LINK", "host:5us,switch:5qs")
+        .output()
+        .expect("start ferrocoll-run");
+    assert!(!o.status.success());
+    let err = stderr(&o) + &stdout(&o);
+    assert!(err.contains("\"switch:5qs\" has a bad latency"), "{err}");
 }
 
 #[test]
@@ -249,6 +305,8 @@ fn a_missing_program_and_bad_options() {
         (&["true"][..], "-n"),
         (&["-n", "two", "true"][..], "-n \"two\""),
         (&["-n", "2", "--emulate-hosts", "3", "true"][..], "--emulate-hosts 3"),
+        (&["-n", "4", "--emulate-hosts", "2", "--emulate-switches", "3", "true"][..], "--emulate-switches 3"),
+        (&["-n", "4", "--emulate-hosts", "1,2", "true"][..], "must add up to -n (4)"),
         (&["-n", "2", "--frobnicate", "true"][..], "--frobnicate"),
         (&["-n", "2"][..], "program"),
     ] {

@@ -232,6 +232,26 @@ fn processes_on_emulated_hosts() {
     assert!(out.contains("3 processes on 2 hosts (host0: 0-1; host1: 2)"), "{out}");
 }
 
+/// The hierarchical allreduce, pinned by name, checked on 2 emulated hosts
+/// of 2 ranks and on 3 hosts of 1, 2 and 3 ranks (through ferrocoll-run
+/// --emulate-hosts).
+#[test]
+fn hierarchical_allreduce_on_emulated_hosts() {
+    for (np, hosts) in [("4", "2"), ("6", "1,2,3")] {
+        let o = Command::new(RUN)
+            .args(["-n", np, "--emulate-hosts", hosts, "--timeout", "120", "--", PERFTEST, "-c", "allreduce"])
+            .args(["-d", "float64", "-b", "1", "-e", "64k", "-f", "64", "--check", "-n", "3", "-w", "1"])
+            .env("UCC_TL_P2P_TUNE", "allreduce:@hier")
+            .env_remove("FERROCOLL_EMULATE_LINK")
+            .output()
+            .expect("start ferrocoll-run");
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{np} ranks on {hosts} hosts: {out}\n{err}");
+        assert!(out.contains("p2p/hier"), "{out}");
+        assert!((out + &err).contains("every result of every iteration was correct"), "{np} ranks on {hosts} hosts");
+    }
+}
+
 #[test]
 fn runs_unchanged_under_a_launcher() {
     let o = Command::new(RUN)

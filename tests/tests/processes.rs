@@ -54,7 +54,9 @@ fn conformance_rank() -> i32 {
     let size = ctx.n_eps();
     let every: usize = std::env::var("FERROCOLL_TEST_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let lib = Lib::new().expect("lib");
-    for coll in COLLS {
+    // FERROCOLL_TEST_COLLS: only these collectives (unset: all).
+    let only = std::env::var("FERROCOLL_TEST_COLLS").ok();
+    for coll in COLLS.into_iter().filter(|c| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == c.name()))) {
         for tl in lib.tls().iter().filter(|t| tls.iter().any(|n| n == t.name())) {
             for alg in tl.algorithms().iter().filter(|a| a.coll == coll) {
                 let p = TeamParams::default()
@@ -213,6 +215,32 @@ fn conformance_two_emulated_hosts_of_two() {
         env(&[("FERROCOLL_TEST_TLS", "p2p".into()), ("FERROCOLL_HOST_ID", format!("host{}", r / 2))])
     });
     assert_all_done(&job.finish(Duration::from_secs(600)), &["p2p"]);
+}
+
+/// The hierarchical allreduce (and every other p2p allreduce) on uneven
+/// emulated hosts: 1, 3 and 2 ranks, host b's ranks not contiguous (rank 5
+/// sits on it), so node leaders are not every k-th rank. Radix 2: the three
+/// leaders run a knomial step and a proxy (the 2x2 job runs radix 4, a proxy alone).
+#[test]
+fn allreduce_on_three_uneven_emulated_hosts() {
+    let hosts = ["a", "b", "b", "c", "c", "b"];
+    let (tok, port) = (token(), free_port());
+    let job = Job::start("rank_body", "conformance", 6, 0..6, &tok, port, &|r| {
+        env(&[
+            ("FERROCOLL_TEST_TLS", "p2p".into()),
+            ("FERROCOLL_TEST_COLLS", "allreduce".into()),
+            ("UCC_TL_P2P_ALLREDUCE_KN_RADIX", "2".into()),
+            ("FERROCOLL_HOST_ID", hosts[r].to_string()),
+        ])
+    });
+    let outs = job.finish(Duration::from_secs(600));
+    for o in &outs {
+        let fails = o.lines("FAIL");
+        assert!(fails.is_empty() && o.success == Some(true), "rank {}: {fails:?}\n{}\n{}", o.rank, o.stdout, o.stderr);
+        let hier = o.lines("DONE allreduce p2p/hier ");
+        let n: usize = hier.first().and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
+        assert!(n > 0, "rank {}: the hierarchical allreduce ran no case: {}", o.rank, o.stdout);
+    }
 }
 
 /// Kill rank 2 of 4 in the middle of a loop of allreduces: every survivor's

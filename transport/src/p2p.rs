@@ -97,6 +97,10 @@ pub trait Transport: Send + Sync {
     /// This endpoint's address, exchanged through the OOB.
     fn address(&self) -> Vec<u8>;
 
+    /// Where this endpoint runs, told before [`Transport::connect`] (the
+    /// TCP transport's link emulation compares it with its peers').
+    fn locate(&self, _me: &ProcInfo) {}
+
     /// Connect to the endpoints this transport will serve (called once, with
     /// `n_eps` the size of the OOB group and `peers` the subset routed here,
     /// possibly this endpoint itself).

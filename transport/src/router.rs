@@ -86,6 +86,7 @@ impl Router {
             }
         }
         for (t, share) in self.transports.iter().zip(&shares) {
+            t.locate(me_proc);
             t.connect(n, share).map_err(|e| e.prefixed(format!("{} transport", t.name())))?;
         }
         let _ = self.book.set((me, (0..n).map(|_| FailureMark::default()).collect()));

@@ -5,13 +5,16 @@
 //! ferrocoll-info -c          configuration variables, their values and defaults
 //! ferrocoll-info -A          components and their algorithms
 //! ferrocoll-info -s [N]      default scores, and the score map of a team of N thread ranks (default 4)
+//! ferrocoll-info -T          topology: hosts, switch groups and ranks per host of the job this
+//!                            process is a rank of (under ferrocoll-run or another launcher: rank 0
+//!                            prints), or of this process alone
 //! ```
 
 use ferrocoll::core::config::CORE_FIELDS;
-use ferrocoll::{Config, Lib, Team, TeamParams};
+use ferrocoll::{Config, Context, ContextParams, Lib, Result, TcpOob, Team, TeamParams};
 
 fn usage() -> ! {
-    eprintln!("usage: ferrocoll-info [-v] [-c] [-A] [-s [N]]");
+    eprintln!("usage: ferrocoll-info [-v] [-c] [-A] [-s [N]] [-T]");
     std::process::exit(2);
 }
 
@@ -39,6 +42,12 @@ fn main() {
                     i += 1;
                 }
                 print_scores(&lib, n.unwrap_or(4));
+            }
+            "-T" => {
+                if let Err(e) = print_topology(&lib) {
+                    eprintln!("ferrocoll-info: {e}");
+                    std::process::exit(1);
+                }
             }
             "-h" | "--help" => usage(),
             other => {
@@ -92,4 +101,19 @@ fn print_scores(lib: &Lib, ranks: usize) {
         Err(e) => eprintln!("ferrocoll-info: {e}"),
     }
     let _ = TeamParams::default();
+}
+
+/// The topology of the launched job (a context and a team over every rank;
+/// rank 0 prints), or of this process alone when no launcher set `RANK`.
+fn print_topology(lib: &Lib) -> Result<()> {
+    let params = match std::env::var_os("RANK") {
+        Some(_) => ContextParams::with_oob(TcpOob::from_env()?),
+        None => ContextParams::default(),
+    };
+    let ctx = Context::new(lib, params)?;
+    let team = Team::create(&ctx, TeamParams::default())?;
+    if team.rank() == 0 {
+        print!("{}", ferrocoll_bench::topology::describe(ctx.procs(), team.layout()));
+    }
+    Ok(())
 }

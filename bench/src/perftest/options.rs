@@ -35,6 +35,7 @@ usage: ferrocoll-perftest [options]
   -T                triggered post (not supported)
   --np N            start N processes of this program through ferrocoll-run
   --emulate-hosts K with --np: spread the ranks over K emulated hosts
+  --emulate-switches J with --emulate-hosts: put the hosts under J emulated switches
   --threads N       run N ranks as threads of this process
   --check           verify the results of every iteration
   --csv FILE        write the results as CSV
@@ -76,6 +77,8 @@ pub struct Options {
     pub np: Option<usize>,
     /// Emulated hosts for `--np`.
     pub emulate_hosts: Option<usize>,
+    /// Emulated switch groups over the emulated hosts.
+    pub emulate_switches: Option<usize>,
     /// Run this many thread ranks.
     pub threads: Option<usize>,
     /// Verify results.
@@ -104,6 +107,7 @@ impl Default for Options {
             full: false,
             np: None,
             emulate_hosts: None,
+            emulate_switches: None,
             threads: None,
             check: false,
             csv: None,
@@ -169,6 +173,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, OptError> {
                 "np" => o.np = Some(number(&opt, &value()?)?),
                 "threads" => o.threads = Some(number(&opt, &value()?)?),
                 "emulate-hosts" => o.emulate_hosts = Some(number(&opt, &value()?)?),
+                "emulate-switches" => o.emulate_switches = Some(number(&opt, &value()?)?),
                 "csv" => o.csv = Some(PathBuf::from(value()?)),
                 "json" => o.json = Some(PathBuf::from(value()?)),
                 _ => return Err(usage(format!("unknown option {opt}"))),
@@ -269,6 +274,12 @@ fn check(o: &Options, triggered: bool) -> Result<(), OptError> {
             return Err(usage(format!("--emulate-hosts {k} must be between 1 and --np ({np})")));
         }
     }
+    if let Some(j) = o.emulate_switches {
+        let k = o.emulate_hosts.ok_or_else(|| usage(format!("--emulate-switches {j} needs --emulate-hosts")))?;
+        if j == 0 || j > k {
+            return Err(usage(format!("--emulate-switches {j} must be between 1 and --emulate-hosts ({k})")));
+        }
+    }
     if o.coll.is_reduction() {
         o.op.check_dtype(o.dtype).map_err(|e| OptError::NotSupported(format!("-o {} -d {}: {}", o.op, o.dtype, e)))?;
     }
@@ -276,15 +287,17 @@ fn check(o: &Options, triggered: bool) -> Result<(), OptError> {
 }
 
 /// The arguments to give the ranks when `--np` starts them: everything but
-/// `--np` and `--emulate-hosts`.
+/// `--np`, `--emulate-hosts` and `--emulate-switches`.
 pub fn child_args(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
         match a.as_str() {
-            "--np" | "--emulate-hosts" => i += 1,
-            s if s.starts_with("--np=") || s.starts_with("--emulate-hosts=") => {}
+            "--np" | "--emulate-hosts" | "--emulate-switches" => i += 1,
+            s if s.starts_with("--np=")
+                || s.starts_with("--emulate-hosts=")
+                || s.starts_with("--emulate-switches=") => {}
             _ => out.push(a.clone()),
         }
         i += 1;
@@ -337,6 +350,8 @@ mod tests {
         assert!(u("-f 1").contains("-f 1"));
         assert!(u("--threads 2 --np 2").contains("--np"));
         assert!(u("--emulate-hosts 2").contains("--emulate-hosts"));
+        assert!(u("--np 4 --emulate-switches 2").contains("needs --emulate-hosts"));
+        assert!(u("--np 4 --emulate-hosts 2 --emulate-switches 3").contains("--emulate-switches 3"));
         assert!(u("stray").contains("stray"));
         assert!(matches!(p("-m rocm"), Err(OptError::NotSupported(m)) if m.contains("ROCm")));
         assert_eq!(run("-m cuda").mem, MemType::Cuda);
@@ -348,7 +363,8 @@ mod tests {
 
     #[test]
     fn children_lose_the_launch_options() {
-        let a: Vec<String> = "--np 4 -c bcast --emulate-hosts=2 --check".split(' ').map(String::from).collect();
+        let a: Vec<String> =
+            "--np 4 -c bcast --emulate-hosts=2 --emulate-switches 2 --check".split(' ').map(String::from).collect();
         assert_eq!(child_args(&a), vec!["-c", "bcast", "--check"]);
     }
 }

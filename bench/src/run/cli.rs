@@ -7,7 +7,7 @@ use super::LaunchConfig;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: ferrocoll-run -n N [--emulate-hosts K] [--timeout SECS] [--grace SECS] [--] program [args...]
+usage: ferrocoll-run -n N [--emulate-hosts K [--emulate-switches J]] [--timeout SECS] [--grace SECS] [--] program [args...]
 
 Starts N ranks of `program` on this host, with RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
@@ -15,7 +15,11 @@ LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
   -n, --np N            number of ranks
   --emulate-hosts K     spread the ranks over K emulated hosts (contiguous
                         blocks; sets FERROCOLL_HOST_ID=host<h>, and LOCAL_RANK
-                        and LOCAL_WORLD_SIZE per emulated host)
+                        and LOCAL_WORLD_SIZE per emulated host); or a list of
+                        ranks per host, e.g. 1,3,2 (adding up to N)
+  --emulate-switches J  put the K emulated hosts under J emulated leaf
+                        switches (contiguous blocks of hosts; sets
+                        FERROCOLL_SWITCH_ID=switch<g>); needs --emulate-hosts
   --timeout SECS        stop every rank after SECS seconds (exit code 124)
   --grace SECS          after a rank fails, time the others get before
                         SIGTERM (default 5); SIGKILL follows 2 s later
@@ -56,6 +60,8 @@ fn parse_count(opt: &str, v: &str) -> Result<usize, String> {
 pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     let mut ranks = None;
     let mut hosts = None;
+    let mut switches = None;
+    let mut sizes: Option<Vec<usize>> = None;
     let mut timeout = None;
     let mut grace = super::DEFAULT_GRACE;
     let mut i = 0;
@@ -77,7 +83,17 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
             }
             "-h" | "--help" => return Ok(Cli::Help),
             "-n" | "-np" | "--np" => ranks = Some(parse_count(&opt, &val(&mut i)?)?),
-            "--emulate-hosts" => hosts = Some(parse_count(&opt, &val(&mut i)?)?),
+            "--emulate-hosts" => {
+                let v = val(&mut i)?;
+                if v.contains(',') {
+                    let list = v.split(',').map(|n| parse_count(&opt, n)).collect::<Result<Vec<_>, _>>()?;
+                    hosts = Some(list.len());
+                    sizes = Some(list);
+                } else {
+                    hosts = Some(parse_count(&opt, &v)?);
+                }
+            }
+            "--emulate-switches" => switches = Some(parse_count(&opt, &val(&mut i)?)?),
             "--timeout" => timeout = Some(parse_secs(&opt, &val(&mut i)?)?),
             "--grace" => grace = parse_secs(&opt, &val(&mut i)?)?,
             s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
@@ -94,9 +110,29 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
             return Err(format!("--emulate-hosts {k} must be between 1 and -n ({ranks})"));
         }
     }
+    if let Some(list) = &sizes {
+        if list.contains(&0) || list.iter().sum::<usize>() != ranks {
+            let shown: Vec<String> = list.iter().map(usize::to_string).collect();
+            return Err(format!(
+                "--emulate-hosts {}: every host needs a rank and the sizes must add up to -n ({ranks})",
+                shown.join(",")
+            ));
+        }
+    }
+    if let Some(j) = switches {
+        match hosts {
+            None => return Err(format!("--emulate-switches {j} needs --emulate-hosts K (switches group hosts)")),
+            Some(k) if j == 0 || j > k => {
+                return Err(format!("--emulate-switches {j} must be between 1 and --emulate-hosts ({k})"));
+            }
+            Some(_) => {}
+        }
+    }
     let program = args.get(i).ok_or("the program to run is missing (ferrocoll-run -n N -- program args...)")?;
     let mut cfg = LaunchConfig::new(ranks, program.clone(), args[i + 1..].to_vec());
     cfg.emulate_hosts = hosts;
+    cfg.host_sizes = sizes;
+    cfg.emulate_switches = switches;
     cfg.timeout = timeout;
     cfg.grace = grace;
     Ok(Cli::Run(cfg))
@@ -128,6 +164,15 @@ mod tests {
         assert!(p("-n x true").unwrap_err().contains("-n \"x\""));
         assert!(p("--bogus 1 true").unwrap_err().contains("--bogus"));
         assert!(p("-n 2 --emulate-hosts 3 true").unwrap_err().contains("--emulate-hosts 3"));
+        assert!(p("-n 4 --emulate-switches 2 true").unwrap_err().contains("needs --emulate-hosts"));
+        assert!(p("-n 4 --emulate-hosts 2 --emulate-switches 3 true").unwrap_err().contains("--emulate-switches 3"));
+        let Ok(Cli::Run(c)) = p("-n 4 --emulate-hosts 4 --emulate-switches=2 true") else { panic!() };
+        assert_eq!(c.emulate_switches, Some(2));
+        let Ok(Cli::Run(c)) = p("-n 6 --emulate-hosts 1,3,2 true") else { panic!() };
+        assert_eq!((c.emulate_hosts, c.host_sizes), (Some(3), Some(vec![1, 3, 2])));
+        assert!(p("-n 6 --emulate-hosts 1,3 true").unwrap_err().contains("--emulate-hosts 1,3:"));
+        assert!(p("-n 3 --emulate-hosts 0,3 true").unwrap_err().contains("every host needs a rank"));
+        assert!(p("-n 3 --emulate-hosts 1,x true").unwrap_err().contains("\"x\""));
         assert!(p("-n 2 --timeout soon true").unwrap_err().contains("--timeout"));
         assert!(p("-n 2").unwrap_err().contains("program"));
         assert!(p("true").unwrap_err().contains("-n"));

@@ -7,6 +7,9 @@ use std::io::Read;
 /// The host identity variable read by ferrocoll's topology code.
 pub const HOST_ID_VAR: &str = "FERROCOLL_HOST_ID";
 
+/// The switch group variable read by ferrocoll's topology code.
+pub const SWITCH_ID_VAR: &str = "FERROCOLL_SWITCH_ID";
+
 /// The variable that carries the job's secret to the TCP bootstrap.
 pub const TOKEN_VAR: &str = "FERROCOLL_JOB_TOKEN";
 
@@ -39,6 +42,8 @@ pub struct Placement {
     pub local_world_size: usize,
     /// Emulated host index, when hosts are emulated.
     pub host: Option<usize>,
+    /// Emulated switch group index, when switches are emulated.
+    pub switch: Option<usize>,
 }
 
 /// The emulated host of `rank` when `ranks` ranks are spread over `hosts`
@@ -54,16 +59,41 @@ pub fn host_of(rank: usize, ranks: usize, hosts: usize) -> usize {
     ((rank as u128 * hosts as u128) / ranks as u128) as usize
 }
 
+/// The sizes of `hosts` contiguous blocks of `ranks` ranks as [`host_of`]
+/// cuts them (they differ by at most one).
+pub fn even_blocks(ranks: usize, hosts: usize) -> Vec<usize> {
+    let mut sizes = vec![0; hosts];
+    for r in 0..ranks {
+        if let Some(s) = sizes.get_mut(host_of(r, ranks, hosts)) {
+            *s += 1;
+        }
+    }
+    sizes
+}
+
 /// The placement of every rank of a job of `ranks` ranks, on one host
-/// (`hosts == None`) or on `hosts` emulated hosts.
-pub fn placements(ranks: usize, hosts: Option<usize>) -> Vec<Placement> {
-    let host: Vec<Option<usize>> = (0..ranks).map(|r| hosts.map(|k| host_of(r, ranks, k))).collect();
+/// (`hosts == None`) or on emulated hosts of `hosts[h]` contiguous ranks
+/// each, and these hosts under `switches` emulated switch groups: hosts go
+/// to switches in contiguous blocks as [`host_of`] sends ranks to hosts
+/// (host h is under switch `h · switches / hosts.len()`).
+pub fn placements(ranks: usize, hosts: Option<&[usize]>, switches: Option<usize>) -> Vec<Placement> {
+    let host: Vec<Option<usize>> = match hosts {
+        None => vec![None; ranks],
+        Some(sizes) => {
+            let mut v: Vec<Option<usize>> =
+                sizes.iter().enumerate().flat_map(|(h, n)| std::iter::repeat_n(Some(h), *n)).collect();
+            v.resize(ranks, sizes.len().checked_sub(1));
+            v
+        }
+    };
+    let switch_of = |h: Option<usize>| Some(host_of(h?, hosts?.len(), switches?));
     (0..ranks)
         .map(|r| {
             let same = |o: &usize| host[*o] == host[r];
             let local_rank = (0..r).filter(same).count();
             let local_world_size = (0..ranks).filter(same).count();
-            Placement { rank: r, world_size: ranks, local_rank, local_world_size, host: host[r] }
+            let switch = switch_of(host[r]);
+            Placement { rank: r, world_size: ranks, local_rank, local_world_size, host: host[r], switch }
         })
         .collect()
 }
@@ -94,6 +124,9 @@ impl JobEnv {
         if let Some(h) = p.host {
             v.push((HOST_ID_VAR.to_string(), format!("host{h}")));
         }
+        if let Some(g) = p.switch {
+            v.push((SWITCH_ID_VAR.to_string(), format!("switch{g}")));
+        }
         v
     }
 }
@@ -120,24 +153,45 @@ mod tests {
 
     #[test]
     fn four_ranks_on_two_hosts() {
-        let p = placements(4, Some(2));
+        let p = placements(4, Some(&even_blocks(4, 2)), None);
         let got: Vec<_> = p.iter().map(|p| (p.host, p.local_rank, p.local_world_size)).collect();
         assert_eq!(got, vec![(Some(0), 0, 2), (Some(0), 1, 2), (Some(1), 0, 2), (Some(1), 1, 2)]);
     }
 
     #[test]
     fn one_host_is_everyone() {
-        let p = placements(3, None);
+        let p = placements(3, None, None);
         assert!(p.iter().all(|p| p.host.is_none() && p.local_world_size == 3 && p.local_rank == p.rank));
     }
 
     #[test]
     fn vars_name_the_host() {
         let job = JobEnv { master_addr: "127.0.0.1".into(), master_port: 29500, token: "ab".into() };
-        let v = job.vars(&placements(5, Some(2))[4]);
+        let v = job.vars(&placements(5, Some(&even_blocks(5, 2)), None)[4]);
         assert!(v.contains(&("FERROCOLL_HOST_ID".into(), "host1".into())));
         assert!(v.contains(&("LOCAL_RANK".into(), "1".into())));
         assert!(v.contains(&("LOCAL_WORLD_SIZE".into(), "2".into())));
+    }
+
+    #[test]
+    fn hosts_under_switches_in_blocks() {
+        // 6 ranks, 3 hosts of 2, 2 switches: hosts 0 and 1 under switch 0, host 2 under switch 1.
+        let p = placements(6, Some(&even_blocks(6, 3)), Some(2));
+        let got: Vec<_> = p.iter().map(|p| (p.host, p.switch)).collect();
+        let want = [(0, 0), (0, 0), (1, 0), (1, 0), (2, 1), (2, 1)];
+        assert_eq!(got, want.map(|(h, s)| (Some(h), Some(s))));
+        let job = JobEnv { master_addr: "127.0.0.1".into(), master_port: 1, token: "ab".into() };
+        assert!(job.vars(&p[5]).contains(&("FERROCOLL_SWITCH_ID".into(), "switch1".into())));
+        assert!(placements(2, None, None).iter().all(|p| p.switch.is_none()));
+    }
+
+    #[test]
+    fn listed_host_sizes() {
+        let p = placements(6, Some(&[1, 3, 2]), Some(2));
+        let got: Vec<_> =
+            p.iter().map(|p| (p.host.unwrap(), p.local_rank, p.local_world_size, p.switch.unwrap())).collect();
+        assert_eq!(got, vec![(0, 0, 1, 0), (1, 0, 3, 0), (1, 1, 3, 0), (1, 2, 3, 0), (2, 0, 2, 1), (2, 1, 2, 1)]);
+        assert_eq!(even_blocks(5, 2), vec![3, 2]);
     }
 
     #[test]
@@ -151,7 +205,7 @@ mod tests {
         #[test]
         fn blocks_are_contiguous_and_balanced(ranks in 1usize..200, hosts in 1usize..50) {
             let hosts = hosts.min(ranks);
-            let p = placements(ranks, Some(hosts));
+            let p = placements(ranks, Some(&even_blocks(ranks, hosts)), None);
             // contiguous and non-decreasing, every host used
             for w in p.windows(2) {
                 let (a, b) = (w[0].host.unwrap(), w[1].host.unwrap());

@@ -3,7 +3,8 @@
 //! [`launch`] starts N copies of a program with the variables that
 //! torchrun-style bootstraps read (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
 //! `LOCAL_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`) plus the job's secret
-//! `FERROCOLL_JOB_TOKEN`, and with emulated hosts `FERROCOLL_HOST_ID`. It
+//! `FERROCOLL_JOB_TOKEN`, with emulated hosts `FERROCOLL_HOST_ID` and with
+//! emulated switches `FERROCOLL_SWITCH_ID` (see [`env::placements`]). It
 //! copies every rank's output with a `[r] ` prefix, and supervises the job:
 //!
 //! - a rank that fails (non-zero status or a signal) is reported
@@ -60,6 +61,11 @@ pub struct LaunchConfig {
     pub ranks: usize,
     /// Spread the ranks over this many emulated hosts (contiguous blocks).
     pub emulate_hosts: Option<usize>,
+    /// Ranks per emulated host, in host order (`--emulate-hosts 1,3,2`):
+    /// replaces the even split of `emulate_hosts`; must add up to `ranks`.
+    pub host_sizes: Option<Vec<usize>>,
+    /// Put the emulated hosts under this many emulated leaf switches (contiguous blocks of hosts).
+    pub emulate_switches: Option<usize>,
     /// Stop everything after this long.
     pub timeout: Option<Duration>,
     /// Time the other ranks get after a failure or an interrupt.
@@ -82,6 +88,8 @@ impl LaunchConfig {
         LaunchConfig {
             ranks,
             emulate_hosts: None,
+            host_sizes: None,
+            emulate_switches: None,
             timeout: None,
             grace: DEFAULT_GRACE,
             program: program.into(),
@@ -149,6 +157,23 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
             )));
         }
     }
+    if let Some(sizes) = &cfg.host_sizes {
+        if sizes.contains(&0) || sizes.iter().sum::<usize>() != cfg.ranks {
+            return Err(LaunchError::Config(format!(
+                "--emulate-hosts {sizes:?}: every host needs a rank and the sizes must add up to the number of ranks ({})",
+                cfg.ranks
+            )));
+        }
+    }
+    let host_sizes = cfg.host_sizes.clone().or_else(|| cfg.emulate_hosts.map(|k| env::even_blocks(cfg.ranks, k)));
+    if let Some(j) = cfg.emulate_switches {
+        let k = host_sizes.as_ref().map_or(0, Vec::len);
+        if j == 0 || j > k {
+            return Err(LaunchError::Config(format!(
+                "--emulate-switches {j} must be between 1 and the number of emulated hosts ({k})"
+            )));
+        }
+    }
     let job = env::JobEnv {
         master_addr: "127.0.0.1".into(),
         master_port: setup("picking a free port for MASTER_PORT", env::free_port())?,
@@ -164,7 +189,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let mut ranks = Vec::with_capacity(cfg.ranks);
     let mut pumps = Vec::new();
-    for p in env::placements(cfg.ranks, cfg.emulate_hosts) {
+    for p in env::placements(cfg.ranks, host_sizes.as_deref(), cfg.emulate_switches) {
         let mut vars = job.vars(&p);
         vars.extend(flight.as_ref().map(flight::FlightDir::var));
         let spec = RankSpec {

@@ -10,7 +10,7 @@ use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
 use crate::error::Result;
 use crate::score::{AlgId, Score, ScoreEntry};
-use crate::topo::ProcInfo;
+use crate::topo::{Layout, ProcInfo};
 use crate::types::{CollType, CollTypeSet, MemType};
 
 /// One algorithm of a TL, as printed by `ferrocoll-info -A` and named in tune strings.
@@ -88,6 +88,9 @@ pub struct TlTeamParams {
     pub config: Config,
     /// Where creation records what it waits for (named if creation times out).
     pub diag: Arc<TaskDiag>,
+    /// The members' nodes and switch groups, as every member computed them
+    /// (for hierarchical algorithms; see `topo::subgroups`).
+    pub layout: Arc<Layout>,
 }
 
 /// The future of a TL team creation.

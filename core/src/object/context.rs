@@ -147,7 +147,8 @@ impl Context {
                 Err(e) => return Err(e.prefixed(format!("TL {} context", component.name()))),
             }
         }
-        let me = ProcInfo::local();
+        let me = crate::topo::detect_with(&crate::topo::Env::process())
+            .map_err(|e| e.prefixed("topology of this endpoint"))?;
         let blob = own_endpoint(&me, &tls, &config).encode()?;
         let all = match &params.oob {
             Some(oob) => allgather_blocking(oob.as_ref(), &blob, settings.oob_timeout)

@@ -6,7 +6,7 @@
 //! (which would hang, or mix data).
 //!
 //! Wire format (little endian; every length checked when read):
-//! `[proc info] [n_tls u16] { [name_len u8][name][addr_len u32][addr] }
+//! `[proc info (versioned: `topo/proc.rs`)] [n_tls u16] { [name_len u8][name][addr_len u32][addr] }
 //!  [n_agreed u16] { [tl_len u8][tl][var_len u8][var][value_len u32][value] }`.
 
 use crate::error::{Error, Result};
@@ -51,7 +51,7 @@ impl EndpointInfo {
     /// The bytes exchanged through the OOB.
     pub(crate) fn encode(&self) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.proc.encode(&mut out);
+        self.proc.encode(&mut out)?;
         out.extend_from_slice(&count(self.tls.len(), "TLs")?);
         for (name, addr) in &self.tls {
             put_str(&mut out, name, "TL name")?;
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn round_trip_and_truncation() {
         let e = EndpointInfo {
-            proc: ProcInfo { host: "h:1".into(), pid: 7 },
+            proc: ProcInfo { host: "h:1".into(), pid: 7, switch: "s0".into(), numa: Some(0) },
             tls: vec![("p2p".into(), vec![1, 2, 3]), ("self".into(), vec![])],
             agreed: vec![("p2p".into(), "UCC_TL_P2P_TUNE".into(), "allreduce:@ring".into())],
         };
@@ -140,7 +140,7 @@ mod tests {
             tls in proptest::collection::vec(("[a-z_]{1,8}", proptest::collection::vec(proptest::prelude::any::<u8>(), 0..16)), 0..4),
             agreed in proptest::collection::vec(("[a-z]{1,6}", "UCC_[A-Z_]{1,20}", ".{0,30}"), 0..4),
         ) {
-            let e = EndpointInfo { proc: ProcInfo { host, pid }, tls, agreed };
+            let e = EndpointInfo { proc: ProcInfo { host, pid, switch: String::new(), numa: None }, tls, agreed };
             proptest::prop_assert_eq!(EndpointInfo::decode(&e.encode().unwrap()).unwrap(), e);
         }
     }

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::engine::{Backoff, CallBoard, FlightRecorder, Posted, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
+use crate::topo::{Layout, Subgroups};
 use crate::types::CollType;
 
 /// Collectives a team's flight recorder keeps when `UCC_FLIGHT_RECORDER_SIZE` is unset.
@@ -122,6 +123,10 @@ pub(crate) struct TeamInner {
     pub(crate) recorder: Arc<FlightRecorder>,
     /// Whether posts are shown on the call board (`UCC_CALL_BOARD`).
     call_board: bool,
+    /// Nodes and switch groups of the members, from the context's exchange (built once).
+    layout: Arc<Layout>,
+    /// This rank's subgroups in `layout`, without a root.
+    subgroups: Subgroups,
     state: Mutex<TeamState>,
     seq: AtomicU64,
     alive: AtomicBool,
@@ -191,6 +196,10 @@ impl Team {
         let id = fnv1a([key, c.next_team_index(key)]);
         let config = c.config.merged(&params.config);
         let diag = Arc::new(TaskDiag::default());
+        let places: Vec<(&str, &str)> =
+            eps.iter().map(|e| c.procs.get(*e).map_or(("", ""), |p| (p.host.as_str(), p.switch.as_str()))).collect();
+        let layout = Arc::new(Layout::new(&places));
+        let subgroups = layout.subgroups(rank, None)?;
         let tl_params = TlTeamParams {
             team_id: id,
             rank,
@@ -198,6 +207,7 @@ impl Team {
             eps: eps.into(),
             config: config.clone(),
             diag: diag.clone(),
+            layout: layout.clone(),
         };
         let common = agreement::common_tls(c, &tl_params.eps);
         agreement::check_settings(c, &tl_params.eps, &common).map_err(|e| e.prefixed(format!("team {id:#x}")))?;
@@ -243,6 +253,8 @@ impl Team {
                 alive: AtomicBool::new(true),
                 recorder,
                 call_board,
+                layout,
+                subgroups,
             }),
         })
     }
@@ -324,6 +336,17 @@ impl Team {
             backoff.snooze();
         }
         Ok(team)
+    }
+
+    /// Where the members run: their nodes and switch groups (see `topo::subgroups`).
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
+    /// This rank's node, the node leaders of its switch group and the group
+    /// leaders (lowest team rank leads; [`Layout::subgroups`] for a rooted view).
+    pub fn subgroups(&self) -> &Subgroups {
+        &self.inner.subgroups
     }
 
     /// This rank.

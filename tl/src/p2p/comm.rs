@@ -50,6 +50,11 @@ impl Comm {
         self.team.size
     }
 
+    /// The members' nodes and switch groups, alike on every rank.
+    pub fn layout(&self) -> &ferrocoll_core::topo::Layout {
+        &self.team.layout
+    }
+
     /// The TL's configuration for this team.
     pub fn config(&self) -> &super::P2pConfig {
         &self.team.config

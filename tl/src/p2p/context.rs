@@ -73,6 +73,7 @@ impl TlContext for P2pContext {
             transport: self.router.clone(),
             mcs: self.mcs.clone(),
             config,
+            layout: params.layout.clone(),
         });
         Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone())))
     }

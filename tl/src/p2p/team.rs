@@ -7,6 +7,7 @@ use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
+use ferrocoll_core::topo::subgroups::Layout;
 use ferrocoll_core::{CollType, Error, MemType, Result};
 use ferrocoll_transport::Router;
 
@@ -25,6 +26,8 @@ pub(crate) struct TeamShared {
     pub transport: Arc<Router>,
     pub mcs: McSet,
     pub config: P2pConfig,
+    /// The members' nodes and switch groups (hierarchical algorithms).
+    pub layout: Arc<Layout>,
 }
 
 /// The p2p TL's team.

@@ -38,6 +38,10 @@
 //!   so, naming the endpoint. Messages filed before the end are still
 //!   delivered; after them `try_recv` fails ("left" or the death).
 //!
+//! - Link emulation (`emulate.rs`, for testing and benchmarking only):
+//!   `FERROCOLL_EMULATE_LINK` holds back messages from peers on other
+//!   (emulated) hosts or switch groups by a latency and a bandwidth.
+//!
 //! Limits: host memory only; one connection per pair (no striping over
 //! sockets or interfaces); a large message is copied twice on the receive
 //! side (kernel to message buffer, then to the user's buffer: nothing is
@@ -50,6 +54,7 @@
 
 mod config;
 mod connect;
+pub mod emulate;
 mod listen;
 mod peer;
 mod pool;

@@ -4,8 +4,9 @@
 //! Locks: `rx`, `tx` and the inbox are separate, so readers, senders and
 //! receivers of one peer do not wait on each other's I/O; progress takes
 //! `rx`/`tx` with `try_lock` and skips a peer another thread is already
-//! serving. The only nesting is `rx` then the inbox or `tx` (never the
-//! reverse), so there is no lock-order cycle.
+//! serving. The only nesting is `rx` then the pacer (link emulation), the
+//! inbox or `tx`, and the pacer then the inbox (never the reverse), so
+//! there is no lock-order cycle.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::IoSlice;
@@ -14,10 +15,12 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::task::Poll;
+use std::time::Instant;
 
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, Result};
 
+use super::emulate::{LinkModel, Pacer};
 use super::pool::Pool;
 use super::rx::{RxConn, RxEnd};
 use super::sys;
@@ -88,8 +91,9 @@ impl Health {
     }
 }
 
-/// Messages that arrived, with their senders' calls, FIFO per key.
-type Inbox = HashMap<MsgKey, VecDeque<(Signature, Vec<u8>)>, FxBuildHasher>;
+/// Messages that arrived, with their senders' calls, FIFO per key, each
+/// with when it may be received (`None`: at once; see `emulate.rs`).
+type Inbox = HashMap<MsgKey, VecDeque<(Signature, Vec<u8>, Option<Instant>)>, FxBuildHasher>;
 
 /// A live TCP connection.
 pub(super) struct Link {
@@ -106,6 +110,8 @@ pub(super) struct Peer {
     pub(super) addr: SocketAddr,
     pub(super) health: Health,
     inbox: Mutex<Inbox>,
+    /// The emulated link from this peer, if any (testing and benchmarking only).
+    pacer: Option<Mutex<Pacer>>,
     /// `None`: this endpoint itself (messages go straight to the inbox).
     link: Option<Link>,
     /// This transport was closed: no more sends.
@@ -119,7 +125,13 @@ pub(super) struct Peer {
 }
 
 impl Peer {
-    pub(super) fn new(ep: usize, addr: SocketAddr, stream: Option<TcpStream>, pool: Arc<Pool>) -> Peer {
+    pub(super) fn new(
+        ep: usize,
+        addr: SocketAddr,
+        stream: Option<TcpStream>,
+        pool: Arc<Pool>,
+        link_model: Option<LinkModel>,
+    ) -> Peer {
         let link = stream.map(|stream| Link {
             stream,
             rx: Mutex::new(RxConn::new()),
@@ -131,6 +143,7 @@ impl Peer {
             addr,
             health: Health::default(),
             inbox: Mutex::default(),
+            pacer: link_model.map(|m| Mutex::new(Pacer::new(m))),
             link,
             closed: AtomicBool::new(false),
             pool,
@@ -145,14 +158,22 @@ impl Peer {
 
     /// File a message that arrived.
     pub(super) fn deliver(&self, key: MsgKey, sig: Signature, msg: Vec<u8>) {
-        lock(&self.inbox).entry(key).or_default().push_back((sig, msg));
+        let due = self.pacer.as_ref().map(|p| lock(p).admit(Instant::now(), msg.len()));
+        lock(&self.inbox).entry(key).or_default().push_back((sig, msg, due));
     }
 
-    /// The oldest message with `key` and its sender's call, if any.
-    pub(super) fn take(&self, key: &MsgKey) -> Option<(Signature, Vec<u8>)> {
+    /// The oldest message with `key` and its sender's call, if any and if
+    /// its emulated link has delivered it (`all`: whether or not, for a peer
+    /// that has left, whose messages are all there is).
+    pub(super) fn take(&self, key: &MsgKey, all: bool) -> Option<(Signature, Vec<u8>)> {
         let mut inbox = lock(&self.inbox);
         let queue = inbox.get_mut(key)?;
-        let msg = queue.pop_front();
+        if let Some((_, _, Some(due))) = queue.front() {
+            if !all && Instant::now() < *due {
+                return None;
+            }
+        }
+        let msg = queue.pop_front().map(|(sig, msg, _)| (sig, msg));
         if queue.is_empty() {
             inbox.remove(key);
         }

@@ -542,3 +542,93 @@ fn a_peer_process_that_exits_is_failed() {
     assert!(why.contains("endpoint 1") && why.contains("without saying goodbye"), "{why}");
     assert!(child.wait().unwrap().success());
 }
+
+const CHILD_EMULATED: &str = "FERROCOLL_TCP_TEST_EMULATED_JOB";
+
+/// Where a test endpoint on emulated host `h` runs.
+fn on_host(h: usize) -> ProcInfo {
+    ProcInfo { host: format!("emulated-host{h}"), ..ProcInfo::local() }
+}
+
+/// Endpoint 1 of [`an_emulated_link_holds_messages_back`], in a child
+/// process with `FERROCOLL_EMULATE_LINK` set: echoes two messages, then
+/// waits for a last word before closing.
+#[test]
+#[ignore = "run by an_emulated_link_holds_messages_back in a child process"]
+fn child_emulated_endpoint() {
+    let Ok(job) = std::env::var(CHILD_EMULATED) else { return };
+    let t = TcpTransport::new(&job, 1, 2, &config()).unwrap();
+    println!("ADDR {}", hex(&t.address()));
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let peers = vec![
+        TransportPeer { ep: 0, proc: on_host(0), addr: unhex(line.trim()) },
+        TransportPeer { ep: 1, proc: on_host(1), addr: t.address() },
+    ];
+    t.locate(&on_host(1));
+    t.connect(2, &peers).unwrap();
+    for (tag, len) in [(1, 8), (3, 1 << 20)] {
+        let mut buf = vec![0u8; len];
+        recv(&[&t], &t, 0, key(tag), &mut buf).unwrap();
+        let mut h = t.send(0, MsgKey { src: 1, ..key(tag + 1) }, sig(), mem(&mut buf)).unwrap();
+        wait_send(&[&t], &mut h).unwrap();
+    }
+    let mut done = [0u8; 1];
+    recv(&[&t], &t, 0, key(9), &mut done).unwrap();
+}
+
+/// Two processes on different emulated hosts: a round trip takes at least
+/// the latency both ways, and a large message at least its time on the
+/// emulated wire too (lower bounds only: the machine may be slower).
+#[test]
+fn an_emulated_link_holds_messages_back() {
+    use super::emulate::LinkEmulation;
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    // 30 ms and 100 MB/s, both directions: 1 MiB spends 10.5 ms on the wire each way.
+    let spec = "host:30ms:100MB/s";
+    let (latency, bandwidth) = (Duration::from_millis(30), 100e6);
+    let job = job();
+    let t = TcpTransport::with_emulation(&job, 0, 2, &config(), LinkEmulation::parse(spec).unwrap()).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .args(["--exact", "tcp::tests::child_emulated_endpoint", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_EMULATED, &job)
+        .env("FERROCOLL_EMULATE_LINK", spec)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let addr = (0..100)
+        .find_map(|_| {
+            let mut l = String::new();
+            out.read_line(&mut l).ok()?;
+            l.split_once("ADDR ").map(|(_, a)| unhex(a.trim()))
+        })
+        .expect("the child printed no address");
+    writeln!(child.stdin.take().unwrap(), "{}", hex(&t.address())).unwrap();
+    let peers = vec![
+        TransportPeer { ep: 0, proc: on_host(0), addr: t.address() },
+        TransportPeer { ep: 1, proc: on_host(1), addr },
+    ];
+    t.locate(&on_host(0));
+    t.connect(2, &peers).unwrap();
+    for (tag, len) in [(1, 8usize), (3, 1 << 20)] {
+        let mut m = pattern(len, u64::from(tag));
+        let start = Instant::now();
+        let mut h = t.send(1, key(tag), sig(), mem(&mut m)).unwrap();
+        let mut echo = vec![0u8; len];
+        recv(&[&t], &t, 1, MsgKey { src: 1, ..key(tag + 1) }, &mut echo).unwrap();
+        let took = start.elapsed();
+        wait_send(&[&t], &mut h).unwrap();
+        assert!(echo == m, "the echo of {len} bytes differs");
+        let wire = Duration::from_secs_f64(len as f64 / bandwidth);
+        let least = 2 * (latency + wire);
+        assert!(took >= least, "a round trip of {len} bytes took {took:?}, less than the emulated {least:?}");
+    }
+    let mut done = [1u8];
+    let mut h = t.send(1, key(9), sig(), mem(&mut done)).unwrap();
+    wait_send(&[&t], &mut h).unwrap();
+    assert!(child.wait().unwrap().success());
+}

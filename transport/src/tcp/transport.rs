@@ -12,6 +12,7 @@ use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
 use super::config::TcpConfig;
 use super::connect::{self, Me, Wanted};
+use super::emulate::LinkEmulation;
 use super::listen::{MASTER_ADDR_VAR, listen};
 use super::peer::Peer;
 use super::pool::Pool;
@@ -38,12 +39,28 @@ pub struct TcpTransport {
     pool: Arc<Pool>,
     /// The endpoint the goodbyes name as the failure this one leaves because of.
     cause: OnceLock<u32>,
+    /// Emulated links (`FERROCOLL_EMULATE_LINK`; testing and benchmarking only).
+    emulation: LinkEmulation,
+    /// Where this endpoint runs (set by the router before `connect`), for the emulated links.
+    me: OnceLock<ProcInfo>,
 }
 
 impl TcpTransport {
     /// A transport for endpoint `ep` of `n_eps` in job `job`: binds its
     /// listener now (see [`CONFIG_FIELDS`](super::CONFIG_FIELDS) for where).
+    /// Link emulation is read from `FERROCOLL_EMULATE_LINK` (see `emulate.rs`).
     pub fn new(job: &str, ep: usize, n_eps: usize, config: &Config) -> Result<TcpTransport> {
+        TcpTransport::with_emulation(job, ep, n_eps, config, LinkEmulation::from_env()?)
+    }
+
+    /// [`TcpTransport::new`] with the given link emulation.
+    pub fn with_emulation(
+        job: &str,
+        ep: usize,
+        n_eps: usize,
+        config: &Config,
+        emulation: LinkEmulation,
+    ) -> Result<TcpTransport> {
         if n_eps > u32::MAX as usize {
             return Err(Error::not_supported(format!("{n_eps} endpoints do not fit the tcp handshake's 32 bits")));
         }
@@ -67,6 +84,8 @@ impl TcpTransport {
             polling: Mutex::default(),
             pool: Arc::default(),
             cause: OnceLock::new(),
+            emulation,
+            me: OnceLock::new(),
         })
     }
 
@@ -166,6 +185,10 @@ impl Transport for TcpTransport {
         wire::encode_addr(self.advertised, self.job)
     }
 
+    fn locate(&self, me: &ProcInfo) {
+        let _ = self.me.set(me.clone());
+    }
+
     fn connect(&self, n_eps: usize, peers: &[TransportPeer]) -> Result<()> {
         let listener = self
             .listener
@@ -174,6 +197,7 @@ impl Transport for TcpTransport {
             .take()
             .ok_or_else(|| Error::internal("the tcp transport was connected twice, or after close"))?;
         let mut wanted = Vec::with_capacity(peers.len());
+        let mut links = Vec::with_capacity(peers.len());
         for p in peers {
             let (addr, job) =
                 wire::decode_addr(&p.addr).map_err(|e| e.prefixed(format!("tcp address of endpoint {}", p.ep)))?;
@@ -187,19 +211,23 @@ impl Transport for TcpTransport {
                 return Err(Error::internal(format!("endpoint {} is outside the group of {n_eps}", p.ep)));
             }
             wanted.push(Wanted { ep: p.ep, addr });
+            links.push(self.me.get().and_then(|me| self.emulation.between(me, &p.proc)));
         }
         let me = Me { ep: self.ep, job: self.job };
         let streams = connect::establish(&listener, me, &wanted, self.connect_timeout)?;
         drop(listener);
         let mut table: Vec<Option<Arc<Peer>>> = vec![None; n_eps];
         let mut streams: std::collections::BTreeMap<usize, _> = streams.into_iter().collect();
-        for w in &wanted {
+        for (w, link) in wanted.iter().zip(links) {
+            if let Some(l) = link {
+                ferrocoll_core::log_debug!("p2p tcp: emulating a link to endpoint {} ({l:?})", w.ep);
+            }
             let stream = streams.remove(&w.ep);
             if w.ep != self.ep && stream.is_none() {
                 return Err(Error::internal(format!("no connection to endpoint {}", w.ep)));
             }
             if let Some(slot) = table.get_mut(w.ep) {
-                *slot = Some(Arc::new(Peer::new(w.ep, w.addr, stream, self.pool.clone())));
+                *slot = Some(Arc::new(Peer::new(w.ep, w.addr, stream, self.pool.clone(), link)));
             }
         }
         // Relaxed: read by this endpoint's progress after connect returned.
@@ -218,14 +246,14 @@ impl Transport for TcpTransport {
             Ok(p) => p,
             Err(e) => return Poll::Ready(Err(e)),
         };
-        if let Some(msg) = peer.take(key) {
+        if let Some(msg) = peer.take(key, false) {
             return deliver(key, sig, msg, buf, &self.pool);
         }
         peer.pump();
         // Read the peer's state before looking again: once it has left or died,
         // every message it sent before is filed.
         let gone = peer.gone();
-        match (peer.take(key), gone) {
+        match (peer.take(key, gone.is_some()), gone) {
             (Some(msg), _) => deliver(key, sig, msg, buf, &self.pool),
             (None, None) => Poll::Pending,
             (None, Some(e)) => Poll::Ready(Err(self.with_cause(src_ep, e))),

@@ -101,6 +101,7 @@ where
                     transport: t.clone(),
                     mcs: McSet::new(vec![Arc::new(HeapMc)]),
                     config: config.clone(),
+                    layout: Arc::new(ferrocoll_core::topo::Layout::new(&vec![("", ""); size])),
                 });
                 s.spawn(move || {
                     // SAFETY: `buf` lives on this thread until the future that uses it is done.

@@ -1,5 +1,6 @@
 //! Allreduce: every rank gets the reduction of every rank's vector.
 
+pub(crate) mod hier;
 pub(crate) mod knomial;
 pub(crate) mod ring;
 pub(crate) mod sra_knomial;
@@ -31,6 +32,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "ring",
         "ring reduce-scatter then ring allgather: 2(P-1) steps of 1/P of the vector",
         Run::Allreduce(|c, o| Box::pin(ring::run(c, o))),
+    ),
+    Alg::new(
+        Allreduce,
+        3,
+        "hier",
+        "two-level: reduce within each node, allreduce among node leaders, bcast within each node; by name only",
+        Run::Allreduce(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 
