@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, Signature};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{Backoff, BoardWatch, Call, Posted, TaskDesc, TaskDiag, TaskSlot};
+use crate::engine::{BoardWatch, Call, Posted, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -38,10 +38,6 @@ pub struct Request<'a> {
     /// "team 0x… (rank r of n)", made once for the messages of every post.
     team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
-    /// The team's TLs as they were at init (holding them costs no reference
-    /// count of its own: init takes this one anyway); their call board, if
-    /// any, is where each post is shown.
-    active: Arc<ActiveTeam>,
     /// What each post shows on the board, if there is one (all but the sequence number).
     shown: Option<Posted>,
     finalized: bool,
@@ -84,13 +80,13 @@ impl Team {
         let init = Arc::new(init);
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
-            return Ok(Request::new(team.clone(), init, None, AlgName::new("none/zero-size".into()), active));
+            return Ok(Request::new(team.clone(), init, None, &AlgName::new("none/zero-size".into()), active));
         }
-        let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
+        let choices = active.selection.choices(active, init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
-        for c in &candidates {
+        for choice in choices.iter() {
+            let (c, name) = (&choice.cand, &choice.name);
             let Some(t) = active.tls.get(c.tl) else { continue };
-            let name = active.alg_name(c.tl, init.coll, c.alg);
             match t.team.coll_init(c.alg, &init) {
                 Ok(task) => {
                     trace(team, &init, &name.name, || {
@@ -135,24 +131,22 @@ impl<'a> Request<'a> {
     fn new(
         team: Arc<TeamInner>,
         init: Arc<CollInit>,
-        task: Option<Box<dyn CollTask>>,
-        selected: AlgName,
-        active: Arc<ActiveTeam>,
+        task: Option<Arc<dyn CollTask>>,
+        selected: &AlgName,
+        active: &ActiveTeam,
     ) -> Self {
         let team_desc = team.desc.clone();
         // Relaxed: ids only need to be unique.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let task = task.map(Arc::from);
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
         Request {
             team,
             init,
             task,
             id,
-            selected: selected.name,
+            selected: selected.name.clone(),
             team_desc,
             slot: None,
-            active,
             shown,
             finalized: false,
             _buffers: PhantomData,
@@ -162,7 +156,8 @@ impl<'a> Request<'a> {
     /// Show post `seq` on the team's call board, if it has one (active-set
     /// collectives, outside the team's sequence, are not shown).
     fn show(&self, seq: u64) -> Option<BoardWatch> {
-        let (board, shown) = self.active.board.as_ref().zip(self.shown).filter(|_| self.init.active_set.is_none())?;
+        let board = self.team.ready()?.board.as_ref();
+        let (board, shown) = board.zip(self.shown).filter(|_| self.init.active_set.is_none())?;
         Some(BoardWatch::show(board, self.team.rank, Posted { seq, ..shown }))
     }
 
@@ -262,7 +257,7 @@ impl<'a> Request<'a> {
         if self.slot.is_none() {
             return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
         }
-        let mut backoff = Backoff::with_spins(self.team.ctx.spins);
+        let mut backoff = self.team.ctx.backoff();
         loop {
             if self.test()? != Status::InProgress {
                 return Ok(());
