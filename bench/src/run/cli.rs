@@ -7,7 +7,7 @@ use super::LaunchConfig;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: ferrocoll-run -n N [--emulate-hosts K] [--timeout SECS] [--grace SECS] [--] program [args...]
+usage: ferrocoll-run -n N [--emulate-hosts K] [--bind-to none|core|numa] [--timeout SECS] [--grace SECS] [--] program [args...]
 
 Starts N ranks of `program` on this host, with RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
@@ -16,6 +16,12 @@ LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
   --emulate-hosts K     spread the ranks over K emulated hosts (contiguous
                         blocks; sets FERROCOLL_HOST_ID=host<h>, and LOCAL_RANK
                         and LOCAL_WORLD_SIZE per emulated host)
+  --bind-to WHAT        none: no binding; core: rank i on the i-th CPU this
+                        launcher may use (an error if ranks outnumber them);
+                        numa: rank i on the CPUs of NUMA node i mod nodes.
+                        Default: core when ranks <= those CPUs, else none.
+                        Each rank finds its binding in FERROCOLL_BIND
+                        (core:3, numa:0-7, none)
   --timeout SECS        stop every rank after SECS seconds (exit code 124)
   --grace SECS          after a rank fails, time the others get before
                         SIGTERM (default 5); SIGKILL follows 2 s later
@@ -58,6 +64,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     let mut hosts = None;
     let mut timeout = None;
     let mut grace = super::DEFAULT_GRACE;
+    let mut bind_to = None;
     let mut i = 0;
     let value = |i: &mut usize, opt: &str| -> Result<String, String> {
         *i += 1;
@@ -80,6 +87,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
             "--emulate-hosts" => hosts = Some(parse_count(&opt, &val(&mut i)?)?),
             "--timeout" => timeout = Some(parse_secs(&opt, &val(&mut i)?)?),
             "--grace" => grace = parse_secs(&opt, &val(&mut i)?)?,
+            "--bind-to" => bind_to = Some(super::bind::BindTo::parse(&val(&mut i)?)?),
             s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
             _ => break,
         }
@@ -99,6 +107,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     cfg.emulate_hosts = hosts;
     cfg.timeout = timeout;
     cfg.grace = grace;
+    cfg.bind_to = bind_to;
     Ok(Cli::Run(cfg))
 }
 
@@ -120,6 +129,9 @@ mod tests {
         assert_eq!(c.args, vec![OsString::from("-c"), OsString::from("true")]);
         let Ok(Cli::Run(c)) = p("-n 2 hostname -f") else { panic!() };
         assert_eq!(c.args, vec![OsString::from("-f")]);
+        assert_eq!(c.bind_to, None);
+        let Ok(Cli::Run(c)) = p("-n 2 --bind-to numa true") else { panic!() };
+        assert_eq!(c.bind_to, Some(super::super::bind::BindTo::Numa));
     }
 
     #[test]
@@ -130,6 +142,7 @@ mod tests {
         assert!(p("-n 2 --emulate-hosts 3 true").unwrap_err().contains("--emulate-hosts 3"));
         assert!(p("-n 2 --timeout soon true").unwrap_err().contains("--timeout"));
         assert!(p("-n 2").unwrap_err().contains("program"));
+        assert!(p("-n 2 --bind-to socket true").unwrap_err().contains("socket"));
         assert!(p("true").unwrap_err().contains("-n"));
         assert!(matches!(p("--help"), Ok(Cli::Help)));
     }
