@@ -19,6 +19,10 @@ mod triggered;
 /// matched by the user's tag in a separate number space.
 const ACTIVE_SET_SEQ: u64 = 1 << 63;
 
+/// Fruitless polls of its own task between two progress calls of the whole
+/// context while a request waits (see [`Request::wait`]).
+const PROGRESS_EVERY: u32 = 2;
+
 /// The id of the next request of this process (0 is never an id: events use it for "none").
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -38,6 +42,9 @@ pub struct Request<'a> {
     /// "team 0x… (rank r of n)", made once for the messages of every post.
     team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
+    /// What its task waits for, shared by its posts: a post starts once the
+    /// one before has finished, and a finished slot's record never reads it.
+    diag: Arc<TaskDiag>,
     /// What each post shows on the board, if there is one (all but the sequence number).
     shown: Option<Posted>,
     finalized: bool,
@@ -147,6 +154,7 @@ impl<'a> Request<'a> {
             selected: selected.name.clone(),
             team_desc,
             slot: None,
+            diag: Arc::default(),
             shown,
             finalized: false,
             _buffers: PhantomData,
@@ -177,7 +185,8 @@ impl<'a> Request<'a> {
                 TaskSlot::finished(Ok(()), desc)
             }
             Some(task) => {
-                let diag = Arc::new(TaskDiag::default());
+                let diag = self.diag.clone();
+                diag.clear();
                 let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
                 let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
                 self.team.recorder.record(&slot);
@@ -253,16 +262,31 @@ impl<'a> Request<'a> {
     }
 
     /// Progress the team's context until the request completes; returns its result.
+    ///
+    /// Its own task is polled first, then the whole context (every TL's
+    /// progress, every queued task) on every [`PROGRESS_EVERY`]-th fruitless
+    /// poll: a small collective whose peers are already there completes
+    /// without the rest of the context's work in between, and the rest still
+    /// moves while it waits. The slot's poll is the one the queue makes, so
+    /// timeouts, the watchdog and the call board act as they do there.
     pub fn wait(&mut self) -> Result<()> {
-        if self.slot.is_none() {
+        let Some(slot) = self.slot.as_ref() else {
             return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
+        };
+        if self.finalized {
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
         }
-        let mut backoff = self.team.ctx.backoff();
+        let ctx = &self.team.ctx;
+        let mut backoff = ctx.backoff();
+        let mut polls = 0u32;
         loop {
-            if self.test()? != Status::InProgress {
-                return Ok(());
+            if slot.poll(&ctx.settings.watchdog) {
+                return slot.status().map(|_| ());
             }
-            self.team.ctx.progress()?;
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress()?;
+            }
             backoff.snooze();
         }
     }
