@@ -276,6 +276,11 @@ impl<'a> Request<'a> {
         if self.finalized {
             return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
         }
+        // A task that finished at post (a team of one, peers already there):
+        // one look, no poll.
+        if slot.status()? != Status::InProgress {
+            return Ok(());
+        }
         let ctx = &self.team.ctx;
         let mut backoff = ctx.backoff();
         let mut polls = 0u32;
