@@ -138,6 +138,9 @@ fn numa_nodes() -> Vec<Vec<usize>> {
     nodes
 }
 
+/// The binding chosen, and each rank's CPUs (`None`: not bound).
+pub type Plan = (BindTo, Vec<Option<Vec<usize>>>);
+
 /// The binding of every rank: `None` for no binding. `allowed` are the
 /// launcher's CPUs, `nodes` the host's NUMA nodes; `asked` is `--bind-to`
 /// (`None`: core when ranks ≤ allowed CPUs, else none).
@@ -146,7 +149,7 @@ pub fn plan(
     ranks: usize,
     allowed: &[usize],
     nodes: &[Vec<usize>],
-) -> Result<(BindTo, Vec<Option<Vec<usize>>>), String> {
+) -> Result<Plan, String> {
     let bind = asked.unwrap_or(if ranks <= allowed.len() { BindTo::Core } else { BindTo::None });
     let sets = match bind {
         BindTo::None => vec![None; ranks],
@@ -177,7 +180,7 @@ pub fn plan(
 }
 
 /// [`plan`] on this host.
-pub fn plan_here(asked: Option<BindTo>, ranks: usize) -> Result<(BindTo, Vec<Option<Vec<usize>>>), String> {
+pub fn plan_here(asked: Option<BindTo>, ranks: usize) -> Result<Plan, String> {
     let allowed = CpuSet::of_this_process().map_err(|e| format!("reading the launcher's CPU affinity: {e}"))?.cpus();
     plan(asked, ranks, &allowed, &numa_nodes())
 }
