@@ -144,12 +144,7 @@ pub type Plan = (BindTo, Vec<Option<Vec<usize>>>);
 /// The binding of every rank: `None` for no binding. `allowed` are the
 /// launcher's CPUs, `nodes` the host's NUMA nodes; `asked` is `--bind-to`
 /// (`None`: core when ranks ≤ allowed CPUs, else none).
-pub fn plan(
-    asked: Option<BindTo>,
-    ranks: usize,
-    allowed: &[usize],
-    nodes: &[Vec<usize>],
-) -> Result<Plan, String> {
+pub fn plan(asked: Option<BindTo>, ranks: usize, allowed: &[usize], nodes: &[Vec<usize>]) -> Result<Plan, String> {
     let bind = asked.unwrap_or(if ranks <= allowed.len() { BindTo::Core } else { BindTo::None });
     let sets = match bind {
         BindTo::None => vec![None; ranks],

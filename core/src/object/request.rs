@@ -286,6 +286,9 @@ impl<'a> Request<'a> {
         let mut polls = 0u32;
         loop {
             if slot.poll(&ctx.settings.watchdog) {
+                // A timeout asked for the flight records, which a progress
+                // dumps: this wait ends without one, so it dumps them itself.
+                crate::engine::recorder::dump_if_requested();
                 return slot.status().map(|_| ());
             }
             polls = polls.wrapping_add(1);
