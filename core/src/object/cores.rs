@@ -2,15 +2,22 @@
 //! core per rank decides how waiting ranks spin or yield.
 
 /// The cores the ranks of this host may use: the CPUs this process may run
-/// on (affinity, cgroup quota), unless that is a single CPU on a host with
-/// more online. A process allowed one CPU was, in practice, bound by its
-/// launcher (`ferrocoll-run --bind-to core`, `mpirun --bind-to core`) to a
-/// core of its own, one per rank; counting its one CPU would call every job
-/// of two ranks or more oversubscribed and make its ranks yield on every
-/// wait. A job squeezed onto one CPU by hand sets `UCC_SPIN_COUNT` instead.
+/// on (affinity, cgroup quota), unless its affinity is a single CPU on a
+/// host with more online. A process bound to one CPU was, in practice,
+/// bound by its launcher (`ferrocoll-run --bind-to core`, `mpirun --bind-to
+/// core`) to a core of its own, one per rank; counting its one CPU would
+/// call every job of two ranks or more oversubscribed and make its ranks
+/// yield on every wait. A cgroup quota of one CPU (affinity wider) still
+/// counts as one. A job squeezed onto one CPU by hand sets `UCC_SPIN_COUNT`.
 pub(crate) fn usable_cores() -> usize {
     let allowed = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if allowed == 1 { online_cpus().unwrap_or(1) } else { allowed }
+    if allowed == 1 && affinity_cpus() == Some(1) { online_cpus().unwrap_or(1) } else { allowed }
+}
+
+/// The CPUs of this process's affinity, from `Cpus_allowed_list` in `/proc/self/status`.
+fn affinity_cpus() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_cpu_list(status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim())
 }
 
 /// The host's online CPUs, from `/sys/devices/system/cpu/online` ("0-3,8-11").
@@ -40,5 +47,6 @@ mod tests {
         assert_eq!(parse_cpu_list("x"), None);
         assert_eq!(parse_cpu_list(""), None);
         assert!(usable_cores() >= 1);
+        assert!(affinity_cpus().is_none_or(|n| n >= 1));
     }
 }
