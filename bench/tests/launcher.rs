@@ -339,3 +339,53 @@ fn a_hung_job_is_explained_by_the_ranks_flight_records() {
     assert!(err.contains("rank 0 is in allreduce seq") && err.contains("waiting for rank 1"), "{err}");
     assert!(err.contains("rank 1 is in bcast seq"), "{err}");
 }
+
+/// The CPUs this test process may use, from its own status file.
+fn allowed_cpus() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list").trim();
+    list.split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+#[test]
+fn ranks_are_bound_to_a_core_each_when_there_are_enough() {
+    if allowed_cpus() < 2 {
+        eprintln!("skipped: binding two ranks to cores of their own needs 2 CPUs, this test may use 1");
+        return;
+    }
+    // Each rank reports the CPUs the kernel lets it run on, and what the launcher told it.
+    let script = "echo $FERROCOLL_BIND $(grep Cpus_allowed_list /proc/self/status | cut -f2)";
+    let o = run(&["-n", "2", "--", "sh", "-c", script]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = sorted_lines(&stdout(&o));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let cpus: Vec<&str> = lines.iter().map(|l| l.rsplit(' ').next().unwrap()).collect();
+    for (r, l) in lines.iter().enumerate() {
+        assert_eq!(l, &format!("[{r}] core:{} {}", cpus[r], cpus[r]), "{lines:?}");
+        assert!(cpus[r].parse::<usize>().is_ok(), "rank {r} may run on {:?}, not one CPU", cpus[r]);
+    }
+    assert_ne!(cpus[0], cpus[1], "two ranks bound to the same core");
+    // --bind-to none leaves them the launcher's CPUs.
+    let o = run(&["-n", "2", "--bind-to", "none", "--", "sh", "-c", script]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for l in sorted_lines(&stdout(&o)) {
+        assert!(l.contains("none ") && !l.ends_with(&format!(" {}", cpus[0])), "{l}");
+    }
+}
+
+#[test]
+fn binding_more_ranks_than_cores_is_refused_by_name() {
+    let n = (allowed_cpus() + 1).to_string();
+    let o = run(&["-n", &n, "--bind-to", "core", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--bind-to core") && stderr(&o).contains(&format!("{n} ranks")), "{}", stderr(&o));
+    // The default then binds nothing, and the job runs.
+    let o = run(&["-n", &n, "--", "sh", "-c", "echo $FERROCOLL_BIND"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(sorted_lines(&stdout(&o)).iter().all(|l| l.ends_with(" none")), "{}", stdout(&o));
+}

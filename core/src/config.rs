@@ -59,7 +59,7 @@ pub const CORE_FIELDS: &[ConfigField] = &[
     ConfigField {
         name: "UCC_SPIN_COUNT",
         default: "auto",
-        doc: "Polls a waiting rank makes before it yields its core: auto = 256 when this host has a core per rank, 2 when ranks outnumber cores.",
+        doc: "Polls a waiting rank makes before it yields its core: auto = 256 when this host has a core per rank (past them it yields on one wait in 256), 2 when ranks outnumber cores (past them it yields on every wait).",
     },
     ConfigField {
         name: "UCC_OOB_TIMEOUT",

@@ -78,7 +78,7 @@ impl TlTeam for RefuserTeam {
             alg: 0,
         }]
     }
-    fn coll_init(&self, _: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+    fn coll_init(&self, _: AlgId, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
         Err(Error::not_supported(format!("refuser never runs {}", init.coll)))
     }
 }

@@ -204,6 +204,17 @@ fn run_size(
             }
         }
         barrier(team)?;
+        // The rank that arrives last at a barrier leaves it first (it finds
+        // everyone's flag already set), so it arrives first at the next
+        // collective and waits there for the other: with one barrier per
+        // iteration the same rank was always the one that waits, and every
+        // delay of the other (a preemption on a busy host) landed in its
+        // time only (one rank 3 µs, the other 8 µs). A second barrier on
+        // every other iteration swaps the roles, so each rank waits in half
+        // of the timed collectives.
+        if i % 2 == 1 {
+            barrier(team)?;
+        }
     }
     drop(persistent);
     let mean_us = if iters > 0 { total / iters as f64 } else { 0.0 };

@@ -100,6 +100,7 @@ pub fn launch_np(np: usize, o: &Options, args: &[String]) -> i32 {
     let mut cfg = LaunchConfig::new(np, exe, child_args(args).into_iter().map(Into::into).collect());
     cfg.emulate_hosts = o.emulate_hosts;
     cfg.emulate_switches = o.emulate_switches;
+    cfg.bind_to = o.bind_to;
     cfg.unprefixed_stdout = Some(0);
     cfg.label = "ferrocoll-perftest".into();
     match launch(&cfg) {

@@ -33,6 +33,7 @@
 //! peer is not shown: ferrocoll has no public way to ask for it yet.
 
 pub mod bench;
+pub mod binding;
 pub mod bootstrap;
 pub mod buffers;
 pub mod check;
@@ -100,22 +101,23 @@ impl bench::Observer for Table {
 }
 
 /// What the team looks like, for the header.
-fn team_info(team: &Team, ctx: &Context) -> TeamInfo {
+fn team_info(team: &Team, ctx: &Context) -> Result<TeamInfo> {
     let procs = ctx.procs();
     let hosts: Vec<String> = procs.iter().map(|p| p.host.clone()).collect();
     let pids: Vec<u32> = procs.iter().map(|p| p.pid).collect();
-    TeamInfo {
+    Ok(TeamInfo {
+        binding: binding::describe(team).map_err(|e| e.prefixed("gathering the ranks' CPU bindings"))?,
         size: team.size(),
         layout: report::hosts_summary(&hosts, &pids),
         tls: team.tl_names().map(|v| v.into_iter().map(String::from).collect()).unwrap_or_default(),
-    }
+    })
 }
 
 /// One rank's whole run: the sweep, and on rank 0 the header, the table and
 /// the files. `Ok(false)`: some result was wrong.
 fn rank_main(team: &Team, ctx: &Context, o: &Options) -> Result<bool> {
     let printer = team.rank() == 0;
-    let info = team_info(team, ctx);
+    let info = team_info(team, ctx)?;
     let sizes = bench::counts(o).len();
     if printer {
         crate::outln!("{}", header(o, &info));

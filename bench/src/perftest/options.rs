@@ -36,6 +36,8 @@ usage: ferrocoll-perftest [options]
   --np N            start N processes of this program through ferrocoll-run
   --emulate-hosts K with --np: spread the ranks over K emulated hosts
   --emulate-switches J with --emulate-hosts: put the hosts under J emulated switches
+  --bind-to WHAT    with --np: none, core or numa (default: core when the
+                    ranks fit this process's CPUs, else none; see ferrocoll-run)
   --threads N       run N ranks as threads of this process
   --check           verify the results of every iteration
   --csv FILE        write the results as CSV
@@ -79,6 +81,8 @@ pub struct Options {
     pub emulate_hosts: Option<usize>,
     /// Emulated switch groups over the emulated hosts.
     pub emulate_switches: Option<usize>,
+    /// `--bind-to` for `--np` (`None`: the launcher's default).
+    pub bind_to: Option<crate::run::bind::BindTo>,
     /// Run this many thread ranks.
     pub threads: Option<usize>,
     /// Verify results.
@@ -108,6 +112,7 @@ impl Default for Options {
             np: None,
             emulate_hosts: None,
             emulate_switches: None,
+            bind_to: None,
             threads: None,
             check: false,
             csv: None,
@@ -174,6 +179,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, OptError> {
                 "threads" => o.threads = Some(number(&opt, &value()?)?),
                 "emulate-hosts" => o.emulate_hosts = Some(number(&opt, &value()?)?),
                 "emulate-switches" => o.emulate_switches = Some(number(&opt, &value()?)?),
+                "bind-to" => o.bind_to = Some(crate::run::bind::BindTo::parse(&value()?).map_err(usage)?),
                 "csv" => o.csv = Some(PathBuf::from(value()?)),
                 "json" => o.json = Some(PathBuf::from(value()?)),
                 _ => return Err(usage(format!("unknown option {opt}"))),
@@ -268,6 +274,9 @@ fn check(o: &Options, triggered: bool) -> Result<(), OptError> {
         (_, Some(0)) => return Err(usage("--threads 0: the number of ranks must be at least 1")),
         _ => {}
     }
+    if let (Some(b), None) = (o.bind_to, o.np) {
+        return Err(usage(format!("--bind-to {b} needs --np (under another launcher, bind with it)")));
+    }
     if let Some(k) = o.emulate_hosts {
         let np = o.np.ok_or_else(|| usage(format!("--emulate-hosts {k} needs --np")))?;
         if k == 0 || k > np {
@@ -287,17 +296,18 @@ fn check(o: &Options, triggered: bool) -> Result<(), OptError> {
 }
 
 /// The arguments to give the ranks when `--np` starts them: everything but
-/// `--np`, `--emulate-hosts` and `--emulate-switches`.
+/// `--np`, `--emulate-hosts`, `--emulate-switches` and `--bind-to`.
 pub fn child_args(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len());
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
         match a.as_str() {
-            "--np" | "--emulate-hosts" | "--emulate-switches" => i += 1,
+            "--np" | "--emulate-hosts" | "--emulate-switches" | "--bind-to" => i += 1,
             s if s.starts_with("--np=")
                 || s.starts_with("--emulate-hosts=")
-                || s.starts_with("--emulate-switches=") => {}
+                || s.starts_with("--emulate-switches=")
+                || s.starts_with("--bind-to=") => {}
             _ => out.push(a.clone()),
         }
         i += 1;
@@ -352,6 +362,9 @@ mod tests {
         assert!(u("--emulate-hosts 2").contains("--emulate-hosts"));
         assert!(u("--np 4 --emulate-switches 2").contains("needs --emulate-hosts"));
         assert!(u("--np 4 --emulate-hosts 2 --emulate-switches 3").contains("--emulate-switches 3"));
+        assert!(u("--bind-to core").contains("--bind-to core needs --np"));
+        assert!(u("--np 2 --bind-to socket").contains("socket"));
+        assert_eq!(run("--np 2 --bind-to none").bind_to, Some(crate::run::bind::BindTo::None));
         assert!(u("stray").contains("stray"));
         assert!(matches!(p("-m rocm"), Err(OptError::NotSupported(m)) if m.contains("ROCm")));
         assert_eq!(run("-m cuda").mem, MemType::Cuda);
@@ -363,8 +376,10 @@ mod tests {
 
     #[test]
     fn children_lose_the_launch_options() {
-        let a: Vec<String> =
-            "--np 4 -c bcast --emulate-hosts=2 --emulate-switches 2 --check".split(' ').map(String::from).collect();
+        let a: Vec<String> = "--np 4 -c bcast --emulate-hosts=2 --emulate-switches 2 --bind-to core --check"
+            .split(' ')
+            .map(String::from)
+            .collect();
         assert_eq!(child_args(&a), vec!["-c", "bcast", "--check"]);
     }
 }

@@ -48,6 +48,8 @@ pub struct TeamInfo {
     pub layout: String,
     /// TLs of the team.
     pub tls: Vec<String>,
+    /// Each rank's CPUs (see `binding.rs`).
+    pub binding: String,
 }
 
 /// Ranks grouped by host: `host0: 0-1; host1: 2-3`.
@@ -114,6 +116,7 @@ pub fn header(o: &Options, team: &TeamInfo) -> String {
     line("Root", &if o.coll.is_rooted() { o.root.to_string() } else { "N/A".into() });
     line("Team", &format!("{} ranks, {}", team.size, team.layout));
     line("TLs", &team.tls.join(", "));
+    line("Binding", &team.binding);
     line("Check", &yes_no(o.check));
     let (ws, wl) = o.warmups.map_or((100, 20), |w| (w, w));
     let (is, il) = o.iters.map_or((1000, 200), |n| (n, n));
@@ -306,7 +309,7 @@ mod tests {
     #[test]
     fn rows_and_files() {
         let o = Options::default();
-        let team = TeamInfo { size: 2, layout: "threads".into(), tls: vec!["p2p".into()] };
+        let team = TeamInfo { size: 2, layout: "threads".into(), tls: vec!["p2p".into()], binding: "none".into() };
         let line = table_row(&row(), false);
         assert!(line.contains("        1.50") && line.ends_with("p2p/knomial"), "{line}");
         let c = csv(&o, &team, &[row()]);

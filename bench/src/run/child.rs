@@ -35,6 +35,8 @@ pub struct RankSpec<'a> {
     pub remove: &'a [&'a str],
     /// Whether its stdout is copied without the `[r] ` prefix.
     pub raw_stdout: bool,
+    /// The CPUs to bind it to (`--bind-to`), if any.
+    pub cpus: Option<super::bind::CpuSet>,
 }
 
 /// Start a rank. Each pump sends one message on `done` when its stream ends.
@@ -48,9 +50,11 @@ pub fn spawn_rank(spec: &RankSpec<'_>, done: &mpsc::Sender<()>) -> std::io::Resu
         cmd.env(k, v);
     }
     let parent = std::process::id() as libc::pid_t;
+    let cpus = spec.cpus;
     // SAFETY: the closure runs in the child between fork and exec, where
     // only async-signal-safe calls are allowed: setpgid, prctl, getppid and
-    // raise are system calls that allocate nothing and take no locks.
+    // raise, and sched_setaffinity (CpuSet::apply, on a set made before the
+    // fork) are system calls that allocate nothing and take no locks.
     unsafe {
         cmd.pre_exec(move || {
             // Own process group: Ctrl-C at the terminal reaches only the
@@ -65,6 +69,10 @@ pub fn spawn_rank(spec: &RankSpec<'_>, done: &mpsc::Sender<()>) -> std::io::Resu
             if libc::getppid() != parent {
                 // The launcher died before prctl took effect.
                 libc::raise(libc::SIGKILL);
+            }
+            // Bound before exec, so the program never runs elsewhere.
+            if let Some(set) = &cpus {
+                set.apply()?;
             }
             Ok(())
         });

@@ -7,7 +7,7 @@ use super::LaunchConfig;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: ferrocoll-run -n N [--emulate-hosts K [--emulate-switches J]] [--timeout SECS] [--grace SECS] [--] program [args...]
+usage: ferrocoll-run -n N [--emulate-hosts K [--emulate-switches J]] [--bind-to none|core|numa] [--timeout SECS] [--grace SECS] [--] program [args...]
 
 Starts N ranks of `program` on this host, with RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
@@ -20,6 +20,12 @@ LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
   --emulate-switches J  put the K emulated hosts under J emulated leaf
                         switches (contiguous blocks of hosts; sets
                         FERROCOLL_SWITCH_ID=switch<g>); needs --emulate-hosts
+  --bind-to WHAT        none: no binding; core: rank i on the i-th CPU this
+                        launcher may use (an error if ranks outnumber them);
+                        numa: rank i on the CPUs of NUMA node i mod nodes.
+                        Default: core when ranks <= those CPUs, else none.
+                        Each rank finds its binding in FERROCOLL_BIND
+                        (core:3, numa:0-7, none)
   --timeout SECS        stop every rank after SECS seconds (exit code 124)
   --grace SECS          after a rank fails, time the others get before
                         SIGTERM (default 5); SIGKILL follows 2 s later
@@ -64,6 +70,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     let mut sizes: Option<Vec<usize>> = None;
     let mut timeout = None;
     let mut grace = super::DEFAULT_GRACE;
+    let mut bind_to = None;
     let mut i = 0;
     let value = |i: &mut usize, opt: &str| -> Result<String, String> {
         *i += 1;
@@ -96,6 +103,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
             "--emulate-switches" => switches = Some(parse_count(&opt, &val(&mut i)?)?),
             "--timeout" => timeout = Some(parse_secs(&opt, &val(&mut i)?)?),
             "--grace" => grace = parse_secs(&opt, &val(&mut i)?)?,
+            "--bind-to" => bind_to = Some(super::bind::BindTo::parse(&val(&mut i)?)?),
             s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
             _ => break,
         }
@@ -135,6 +143,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     cfg.emulate_switches = switches;
     cfg.timeout = timeout;
     cfg.grace = grace;
+    cfg.bind_to = bind_to;
     Ok(Cli::Run(cfg))
 }
 
@@ -156,6 +165,9 @@ mod tests {
         assert_eq!(c.args, vec![OsString::from("-c"), OsString::from("true")]);
         let Ok(Cli::Run(c)) = p("-n 2 hostname -f") else { panic!() };
         assert_eq!(c.args, vec![OsString::from("-f")]);
+        assert_eq!(c.bind_to, None);
+        let Ok(Cli::Run(c)) = p("-n 2 --bind-to numa true") else { panic!() };
+        assert_eq!(c.bind_to, Some(super::super::bind::BindTo::Numa));
     }
 
     #[test]
@@ -175,6 +187,7 @@ mod tests {
         assert!(p("-n 3 --emulate-hosts 1,x true").unwrap_err().contains("\"x\""));
         assert!(p("-n 2 --timeout soon true").unwrap_err().contains("--timeout"));
         assert!(p("-n 2").unwrap_err().contains("program"));
+        assert!(p("-n 2 --bind-to socket true").unwrap_err().contains("socket"));
         assert!(p("true").unwrap_err().contains("-n"));
         assert!(matches!(p("--help"), Ok(Cli::Help)));
     }

@@ -31,6 +31,7 @@
 //! so a program that has children of its own besides the ranks should
 //! leave it off.
 
+pub mod bind;
 mod child;
 pub mod cli;
 pub mod env;
@@ -80,6 +81,8 @@ pub struct LaunchConfig {
     pub adopt_orphans: bool,
     /// Prefix of the launcher's own messages.
     pub label: String,
+    /// `--bind-to`; `None`: core when ranks ≤ the launcher's CPUs, else none (see [`bind`]).
+    pub bind_to: Option<bind::BindTo>,
 }
 
 impl LaunchConfig {
@@ -97,6 +100,7 @@ impl LaunchConfig {
             unprefixed_stdout: None,
             adopt_orphans: true,
             label: "ferrocoll-run".into(),
+            bind_to: None,
         }
     }
 }
@@ -174,6 +178,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
             )));
         }
     }
+    let (bind_to, bindings) = bind::plan_here(cfg.bind_to, cfg.ranks).map_err(LaunchError::Config)?;
     let job = env::JobEnv {
         master_addr: "127.0.0.1".into(),
         master_port: setup("picking a free port for MASTER_PORT", env::free_port())?,
@@ -192,6 +197,13 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
     for p in env::placements(cfg.ranks, host_sizes.as_deref(), cfg.emulate_switches) {
         let mut vars = job.vars(&p);
         vars.extend(flight.as_ref().map(flight::FlightDir::var));
+        let cpus = bindings.get(p.rank).cloned().flatten();
+        // What the rank was bound to, for the programs that print it (the perftest).
+        let bound = match &cpus {
+            Some(c) => format!("{bind_to}:{}", bind::cpu_list(c)),
+            None => "none".to_string(),
+        };
+        vars.push((bind::BIND_VAR.to_string(), bound));
         let spec = RankSpec {
             rank: p.rank,
             program: &cfg.program,
@@ -199,6 +211,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
             vars: &vars,
             remove: env::FOREIGN_RANK_VARS,
             raw_stdout: cfg.unprefixed_stdout == Some(p.rank),
+            cpus: cpus.as_deref().map(bind::CpuSet::of),
         };
         match spawn_rank(&spec, &done_tx) {
             Ok((proc_, handles)) => {

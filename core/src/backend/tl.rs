@@ -126,7 +126,7 @@ pub trait TlTeam: Send + Sync {
     fn default_scores(&self) -> Vec<ScoreEntry>;
     /// Prepare algorithm `alg` for these arguments. `Err(NotSupported)` makes
     /// the engine try the next candidate.
-    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>>;
+    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>>;
     /// A call board in memory that every rank of the team reads (see
     /// `engine/board.rs`), if this TL has one. The engine uses the one of the
     /// TL first by name, so a TL must offer it on every rank or on none.

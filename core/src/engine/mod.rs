@@ -9,7 +9,7 @@ mod join;
 pub mod recorder;
 mod task;
 
-pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED};
+pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};
 pub use board::{BoardWatch, CallBoard, Posted};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use recorder::{FlightRecorder, TeamIdentity};

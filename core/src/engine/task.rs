@@ -93,6 +93,12 @@ impl TaskDiag {
         self.send.clear(peer, tag);
     }
 
+    /// Forget every wait (a persistent request's next post reuses its diag).
+    pub fn clear(&self) {
+        self.recv.0.store(NONE, Ordering::Relaxed);
+        self.send.0.store(NONE, Ordering::Relaxed);
+    }
+
     /// Record that a triggered task waits for its trigger (`what`), or no longer does (`None`).
     pub fn waiting_for_trigger(&self, what: Option<Arc<str>>) {
         *self.trigger.lock().unwrap_or_else(|p| p.into_inner()) = what;

@@ -64,6 +64,8 @@ pub(crate) struct ContextInner {
     pub(crate) queue: ProgressQueue,
     /// Polls before a waiting rank yields (see `UCC_SPIN_COUNT`).
     pub(crate) spins: u32,
+    /// Whether this host has a core per local rank (then waits yield rarely).
+    pub(crate) dedicated: bool,
     alive: AtomicBool,
     /// Teams created per endpoint list: the n-th team over the same list gets the same id everywhere.
     team_counters: Mutex<HashMap<u64, u64>>,
@@ -78,6 +80,11 @@ impl ContextInner {
         } else {
             Err(Error::invalid_param(format!("context {} (ep {}) was destroyed", self.id, self.ep)))
         }
+    }
+
+    /// How a rank of this context waits (see [`Backoff::for_rank`](crate::engine::Backoff::for_rank)).
+    pub(crate) fn backoff(&self) -> crate::engine::Backoff {
+        crate::engine::Backoff::for_rank(self.spins, self.dedicated)
     }
 
     pub(crate) fn progress(&self) -> Result<()> {
@@ -175,11 +182,13 @@ impl Context {
             tl.context.connected().map_err(|e| e.prefixed(format!("TL {}", tl.component.name())))?;
         }
         let procs: Vec<ProcInfo> = endpoints.iter().map(|e| e.proc.clone()).collect();
-        let spins = settings.spin_count.unwrap_or_else(|| {
-            // Endpoints of this job on this host against the cores we may use.
-            let local = procs.iter().filter(|p| p.same_host(&me)).count();
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            if local > cores { crate::engine::SPINS_OVERSUBSCRIBED } else { crate::engine::SPINS_DEDICATED }
+        // Endpoints of this job on this host against the cores it may use.
+        let local = procs.iter().filter(|p| p.same_host(&me)).count();
+        let dedicated = local <= super::cores::usable_cores();
+        let spins = settings.spin_count.unwrap_or(if dedicated {
+            crate::engine::SPINS_DEDICATED
+        } else {
+            crate::engine::SPINS_OVERSUBSCRIBED
         });
         let inner = ContextInner {
             lib: lib.inner.clone(),
@@ -193,6 +202,7 @@ impl Context {
             tls,
             queue: ProgressQueue::default(),
             spins,
+            dedicated,
             alive: AtomicBool::new(true),
             team_counters: Mutex::new(HashMap::new()),
         };

@@ -2,9 +2,11 @@
 
 mod agreement;
 mod context;
+mod cores;
 mod endpoint;
 mod library;
 mod request;
+mod selection;
 mod settings;
 mod team;
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, Signature};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{Backoff, BoardWatch, Call, Posted, TaskDesc, TaskDiag, TaskSlot};
+use crate::engine::{BoardWatch, Call, Posted, TaskDesc, TaskDiag, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -18,6 +18,10 @@ mod triggered;
 /// team's sequence (ranks outside the set do not post them), so they are
 /// matched by the user's tag in a separate number space.
 const ACTIVE_SET_SEQ: u64 = 1 << 63;
+
+/// Fruitless polls of its own task between two progress calls of the whole
+/// context while a request waits (see [`Request::wait`]).
+const PROGRESS_EVERY: u32 = 2;
 
 /// The id of the next request of this process (0 is never an id: events use it for "none").
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -38,10 +42,9 @@ pub struct Request<'a> {
     /// "team 0x… (rank r of n)", made once for the messages of every post.
     team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
-    /// The team's TLs as they were at init (holding them costs no reference
-    /// count of its own: init takes this one anyway); their call board, if
-    /// any, is where each post is shown.
-    active: Arc<ActiveTeam>,
+    /// What its task waits for, shared by its posts: a post starts once the
+    /// one before has finished, and a finished slot's record never reads it.
+    diag: Arc<TaskDiag>,
     /// What each post shows on the board, if there is one (all but the sequence number).
     shown: Option<Posted>,
     finalized: bool,
@@ -84,13 +87,13 @@ impl Team {
         let init = Arc::new(init);
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
-            return Ok(Request::new(team.clone(), init, None, AlgName::new("none/zero-size".into()), active));
+            return Ok(Request::new(team.clone(), init, None, &AlgName::new("none/zero-size".into()), active));
         }
-        let candidates = active.score_map.candidates(init.coll, init.mem_type, init.msgsize);
+        let choices = active.selection.choices(active, init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
-        for c in &candidates {
+        for choice in choices.iter() {
+            let (c, name) = (&choice.cand, &choice.name);
             let Some(t) = active.tls.get(c.tl) else { continue };
-            let name = active.alg_name(c.tl, init.coll, c.alg);
             match t.team.coll_init(c.alg, &init) {
                 Ok(task) => {
                     trace(team, &init, &name.name, || {
@@ -135,24 +138,23 @@ impl<'a> Request<'a> {
     fn new(
         team: Arc<TeamInner>,
         init: Arc<CollInit>,
-        task: Option<Box<dyn CollTask>>,
-        selected: AlgName,
-        active: Arc<ActiveTeam>,
+        task: Option<Arc<dyn CollTask>>,
+        selected: &AlgName,
+        active: &ActiveTeam,
     ) -> Self {
         let team_desc = team.desc.clone();
         // Relaxed: ids only need to be unique.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let task = task.map(Arc::from);
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
         Request {
             team,
             init,
             task,
             id,
-            selected: selected.name,
+            selected: selected.name.clone(),
             team_desc,
             slot: None,
-            active,
+            diag: Arc::default(),
             shown,
             finalized: false,
             _buffers: PhantomData,
@@ -162,7 +164,8 @@ impl<'a> Request<'a> {
     /// Show post `seq` on the team's call board, if it has one (active-set
     /// collectives, outside the team's sequence, are not shown).
     fn show(&self, seq: u64) -> Option<BoardWatch> {
-        let (board, shown) = self.active.board.as_ref().zip(self.shown).filter(|_| self.init.active_set.is_none())?;
+        let board = self.team.ready()?.board.as_ref();
+        let (board, shown) = board.zip(self.shown).filter(|_| self.init.active_set.is_none())?;
         Some(BoardWatch::show(board, self.team.rank, Posted { seq, ..shown }))
     }
 
@@ -182,7 +185,8 @@ impl<'a> Request<'a> {
                 TaskSlot::finished(Ok(()), desc)
             }
             Some(task) => {
-                let diag = Arc::new(TaskDiag::default());
+                let diag = self.diag.clone();
+                diag.clear();
                 let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
                 let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
                 self.team.recorder.record(&slot);
@@ -258,16 +262,39 @@ impl<'a> Request<'a> {
     }
 
     /// Progress the team's context until the request completes; returns its result.
+    ///
+    /// Its own task is polled first, then the whole context (every TL's
+    /// progress, every queued task) on every [`PROGRESS_EVERY`]-th fruitless
+    /// poll: a small collective whose peers are already there completes
+    /// without the rest of the context's work in between, and the rest still
+    /// moves while it waits. The slot's poll is the one the queue makes, so
+    /// timeouts, the watchdog and the call board act as they do there.
     pub fn wait(&mut self) -> Result<()> {
-        if self.slot.is_none() {
+        let Some(slot) = self.slot.as_ref() else {
             return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
+        };
+        if self.finalized {
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
         }
-        let mut backoff = Backoff::with_spins(self.team.ctx.spins);
+        // A task that finished at post (a team of one, peers already there):
+        // one look, no poll.
+        if slot.status()? != Status::InProgress {
+            return Ok(());
+        }
+        let ctx = &self.team.ctx;
+        let mut backoff = ctx.backoff();
+        let mut polls = 0u32;
         loop {
-            if self.test()? != Status::InProgress {
-                return Ok(());
+            if slot.poll(&ctx.settings.watchdog) {
+                // A timeout asked for the flight records, which a progress
+                // dumps: this wait ends without one, so it dumps them itself.
+                crate::engine::recorder::dump_if_requested();
+                return slot.status().map(|_| ());
             }
-            self.team.ctx.progress()?;
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress()?;
+            }
             backoff.snooze();
         }
     }

@@ -2,15 +2,16 @@
 //! (`ucc_team_create_post` / `_test`), and its score map.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Poll;
 use std::time::Instant;
 
 use super::agreement;
 use super::context::{Context, ContextInner};
+use super::selection::SelectionTable;
 use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
-use crate::engine::{Backoff, CallBoard, FlightRecorder, Posted, TaskDiag, TeamIdentity};
+use crate::engine::{CallBoard, FlightRecorder, Posted, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
 use crate::score::{AlgId, AlgSpec, ScoreMap, TuneTarget, apply_tune, parse_tune};
 use crate::topo::{Layout, Subgroups};
@@ -75,6 +76,8 @@ pub(crate) struct ActiveTeam {
     /// `engine/board.rs`), so that ranks whose calls differ fail instead of
     /// waiting for each other in different TLs.
     pub(crate) board: Option<Arc<dyn CallBoard>>,
+    /// The score map's candidates and names per (collective, memory type, size piece).
+    pub(crate) selection: SelectionTable,
 }
 
 impl ActiveTeam {
@@ -107,7 +110,8 @@ enum TeamState {
         started: Instant,
         diag: Arc<TaskDiag>,
     },
-    Active(Arc<ActiveTeam>),
+    /// Created: the team is in `TeamInner::ready`.
+    Active,
     Failed(Error),
 }
 
@@ -128,6 +132,9 @@ pub(crate) struct TeamInner {
     /// This rank's subgroups in `layout`, without a root.
     subgroups: Subgroups,
     state: Mutex<TeamState>,
+    /// The active team once creation succeeded (it never changes after):
+    /// what every `collective_init` reads, without the state's lock.
+    ready: OnceLock<ActiveTeam>,
     seq: AtomicU64,
     alive: AtomicBool,
 }
@@ -138,14 +145,19 @@ impl TeamInner {
     }
 
     /// The active team, or why there is none.
-    pub(crate) fn active(&self) -> Result<Arc<ActiveTeam>> {
+    pub(crate) fn active(&self) -> Result<&ActiveTeam> {
         self.ctx.check_alive()?;
         // Relaxed: the flag only turns false, and turning it false needs no ordering with other data.
         if !self.alive.load(Ordering::Relaxed) {
             return Err(Error::invalid_param(format!("team {:#x} was destroyed", self.id)));
         }
+        if let Some(a) = self.ready.get() {
+            return Ok(a);
+        }
         match &*self.state() {
-            TeamState::Active(a) => Ok(a.clone()),
+            TeamState::Active => {
+                Err(Error::internal(format!("team {:#x} is active but its state was not published", self.id)))
+            }
             TeamState::Creating { .. } => Err(Error::invalid_param(format!(
                 "team {:#x} is still being created: call create_test until it returns Ok",
                 self.id
@@ -164,6 +176,11 @@ impl TeamInner {
         } else {
             Err(Error::invalid_param(format!("team {:#x} was destroyed", self.id)))
         }
+    }
+
+    /// The active team, for a request (which exists only once the team was active).
+    pub(crate) fn ready(&self) -> Option<&ActiveTeam> {
+        self.ready.get()
     }
 
     pub(crate) fn next_seq(&self) -> u64 {
@@ -249,6 +266,7 @@ impl Team {
                 desc: format!("team {id:#x} (rank {rank} of {})", tl_params.size).into(),
                 config,
                 state: Mutex::new(state),
+                ready: OnceLock::new(),
                 seq: AtomicU64::new(0),
                 alive: AtomicBool::new(true),
                 recorder,
@@ -268,7 +286,7 @@ impl Team {
         let mut state = inner.state();
         let TeamState::Creating { pending, done, started, diag } = &mut *state else {
             return match &*state {
-                TeamState::Active(_) => Ok(Status::Ok),
+                TeamState::Active => Ok(Status::Ok),
                 TeamState::Failed(e) => Err(e.duplicate()),
                 TeamState::Creating { .. } => Ok(Status::InProgress),
             };
@@ -312,7 +330,9 @@ impl Team {
             let tls = std::mem::take(done);
             match build_active(inner, tls) {
                 Ok(active) => {
-                    *state = TeamState::Active(Arc::new(active));
+                    // Under the state's lock: one creator publishes it, once.
+                    let _ = inner.ready.set(active);
+                    *state = TeamState::Active;
                     return Ok(Status::Ok);
                 }
                 Err(e) => failure = Some(e),
@@ -331,7 +351,7 @@ impl Team {
     /// Create a team and wait until it is ready (post, then test until done).
     pub fn create(ctx: &Context, params: TeamParams) -> Result<Team> {
         let team = Team::create_post(ctx, params)?;
-        let mut backoff = Backoff::with_spins(ctx.inner.spins);
+        let mut backoff = ctx.inner.backoff();
         while team.create_test()? == Status::InProgress {
             backoff.snooze();
         }
@@ -450,7 +470,7 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
         .filter_map(|t| Some((t.component.name(), t.team.call_board()?)))
         .min_by_key(|(name, _)| *name)
         .map(|(_, board)| board);
-    Ok(ActiveTeam { tls, score_map, names, board })
+    Ok(ActiveTeam { tls, score_map, names, board, selection: SelectionTable::default() })
 }
 
 /// `UCC_TL_<NAME>_TUNE`; for p2p, UCC's `UCC_TL_UCP_TUNE` is read when the former is unset.

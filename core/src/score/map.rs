@@ -176,6 +176,21 @@ impl ScoreMap {
         c
     }
 
+    /// The sizes where some entry of (`coll`, `mem`) starts or ends, sorted
+    /// and without repeats: between two neighbours the candidates do not
+    /// change (every entry's range covers all of such a piece or none of it).
+    pub fn cuts(&self, coll: CollType, mem: MemType) -> Vec<u64> {
+        let mut cuts: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.coll == coll && e.mem == mem)
+            .flat_map(|(_, e)| [e.range.start, e.range.end])
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts
+    }
+
     /// A table like `ucc_info -s`: for each collective and memory type, the
     /// size ranges and their candidates, best first. `name(tl, coll, alg)`
     /// gives `"tl/alg"`.
@@ -183,17 +198,10 @@ impl ScoreMap {
         let mut out = String::new();
         for coll in CollType::ALL {
             for mem in MemType::CONCRETE {
-                let mut cuts: Vec<u64> = self
-                    .entries
-                    .iter()
-                    .filter(|(_, e)| e.coll == coll && e.mem == mem)
-                    .flat_map(|(_, e)| [e.range.start, e.range.end])
-                    .collect();
+                let cuts = self.cuts(coll, mem);
                 if cuts.is_empty() {
                     continue;
                 }
-                cuts.sort_unstable();
-                cuts.dedup();
                 let _ = writeln!(out, "{coll} {mem}:");
                 for w in cuts.windows(2) {
                     let r = MsgRange::new(w[0], w[1]);

@@ -44,7 +44,7 @@ pub(crate) trait AlgTeam: Send + Sync + Sized + 'static {
         Ok(())
     }
     /// The task of algorithm `alg` for `init`, checked by everything above.
-    fn task(self: &Arc<Self>, alg: &'static Alg<Self::Exec>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>>;
+    fn task(self: &Arc<Self>, alg: &'static Alg<Self::Exec>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>>;
     /// The team's call board, if this TL has one (see [`TlTeam::call_board`]).
     fn call_board(self: &Arc<Self>) -> Option<Arc<dyn CallBoard>> {
         None
@@ -74,7 +74,7 @@ impl<T: AlgTeam> TlTeam for TeamOf<T> {
             .collect()
     }
 
-    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+    fn coll_init(&self, alg: AlgId, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
         let team = &self.0;
         let a = team
             .registry()

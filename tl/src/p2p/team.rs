@@ -94,14 +94,14 @@ impl AlgTeam for P2pTeam {
         )))
     }
 
-    fn task(self: &Arc<Self>, alg: &'static Alg<Comm>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+    fn task(self: &Arc<Self>, alg: &'static Alg<Comm>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
         let staging = match init.mem_type {
             MemType::Host => None,
             _ => Some(Arc::new(Staging::new(init, &self.shared.mcs)?)),
         };
         let init = staging.as_ref().map_or(init, |s| s.host_init()).clone();
         let sig = Signature::of(&init);
-        Ok(Box::new(AlgTask { team: self.shared.clone(), init, sig, run: alg.run, staging }))
+        Ok(Arc::new(AlgTask { team: self.shared.clone(), init, sig, run: alg.run, staging }))
     }
 }
 

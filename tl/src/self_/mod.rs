@@ -128,8 +128,8 @@ impl AlgTeam for SelfTeam {
         CollType::ALL.iter().map(|&coll| DefaultAlg { coll, range: MsgRange::ALL, alg: 0 }).collect()
     }
 
-    fn task(self: &Arc<Self>, alg: &'static Alg<Arc<SelfTeam>>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
-        Ok(Box::new(SelfTask { team: self.clone(), init: init.clone(), run: alg.run }))
+    fn task(self: &Arc<Self>, alg: &'static Alg<Arc<SelfTeam>>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
+        Ok(Arc::new(SelfTask { team: self.clone(), init: init.clone(), run: alg.run }))
     }
 }
 

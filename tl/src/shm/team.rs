@@ -206,9 +206,9 @@ impl AlgTeam for ShmTeam {
         Ok(())
     }
 
-    fn task(self: &Arc<Self>, alg: &'static Alg<Exec>, init: &Arc<CollInit>) -> Result<Box<dyn CollTask>> {
+    fn task(self: &Arc<Self>, alg: &'static Alg<Exec>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
         let sig = Signature::of(init);
-        Ok(Box::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run, sig }))
+        Ok(Arc::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run, sig }))
     }
 
     fn call_board(self: &Arc<Self>) -> Option<Arc<dyn CallBoard>> {
