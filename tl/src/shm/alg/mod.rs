@@ -59,35 +59,25 @@ pub(crate) fn registry() -> &'static Registry<Exec> {
 
 /// Default (collective, message range, algorithm) entries for a team of `size`.
 ///
-/// Measured on a 2-core host against the p2p TL over the shared-memory
-/// transport (single-copy CMA), which is faster for some ranges when each
-/// rank has a core: the shm TL leaves those ranges to p2p (see BENCHMARKS.md).
-/// Copying through the segment costs two copies where CMA costs one, so at
-/// two ranks p2p wins mid-size and large alltoall, allgather, reduce_scatter
-/// and allreduce; with more ranks than cores the segment's one-step
-/// exchanges win nearly everywhere. `UCC_TL_SHM_TUNE` changes any of this.
+/// The segment serves every size of every collective but alltoall from
+/// 2 MiB up with more than two ranks, which goes to p2p. At two ranks the
+/// p2p TL over the shared-memory transport (single-copy CMA) was faster in
+/// mid sizes on the 2-core Intel VM that measured the first map (by up to
+/// ~1.25×, e.g. allreduce 256 KiB), and slower by 1.4–2.3× on a 2-core AMD
+/// EPYC VM (allreduce, allgather 512 KiB–8 MiB, reduce_scatter 64 KiB–16 MiB,
+/// alltoall 16 KiB–16 MiB; `ferrocoll-tune`, BENCHMARKS.md): the segment is
+/// the choice that is never far off on either. `ferrocoll-tune` measures a
+/// machine's own crossovers; `UCC_TL_SHM_TUNE` changes any of this.
 pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<DefaultAlg> {
-    const K: u64 = 1 << 10;
     const M: u64 = 1 << 20;
     const INF: u64 = u64::MAX;
-    let two = size == 2;
     let t = config.rsag_threshold as u64;
     let entry = |coll, lo, hi, alg| DefaultAlg { coll, range: MsgRange::new(lo, hi), alg };
     let mut d = vec![entry(Reduce, 0, t, 0), entry(Reduce, t, INF, 1), entry(Allreduce, 0, t, 0)];
     // The ranges of each collective the segment serves (the rest goes to p2p).
-    let ranges: &[(CollType, u64, u64)] = if two {
-        &[
-            (Allreduce, 0, 512 * K),
-            (Allreduce, 32 * M, INF),
-            (Alltoall, 0, 8 * K),
-            (Allgather, 0, M),
-            (Allgather, 32 * M, INF),
-            (ReduceScatter, 0, 16 * K),
-            (ReduceScatter, 32 * M, INF),
-        ]
-    } else {
-        &[(Allreduce, 0, INF), (Alltoall, 0, 2 * M), (Allgather, 0, INF), (ReduceScatter, 0, INF)]
-    };
+    let alltoall_end = if size == 2 { INF } else { 2 * M };
+    let ranges: &[(CollType, u64, u64)] =
+        &[(Allreduce, 0, INF), (Alltoall, 0, alltoall_end), (Allgather, 0, INF), (ReduceScatter, 0, INF)];
     for &(coll, lo, hi) in ranges {
         let lo = if coll == Allreduce { lo.max(t) } else { lo };
         if lo < hi {
