@@ -354,7 +354,9 @@ fn a_rank_that_never_arrives_is_named() {
 #[test]
 fn processes_whose_calls_select_different_tls_both_fail_naming_the_calls() {
     let (tok, port) = (token(), free_port());
-    let job = Job::start("rank_body", "diverge", 2, 0..2, &tok, port, &|_| Vec::new());
+    // The same tune on both ranks sends the larger call to p2p, the smaller stays on shm.
+    let tune = || env(&[("UCC_TL_P2P_TUNE", "allreduce:400k-inf:inf:@sra_knomial".into())]);
+    let job = Job::start("rank_body", "diverge", 2, 0..2, &tok, port, &|_| tune());
     let outs = job.finish(Duration::from_secs(60));
     let via: Vec<Vec<String>> = outs.iter().map(|o| o.lines("VIA ")).collect();
     assert_ne!(via[0], via[1], "precondition: different TLs chosen");
