@@ -1,6 +1,7 @@
 //! Ranks whose calls differ in a way that makes them choose different TLs
-//! or algorithms (counts of 5 000 and 200 000 elements: shm on one rank,
-//! p2p on the other) never meet in any TL's checks. They meet on the team's
+//! or algorithms (counts of 5 000 and 200 000 elements under a tune that
+//! sends allreduces from 400 kB to p2p: shm on one rank, p2p on the other)
+//! never meet in any TL's checks. They meet on the team's
 //! call board (`core/src/engine/board.rs`): both fail, naming each other's
 //! call, instead of waiting forever.
 
@@ -23,6 +24,13 @@ fn allreduce(team: &Team, count: usize) -> (String, ferrocoll::Result<()>) {
     }
 }
 
+/// The same tune on every rank: allreduces from 400 kB go to p2p, smaller ones stay on shm.
+fn split_tls_at_400k() -> Config {
+    let mut c = Config::new();
+    c.set("TL_P2P_TUNE", "allreduce:400k-inf:inf:@sra_knomial");
+    c
+}
+
 fn counts(a: usize, b: usize) -> impl Fn(&Team) -> (String, ferrocoll::Result<()>) {
     move |team: &Team| allreduce(team, if team.rank() == 0 { a } else { b })
 }
@@ -38,7 +46,7 @@ fn assert_both_name_both_calls(out: &[(String, ferrocoll::Result<()>)], words: &
 
 #[test]
 fn counts_that_select_different_tls_fail_on_both_ranks() {
-    let out = world::run(2, &Config::new(), move |team, _| counts(5_000, 200_000)(team));
+    let out = world::run(2, &split_tls_at_400k(), move |team, _| counts(5_000, 200_000)(team));
     let tl = |via: &str| via.split('/').next().unwrap_or_default().to_string();
     assert_ne!(tl(&out[0].0), tl(&out[1].0), "precondition: the two counts select different TLs: {out:?}");
     assert_both_name_both_calls(&out, &["calls differ", "of 5000 elements", "of 200000 elements"]);
@@ -58,7 +66,7 @@ fn counts_that_select_different_p2p_algorithms_fail_on_both_ranks() {
 #[test]
 fn with_the_board_off_such_ranks_wait_until_their_timeout() {
     // UCC_CALL_BOARD=n saves the board's cost per post and gives this up.
-    let mut c = Config::new();
+    let mut c = split_tls_at_400k();
     c.set("CALL_BOARD", "n");
     let out = world::run(2, &c, move |team, _| {
         let count = if team.rank() == 0 { 5_000 } else { 200_000 };
