@@ -101,7 +101,9 @@ fn reset(live: &mut Live, fresh: &Setup) {
 /// Check `dst` against the expectations; the message names the first bad element.
 pub fn verify(case: &Case, rank: usize, size: usize, s: &Setup) -> Result<(), String> {
     let empty = Vec::new();
-    let dst = s.dst.as_ref().unwrap_or(&empty);
+    // Bcast's one buffer is its source; every other collective's result is its destination.
+    let result = if case.coll == CollType::Bcast { &s.src } else { &s.dst };
+    let dst = result.as_ref().unwrap_or(&empty);
     let op = case.coll.is_reduction().then_some(case.op);
     let es = elem_size(case.dtype, op);
     for e in &s.expect {

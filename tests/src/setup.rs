@@ -145,8 +145,12 @@ pub fn setup(case: &Case, r: usize, p: usize) -> Setup {
             }
         }
         Bcast => {
-            s.src = Some(if is_root { g.data(case.root, 0, n) } else { g.poison(n) });
+            // One buffer, the source (as UCC's bcast has it): every rank, the
+            // root too, must end with the root's data in it.
+            let data = g.data(case.root, 0, n);
+            s.src = Some(if is_root { data.clone() } else { g.poison(n) });
             s.src_count = n;
+            s.expect.push(Expect::Bytes { offset: 0, bytes: data });
         }
         Allgather | Gather => {
             let gets = case.coll == Allgather || is_root;

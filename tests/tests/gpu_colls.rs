@@ -245,17 +245,10 @@ fn run_case_on(team: &Team, case: &Case, place: Place) -> std::result::Result<()
         req.wait().map_err(|e| fail(&format!("wait (post {})", i + 1), e))?;
         let mut got = fresh.clone();
         got.dst = dst.as_ref().map(Block::read);
+        // Bcast's result is in its one buffer, the source.
+        got.src = src.as_ref().map(Block::read);
         verify(case, rank, size, &got)
             .map_err(|e| format!("{case} on {place:?} memory, rank {rank}, post {}: {e}", i + 1))?;
-        if case.coll == CollType::Bcast {
-            let want = setup(case, case.root, size).src;
-            let have = src.as_ref().map(Block::read);
-            if have != want {
-                return Err(format!(
-                    "{case} on {place:?} memory, rank {rank}: the bcast buffer differs from the root's"
-                ));
-            }
-        }
     }
     req.finalize().map_err(|e| fail("finalize", e))?;
     Ok(())

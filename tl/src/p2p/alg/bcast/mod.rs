@@ -1,5 +1,6 @@
 //! Bcast: the root's buffer is copied to every rank.
 
+pub(crate) mod hier;
 pub(crate) mod knomial;
 pub(crate) mod sag_knomial;
 
@@ -23,6 +24,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "sag_knomial",
         "scatter over a knomial tree, then allgather: moves the buffer about twice; large messages",
         Run::Bcast(|c, o| Box::pin(sag_knomial::run(c, o))),
+    ),
+    Alg::new(
+        Bcast,
+        2,
+        "hier",
+        "two-level: knomial tree among node leaders (the root leads its node), then within each node; by name only",
+        Run::Bcast(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 
