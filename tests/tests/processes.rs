@@ -217,21 +217,22 @@ fn conformance_two_emulated_hosts_of_two() {
     assert_all_done(&job.finish(Duration::from_secs(600)), &["p2p"]);
 }
 
-/// The hierarchical allreduce and bcast (and every other p2p allreduce and
-/// bcast) on uneven emulated hosts: 1, 3 and 2 ranks, host b's ranks not
+/// The hierarchical allreduce, bcast and reduce (and every other p2p
+/// algorithm of those) on uneven emulated hosts: 1, 3 and 2 ranks, host b's ranks not
 /// contiguous (rank 5 sits on it), so node leaders are not every k-th rank,
 /// and a root on a host of several ranks leads it. Radix 2: the three
 /// leaders run a knomial step and a proxy (the 2x2 job runs radix 4, a proxy alone).
 #[test]
-fn allreduce_and_bcast_on_three_uneven_emulated_hosts() {
+fn hierarchical_collectives_on_three_uneven_emulated_hosts() {
     let hosts = ["a", "b", "b", "c", "c", "b"];
     let (tok, port) = (token(), free_port());
     let job = Job::start("rank_body", "conformance", 6, 0..6, &tok, port, &|r| {
         env(&[
             ("FERROCOLL_TEST_TLS", "p2p".into()),
-            ("FERROCOLL_TEST_COLLS", "allreduce,bcast".into()),
+            ("FERROCOLL_TEST_COLLS", "allreduce,bcast,reduce".into()),
             ("UCC_TL_P2P_ALLREDUCE_KN_RADIX", "2".into()),
             ("UCC_TL_P2P_BCAST_KN_RADIX", "2".into()),
+            ("UCC_TL_P2P_REDUCE_KN_RADIX", "2".into()),
             ("FERROCOLL_HOST_ID", hosts[r].to_string()),
         ])
     });
@@ -239,7 +240,7 @@ fn allreduce_and_bcast_on_three_uneven_emulated_hosts() {
     for o in &outs {
         let fails = o.lines("FAIL");
         assert!(fails.is_empty() && o.success == Some(true), "rank {}: {fails:?}\n{}\n{}", o.rank, o.stdout, o.stderr);
-        for coll in ["allreduce", "bcast"] {
+        for coll in ["allreduce", "bcast", "reduce"] {
             let hier = o.lines(&format!("DONE {coll} p2p/hier "));
             let n: usize = hier.first().and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
             assert!(n > 0, "rank {}: the hierarchical {coll} ran no case: {}", o.rank, o.stdout);

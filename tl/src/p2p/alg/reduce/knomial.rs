@@ -12,9 +12,9 @@
 //! input) and scratch elsewhere, since non-roots have no `dst` and `src` is
 //! never written; leaves send `src` as it is.
 
-use ferrocoll_core::args::Reduce;
+use ferrocoll_core::args::{Reduce, Reducer};
 use ferrocoll_core::engine::try_join_all;
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
 use crate::p2p::pattern::knomial_tree;
@@ -23,22 +23,53 @@ use crate::p2p::pattern::knomial_tree;
 const TAG_UP: u32 = 0;
 
 pub(crate) async fn run(comm: Comm, o: Reduce) -> Result<()> {
-    let (rank, size, input, count, reducer) = (comm.rank(), comm.size(), o.src, o.count, o.reducer);
+    let (rank, size) = (comm.rank(), comm.size());
+    let tree = Members { n: size, me: rank, root: o.root, tag: TAG_UP };
+    over(&comm, tree, |m| m, o.src, o.dst, o.count, o.reducer, true).await
+}
+
+/// Who takes part in one knomial reduce: `n` members, this rank member
+/// `me`, the root member `root`; messages carry `tag`.
+#[derive(Clone, Copy)]
+pub(crate) struct Members {
+    pub n: usize,
+    pub me: usize,
+    pub root: usize,
+    pub tag: u32,
+}
+
+/// The knomial-tree reduce of every member's `input` to the root member,
+/// `peer(m)` being member m's team rank. The root gets the result in `out`
+/// (None elsewhere), finished (`last`: avg's division) only when `finish`;
+/// an unfinished result is a partial sum for a later level (the
+/// hierarchical reduce, `hier.rs`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn over(
+    comm: &Comm,
+    m: Members,
+    peer: impl Fn(usize) -> usize,
+    input: MemRef,
+    out: Option<MemRef>,
+    count: usize,
+    reducer: Reducer,
+    finish: bool,
+) -> Result<()> {
     let radix = comm.config().reduce_kn_radix.max(2);
-    let tree = knomial_tree(rank, o.root, size, radix);
-    let children: Vec<usize> = tree.children.iter().map(|&(c, _)| c).collect();
+    let tree = knomial_tree(m.me, m.root, m.n, radix);
+    let children: Vec<usize> = tree.children.iter().map(|&(c, _)| peer(c)).collect();
     if children.is_empty() {
-        return match (tree.parent, o.dst) {
-            (Some(parent), _) => comm.send(parent, TAG_UP, input).await,
-            // A team of one: the one contribution, finished by a `last` reduce.
-            (None, Some(dst)) => comm.reduce(dst, &[input], reducer.last(count)),
-            (None, None) => Err(Error::internal(format!("reduce: rank {rank} has neither parent nor dst"))),
+        return match (tree.parent, out) {
+            (Some(parent), _) => comm.send(peer(parent), m.tag, input).await,
+            // One member: its contribution, finished by a `last` reduce (or kept as a partial).
+            (None, Some(dst)) if finish => comm.reduce(dst, &[input], reducer.last(count)),
+            (None, Some(dst)) => comm.copy(dst, input),
+            (None, None) => Err(Error::internal(format!("reduce: member {} has neither parent nor dst", m.me))),
         };
     }
     let bytes = input.len();
     let own_scratch;
-    // The root accumulates in dst (in place, dst is also the input).
-    let acc = match o.dst {
+    // The root accumulates in its output (in place, the output is also the input).
+    let acc = match out {
         Some(dst) => dst,
         None => {
             own_scratch = comm.scratch(bytes)?;
@@ -49,14 +80,14 @@ pub(crate) async fn run(comm: Comm, o: Reduce) -> Result<()> {
     let slots = comm.scratch(bytes * batches.iter().map(Vec::len).max().unwrap_or(0))?;
     for (i, batch) in batches.iter().enumerate() {
         let bufs = (0..batch.len()).map(|j| slots.mem().range(j * bytes, bytes)).collect::<Result<Vec<_>>>()?;
-        try_join_all(batch.iter().zip(&bufs).map(|(&c, &b)| comm.recv(c, TAG_UP, b))).await?;
+        try_join_all(batch.iter().zip(&bufs).map(|(&c, &b)| comm.recv(c, m.tag, b))).await?;
         let mut srcs = vec![if i == 0 { input } else { acc }];
         srcs.extend(bufs);
-        let last = rank == o.root && i + 1 == batches.len();
+        let last = finish && m.me == m.root && i + 1 == batches.len();
         comm.reduce(acc, &srcs, reducer.step(count, last))?;
     }
     match tree.parent {
-        Some(parent) => comm.send(parent, TAG_UP, acc).await,
+        Some(parent) => comm.send(peer(parent), m.tag, acc).await,
         None => Ok(()),
     }
 }

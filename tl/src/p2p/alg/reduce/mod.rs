@@ -1,5 +1,6 @@
 //! Reduce: the root gets the reduction of every rank's vector.
 
+pub(crate) mod hier;
 pub(crate) mod knomial;
 pub(crate) mod srg_knomial;
 
@@ -23,6 +24,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "srg_knomial",
         "reduce-scatter then gather to the root; moves about 2(P-1)/P of the vector; large messages",
         Run::Reduce(|c, o| Box::pin(srg_knomial::run(c, o))),
+    ),
+    Alg::new(
+        Reduce,
+        2,
+        "hier",
+        "two-level: knomial reduce within each node to its leader (the root leads its node), then among leaders; by name only",
+        Run::Reduce(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 
