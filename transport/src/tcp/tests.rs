@@ -503,16 +503,16 @@ fn child_endpoint() {
     std::process::exit(0);
 }
 
-#[test]
-fn a_peer_process_that_exits_is_failed() {
+/// Start the ignored test `name` of this binary in a child process with
+/// `env`, read the address it prints (`ADDR <hex>`), and give it ours on its
+/// stdin: the child and its endpoint's address.
+fn child_process(name: &str, env: &[(&str, &str)], t: &TcpTransport) -> (std::process::Child, Vec<u8>) {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
-    let job = job();
-    let t = TcpTransport::new(&job, 0, 2, &config()).unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(exe)
-        .args(["--exact", "tcp::tests::child_endpoint", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_JOB, &job)
+        .args(["--exact", name, "--ignored", "--nocapture", "--test-threads=1"])
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -526,7 +526,17 @@ fn a_peer_process_that_exits_is_failed() {
             l.split_once("ADDR ").map(|(_, a)| unhex(a.trim()))
         })
         .expect("the child printed no address");
+    // Keep reading what the child prints, or it dies writing to a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     writeln!(child.stdin.take().unwrap(), "{}", hex(&t.address())).unwrap();
+    (child, addr)
+}
+
+#[test]
+fn a_peer_process_that_exits_is_failed() {
+    let job = job();
+    let t = TcpTransport::new(&job, 0, 2, &config()).unwrap();
+    let (mut child, addr) = child_process("tcp::tests::child_endpoint", &[(CHILD_JOB, &job)], &t);
     let peers = vec![
         TransportPeer { ep: 0, proc: ProcInfo::local(), addr: t.address() },
         TransportPeer { ep: 1, proc: ProcInfo::local(), addr },
@@ -583,31 +593,13 @@ fn child_emulated_endpoint() {
 #[test]
 fn an_emulated_link_holds_messages_back() {
     use super::emulate::LinkEmulation;
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
     // 30 ms and 100 MB/s, both directions: 1 MiB spends 10.5 ms on the wire each way.
     let spec = "host:30ms:100MB/s";
     let (latency, bandwidth) = (Duration::from_millis(30), 100e6);
     let job = job();
     let t = TcpTransport::with_emulation(&job, 0, 2, &config(), LinkEmulation::parse(spec).unwrap()).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args(["--exact", "tcp::tests::child_emulated_endpoint", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_EMULATED, &job)
-        .env("FERROCOLL_EMULATE_LINK", spec)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let addr = (0..100)
-        .find_map(|_| {
-            let mut l = String::new();
-            out.read_line(&mut l).ok()?;
-            l.split_once("ADDR ").map(|(_, a)| unhex(a.trim()))
-        })
-        .expect("the child printed no address");
-    writeln!(child.stdin.take().unwrap(), "{}", hex(&t.address())).unwrap();
+    let env = [(CHILD_EMULATED, job.as_str()), ("FERROCOLL_EMULATE_LINK", spec)];
+    let (mut child, addr) = child_process("tcp::tests::child_emulated_endpoint", &env, &t);
     let peers = vec![
         TransportPeer { ep: 0, proc: on_host(0), addr: t.address() },
         TransportPeer { ep: 1, proc: on_host(1), addr },
