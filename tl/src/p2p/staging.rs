@@ -18,12 +18,16 @@
 //! Limits, and the follow-up: the reductions run on the host, not as device
 //! kernels, and the copies are whole-buffer and synchronous, not pipelined
 //! with the transfers; a kernel-reduction path with pipelined staging
-//! fragments is the next step for large messages.
+//! fragments is the next step for large messages. The copies do not block
+//! the thread: they are started on the device and the task yields until
+//! the device reports them done.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::{Mc, McSet, Scratch};
+use ferrocoll_core::engine::TaskDiag;
 use ferrocoll_core::{CollType, Error, MemRef, MemType, Result, Status};
 
 /// Memory types the p2p TL serves by staging, when the library has their component.
@@ -105,19 +109,38 @@ impl Staging {
     }
 
     /// Copy the inputs to the host (at post).
-    pub(crate) fn copy_in(&self) -> Result<()> {
-        for p in self.pairs.iter().filter(|p| p.copy_in) {
-            self.mc.copy(p.host, p.user).map_err(|e| e.prefixed(format!("staging {} input", self.host.coll)))?;
-        }
-        Ok(())
+    pub(crate) async fn copy_in(&self, diag: &TaskDiag) -> Result<()> {
+        let copies = self.pairs.iter().filter(|p| p.copy_in).map(|p| (p.host, p.user));
+        self.copy_all(copies, diag).await.map_err(|e| e.prefixed(format!("staging {} input", self.host.coll)))
     }
 
     /// Copy the outputs back (at completion).
-    pub(crate) fn copy_out(&self) -> Result<()> {
-        for p in self.pairs.iter().filter(|p| p.copy_out) {
-            self.mc.copy(p.user, p.host).map_err(|e| e.prefixed(format!("staging {} output", self.host.coll)))?;
-        }
-        Ok(())
+    pub(crate) async fn copy_out(&self, diag: &TaskDiag) -> Result<()> {
+        let copies = self.pairs.iter().filter(|p| p.copy_out).map(|p| (p.user, p.host));
+        self.copy_all(copies, diag).await.map_err(|e| e.prefixed(format!("staging {} output", self.host.coll)))
+    }
+
+    /// Start every copy `(dst, src)`, then wait for them without blocking
+    /// the thread: the task yields until the device has run them, and a
+    /// copy that never finishes ends in the collective's timeout, which
+    /// says what it waited for.
+    async fn copy_all(&self, copies: impl Iterator<Item = (MemRef, MemRef)>, diag: &TaskDiag) -> Result<()> {
+        // Dropping the started copies on an error waits for them (PendingCopy's drop).
+        let mut pending = copies.map(|(dst, src)| self.mc.copy_start(dst, src)).collect::<Result<Vec<_>>>()?;
+        diag.waiting_for_device(Some("the GPU to finish the staging copies"));
+        let done = std::future::poll_fn(|_| {
+            for copy in &mut pending {
+                match copy.is_done() {
+                    Ok(true) => {}
+                    Ok(false) => return Poll::Pending,
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await;
+        diag.waiting_for_device(None);
+        done
     }
 }
 

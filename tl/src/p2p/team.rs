@@ -136,11 +136,14 @@ impl CollTask for AlgTask {
         };
         match self.staging.clone() {
             None => Ok(run),
-            Some(s) => Ok(Box::pin(async move {
-                s.copy_in()?;
-                run.await?;
-                s.copy_out()
-            })),
+            Some(s) => {
+                let diag = post.diag.clone();
+                Ok(Box::pin(async move {
+                    s.copy_in(&diag).await?;
+                    run.await?;
+                    s.copy_out(&diag).await
+                }))
+            }
         }
     }
 }
