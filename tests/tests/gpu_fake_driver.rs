@@ -48,7 +48,7 @@ use ferrocoll_mc::{CudaMc, DEFAULT_DEVICE_CACHE_LIMIT};
 use ferrocoll_tests::fake_cuda::{self, Report};
 use ferrocoll_tests::native::required;
 use ferrocoll_tests::world;
-use gpu_support::stream::{ok, ordered_rounds};
+use gpu_support::stream::{Requests, ok, ordered_rounds, ordered_rounds_of};
 use gpu_support::{DevBuf, Kind};
 
 /// The driver settings of one scenario.
@@ -361,6 +361,34 @@ fn staging_copies_never_block_the_progress_thread() {
         },
         |report, output| {
             assert!(report.calls("cuEventQuery") > 0, "the copy was not polled: {output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// A one-shot collective on device memory triggered on a stream hands its
+/// staging copies to the stream engine: they run on the engine's stream
+/// around the collective (none on a default stream, where they could queue
+/// behind the engine's own wait), the results are in stream order, and
+/// the host copies outlive the copies back (freed memory in use would be
+/// counted by the fake), also when the request is dropped at once.
+#[test]
+fn one_shot_triggered_collectives_stage_on_the_engine_stream() {
+    const TEST: &str = "one_shot_triggered_collectives_stage_on_the_engine_stream";
+    scenario(
+        TEST,
+        knobs().env("FAKE_CUDA_STREAM_DELAY_US", 100),
+        || {
+            world::run(2, &Config::new(), |team, _| {
+                ordered_rounds_of(team, MemType::Cuda, 6, 1 << 16, Requests::OneShot)
+            });
+            assert_eq!(counter("copies.async_on_default_stream"), 0, "a staging copy went to a default stream");
+        },
+        |report, output| {
+            assert!(
+                report.calls("cuMemcpyAsync") >= 2 * 6 * 2,
+                "the staging copies did not reach the driver: {output}"
+            );
             balanced(TEST, report, output);
         },
     );

@@ -20,13 +20,16 @@
 //! with the transfers; a kernel-reduction path with pipelined staging
 //! fragments is the next step for large messages. The copies do not block
 //! the thread: they are started on the device and the task yields until
-//! the device reports them done.
+//! the device reports them done. A one-shot collective triggered on a CUDA
+//! stream hands its copies to the stream engine instead
+//! ([`Staging::engine_copies`]), which runs them on the user's stream around
+//! the collective, so that nothing it needs waits on another stream.
 
 use std::sync::Arc;
 use std::task::Poll;
 
 use ferrocoll_core::args::CollInit;
-use ferrocoll_core::backend::{Mc, McSet, Scratch};
+use ferrocoll_core::backend::{EngineCopies, Mc, McSet, Scratch};
 use ferrocoll_core::engine::TaskDiag;
 use ferrocoll_core::{CollType, Error, MemRef, MemType, Result, Status};
 
@@ -51,6 +54,9 @@ pub(crate) struct Staging {
     host: Arc<CollInit>,
     pairs: Vec<Pair>,
     mc: Arc<dyn Mc>,
+    /// Whether every host copy is the component's pinned memory (copies
+    /// from and to it are asynchronous, so a stream may run them).
+    pinned: bool,
     /// Owns the host copies (returned to their pool on drop).
     _scratch: Vec<Scratch>,
 }
@@ -68,6 +74,7 @@ impl Staging {
         let is_root = init.rank == init.root;
         let mut pairs = Vec::new();
         let mut scratch = Vec::new();
+        let mut pinned = true;
         let mut host_copy = |user: Option<MemRef>, copy_in: bool, copy_out: bool| -> Result<Option<(MemRef, MemRef)>> {
             let Some(user) = user else { return Ok(None) };
             if user.mem_type() != init.mem_type {
@@ -78,7 +85,8 @@ impl Staging {
                     init.mem_type
                 )));
             }
-            let s = alloc_host(mc.as_ref(), mcs, user.len())?;
+            let (s, is_pinned) = alloc_host(mc.as_ref(), mcs, user.len())?;
+            pinned &= is_pinned;
             let host = s.mem();
             scratch.push(s);
             if !user.is_empty() && (copy_in || copy_out) {
@@ -100,7 +108,20 @@ impl Staging {
             ops,
             ..init.clone()
         });
-        Ok(Staging { host, pairs, mc, _scratch: scratch })
+        Ok(Staging { host, pairs, mc, pinned, _scratch: scratch })
+    }
+
+    /// The copies of one execution, for an execution engine to run in its
+    /// own order (see `EngineCopies`): only with pinned host copies, whose
+    /// copies never block the thread that enqueues them. `keep` is this
+    /// staging, which owns the host copies.
+    pub(crate) fn engine_copies(self: &Arc<Self>) -> Option<EngineCopies> {
+        if !self.pinned {
+            return None;
+        }
+        let before = self.pairs.iter().filter(|p| p.copy_in).map(|p| (p.host, p.user)).collect();
+        let after = self.pairs.iter().filter(|p| p.copy_out).map(|p| (p.user, p.host)).collect();
+        Some(EngineCopies { before, after, keep: self.clone() })
     }
 
     /// The arguments the host algorithm runs on.
@@ -164,11 +185,11 @@ fn host_range(homes: &[(MemRef, MemRef)], m: MemRef) -> Result<MemRef> {
 }
 
 /// Host memory for staging: the component's pinned memory when it has
-/// some, else ordinary host scratch (slower copies, same results).
-fn alloc_host(mc: &dyn Mc, mcs: &McSet, len: usize) -> Result<Scratch> {
+/// some (true), else ordinary host scratch (false: slower copies, same results).
+fn alloc_host(mc: &dyn Mc, mcs: &McSet, len: usize) -> Result<(Scratch, bool)> {
     match mc.alloc_host(len) {
-        Ok(s) => Ok(s),
-        Err(e) if e.status() == Status::NotSupported => mcs.get(MemType::Host)?.alloc(len),
+        Ok(s) => Ok((s, true)),
+        Err(e) if e.status() == Status::NotSupported => Ok((mcs.get(MemType::Host)?.alloc(len)?, false)),
         Err(e) => Err(e.prefixed(format!("{} bytes of {} staging memory", len, mc.name()))),
     }
 }

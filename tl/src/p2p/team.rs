@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ferrocoll_core::args::{CollInit, Signature};
-use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
+use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::topo::subgroups::Layout;
@@ -136,6 +136,7 @@ impl CollTask for AlgTask {
         };
         match self.staging.clone() {
             None => Ok(run),
+            Some(_) if post.engine_copies => Ok(run),
             Some(s) => {
                 let diag = post.diag.clone();
                 Ok(Box::pin(async move {
@@ -145,5 +146,9 @@ impl CollTask for AlgTask {
                 }))
             }
         }
+    }
+
+    fn engine_copies(&self) -> Option<EngineCopies> {
+        self.staging.as_ref().and_then(|s| s.engine_copies())
     }
 }
