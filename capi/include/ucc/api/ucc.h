@@ -576,10 +576,13 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request);
 ucc_status_t ucc_collective_init_and_post(ucc_coll_args_t *coll_args, ucc_coll_req_h *request,
                                           ucc_team_h team);
 
-/* The request's status; it does not progress anything. */
+/* The request's status; it does not progress anything. An acquire load:
+ * a thread that sees UCC_OK here also sees the results the progressing
+ * thread wrote before completing the request (a plain volatile read gives
+ * no such order on weakly ordered CPUs such as aarch64). */
 static inline ucc_status_t ucc_collective_test(ucc_coll_req_h request)
 {
-    return request->status;
+    return (ucc_status_t)__atomic_load_n((volatile int *)&request->status, __ATOMIC_ACQUIRE);
 }
 
 /* Release a request that is not in progress (it may be called from the
