@@ -99,9 +99,15 @@ pub(crate) unsafe fn translate(
     let coll = types::coll_type(field!(p, coll_type), "coll_args.coll_type")?;
     let mut args = CollArgs::new(coll);
     let flags: u64 = if mask & ARGS_FIELD_FLAGS != 0 { field!(p, flags) } else { 0 };
-    let unknown = flags & !(ARGS_FLAGS_KNOWN | ARGS_FLAGS_MEMH);
+    let unknown = flags & !(ARGS_FLAGS_KNOWN | ARGS_FLAGS_MEMH | ARGS_HINTS);
     if unknown != 0 {
         return Err(Error::invalid_param(format!("coll_args.flags {flags:#x} has unknown bits {unknown:#x}")));
+    }
+    if flags & ARGS_HINTS != 0 {
+        ferrocoll::core::log::write(
+            ferrocoll::core::log::Level::Debug,
+            format_args!("coll_args.flags hints {:#x} accepted and ignored", flags & ARGS_HINTS),
+        );
     }
     args.flags = CollFlags(flags & ARGS_FLAGS_KNOWN);
     if coll.is_reduction() {
@@ -327,6 +333,13 @@ mod tests {
         assert_eq!((t.args.flags, t.args.tag, t.args.root), (CollFlags(0), None, 1));
         assert!(t.args.active_set.is_none() && t.user_cb.is_none());
         a.mask = ARGS_FIELD_FLAGS;
+        // UCC's hints (what Open MPI and MPICH set on blocking collectives) are accepted.
+        for hint in [ARGS_HINT_OPTIMIZE_OVERLAP_CPU, ARGS_HINT_OPTIMIZE_OVERLAP_GPU, ARGS_HINT_OPTIMIZE_LATENCY] {
+            a.flags = hint;
+            // SAFETY: as above.
+            let t = unsafe { translate(&a, 0, 2, &host) }.unwrap_or_else(|e| panic!("hint {hint:#x}: {e}"));
+            assert_eq!(t.args.flags, CollFlags(0), "a hint is not a ferrocoll flag");
+        }
         a.flags = 1 << 20;
         // SAFETY: as above.
         let e = unsafe { translate(&a, 0, 2, &host) }.err().expect("unknown flags are refused");

@@ -496,6 +496,17 @@ typedef enum {
     UCC_COLL_ARGS_FLAG_DST_MEMH_GLOBAL     = UCC_BIT(9)
 } ucc_coll_args_flags_t;
 
+/* Preferences for the algorithm, set in ucc_coll_args_t.flags beside the
+ * flags above. They never change a result; ferrocoll accepts and ignores
+ * them. The two contiguity hints are the flags of the same name. */
+typedef enum {
+    UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_CPU = UCC_BIT(24),
+    UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_GPU = UCC_BIT(25),
+    UCC_COLL_ARGS_HINT_OPTIMIZE_LATENCY     = UCC_BIT(26),
+    UCC_COLL_ARGS_HINT_CONTIG_SRC_BUFFER    = UCC_COLL_ARGS_FLAG_CONTIG_SRC_BUFFER,
+    UCC_COLL_ARGS_HINT_CONTIG_DST_BUFFER    = UCC_COLL_ARGS_FLAG_CONTIG_DST_BUFFER
+} ucc_coll_args_hints_t;
+
 /* A buffer with a count and a displacement (in elements) per team rank. A
  * NULL buffer makes the displacements addresses (PyTorch's lists of
  * tensors, with 1-byte elements). */
