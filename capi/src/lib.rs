@@ -34,6 +34,7 @@ mod guard;
 mod handle;
 mod lib_api;
 mod mc;
+mod mem_map;
 mod oob;
 mod request;
 mod team;

@@ -323,7 +323,15 @@ ucc_status_t ucc_context_progress(ucc_context_h context);
 ucc_status_t ucc_context_destroy(ucc_context_h context);
 ucc_status_t ucc_context_get_attr(ucc_context_h context, ucc_context_attr_t *context_attr);
 
-/* One-sided memory maps: ferrocoll answers UCC_ERR_NOT_SUPPORTED. */
+/*
+ * Memory handles. EXPORT makes a handle for params' one segment and its size
+ * in *memh_size (the bytes to send to peers); IMPORT takes, in *memh, a copy
+ * of a peer's exported bytes and sets *memh_size to 0. ucc_mem_unmap frees
+ * an exported handle (setting *memh to NULL); an imported copy stays its
+ * owner's to free. ferrocoll has no one-sided collectives: the handles map
+ * nothing, collectives ignore them, and the OFFLOAD modes answer
+ * UCC_ERR_NOT_SUPPORTED.
+ */
 typedef enum {
     UCC_MEM_MAP_MODE_EXPORT,
     UCC_MEM_MAP_MODE_IMPORT,
