@@ -1,6 +1,6 @@
 /*
  * ferrocoll's libucc.so.1 on CUDA memory and a CUDA stream execution
- * engine, as PyTorch drives them: ucc_mc_* on device memory, a collective
+ * engine, as PyTorch drives them: ucc_mc_* on device and managed memory, a collective
  * on device buffers, and a triggered post on the user's stream whose
  * COLLECTIVE_POST event is there at once, which starts after the work
  * queued before it (the input written on the stream) and holds back the
@@ -31,6 +31,7 @@ static struct {
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
 } cu;
 
 #define CU(call)                                                               \
@@ -62,6 +63,7 @@ static int load_driver(int init)
     SYM(MemsetD32Async, "cuMemsetD32Async");
     SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(PointerGetAttributes, "cuPointerGetAttributes");
     return !init || cu.Init(0) == 0 ? 0 : -1;
 }
 
@@ -122,6 +124,21 @@ static int body(int rank, int size)
     CHECK_OK(ucc_mc_memset(h->addr, 0x01, N * 4, UCC_MEMORY_TYPE_CUDA));
     CHECK_OK(ucc_mc_memcpy(host, h->addr, N * 4, UCC_MEMORY_TYPE_HOST, UCC_MEMORY_TYPE_CUDA));
     if (check_host(host, 0x01010101, "ucc_mc_memset")) return 1;
+    CHECK_OK(ucc_mc_free(h));
+
+    /* Managed memory is managed (the driver says so), and the host may touch it. */
+    CHECK_OK(ucc_mc_available(UCC_MEMORY_TYPE_CUDA_MANAGED));
+    CHECK_OK(ucc_mc_alloc(&h, N * 4, UCC_MEMORY_TYPE_CUDA_MANAGED));
+    CHECK(h->mt == UCC_MEMORY_TYPE_CUDA_MANAGED);
+    unsigned char is_managed = 0;
+    int           attr       = 8; /* CU_POINTER_ATTRIBUTE_IS_MANAGED */
+    void         *data[1]    = {&is_managed};
+    CU(cu.PointerGetAttributes(1, &attr, data, (CUdeviceptr)(uintptr_t)h->addr));
+    CHECK(is_managed == 1);
+    for (int i = 0; i < N; i++) ((int32_t *)h->addr)[i] = 7;
+    for (int i = 0; i < N; i++) host[i] = -1;
+    CHECK_OK(ucc_mc_memcpy(host, h->addr, N * 4, UCC_MEMORY_TYPE_HOST, UCC_MEMORY_TYPE_CUDA_MANAGED));
+    if (check_host(host, 7, "managed memory written by the host")) return 1;
     CHECK_OK(ucc_mc_free(h));
 
     ucc_lib_params_t lp = {UCC_LIB_PARAM_FIELD_THREAD_MODE, UCC_THREAD_MULTIPLE, 0, 0, 0};
