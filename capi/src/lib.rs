@@ -37,5 +37,6 @@ mod mc;
 mod mem_map;
 mod oob;
 mod request;
+mod staging;
 mod team;
 mod types;

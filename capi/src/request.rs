@@ -10,19 +10,24 @@
 //! when the collective ends inside `ucc_collective_post` itself (its first
 //! poll, or a zero-size collective), the caller's callback runs after the
 //! post has let go of the request, so it never re-enters it.
+//!
+//! Sides staged through scratch ([`crate::staging`]) are gathered at each
+//! post and scattered back in the completion callback, before the status
+//! word turns to `UCC_OK`.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrocoll::core::args::CompletionCallback;
-use ferrocoll::{Error, Request, Result, Status};
+use ferrocoll::{CollBuffer, Error, Request, Result, Status};
 
 use crate::abi::*;
 use crate::coll_args::{self, UserCb};
 use crate::guard::{ffi, non_null, status_code};
 use crate::handle::{Handle, borrow, publish_arc, retire};
 use crate::lib_api::put;
+use crate::staging::Staged;
 use crate::team::TeamHandle;
 
 /// The request's own part, behind its lock.
@@ -48,6 +53,8 @@ pub struct ReqHandle {
     /// The collective ended while this thread was posting it: the caller's
     /// callback is owed once the post lets go of the request.
     deferred: AtomicBool,
+    /// Sides running on scratch (scattered device blocks).
+    staged: Vec<Staged>,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 8 (repr(C): i32, u32, then it).
@@ -99,7 +106,14 @@ impl ReqHandle {
     fn completion(h: &Arc<ReqHandle>) -> CompletionCallback {
         let h = h.clone();
         Arc::new(move |s: Status| {
-            let code = final_code(s);
+            let mut code = final_code(s);
+            if s == Status::Ok {
+                // The results reach the caller's blocks before the status says so.
+                if let Err(e) = h.staged.iter().filter(|st| !st.is_src()).try_for_each(Staged::scatter) {
+                    crate::guard::log_error("collective completion (copying staged blocks back)", &e);
+                    code = status_code(e.status());
+                }
+            }
             // Release: whoever reads the final status sees the collective's results.
             h.status.store(code, Ordering::Release);
             let Some(cb) = h.user_cb else { return };
@@ -128,7 +142,7 @@ impl ReqHandle {
             self.status.store(UCC_INPROGRESS, Ordering::Release);
             let r = {
                 let _posting = Posting::enter(self);
-                f(req)
+                self.staged.iter().filter(|st| st.is_src()).try_for_each(Staged::gather).and_then(|()| f(req))
             };
             if let Err(e) = &r {
                 self.status.store(status_code(e.status()), Ordering::Release);
@@ -143,6 +157,19 @@ impl ReqHandle {
         }
         result
     }
+
+    /// Whether a triggered (stream-ordered) post can run this request:
+    /// not with staged sides, whose copies are not stream-ordered.
+    pub(crate) fn check_triggerable(&self) -> Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        Err(Error::not_supported(
+            "ucc_collective_triggered_post: the collective has device blocks at scattered addresses (NULL buffer \
+             with addresses as displacements), which are staged only for ucc_collective_post; pass one buffer \
+             with displacements",
+        ))
+    }
 }
 
 /// Make a request for `args` on `team`.
@@ -156,6 +183,16 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
     team.with_team(|t| {
         // SAFETY: forwarded from the caller.
         let tr = unsafe { coll_args::translate(args, t.rank(), t.size(), &resolve) }?;
+        let staged =
+            tr.stage.into_iter().map(|plan| Staged::new(plan, team.ctx.lib.mcs())).collect::<Result<Vec<_>>>()?;
+        let mut a = tr.args;
+        for st in &staged {
+            let side = if st.is_src() { &mut a.src } else { &mut a.dst };
+            if let CollBuffer::InfoV(info) = side {
+                info.buffer = st.addr();
+                info.mem_type = st.mem_type();
+            }
+        }
         let h = Arc::new(ReqHandle {
             status: AtomicI32::new(UCC_OPERATION_INITIALIZED),
             _pad: 0,
@@ -164,8 +201,8 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             id: AtomicU64::new(0),
             user_cb: tr.user_cb,
             deferred: AtomicBool::new(false),
+            staged,
         });
-        let mut a = tr.args;
         a.cb = Some(ReqHandle::completion(&h));
         // SAFETY: the buffers and arrays stay valid while the request lives
         // (the caller's promise; the arrays made here live in its state).

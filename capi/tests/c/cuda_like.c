@@ -4,7 +4,9 @@
  * on device buffers, and a triggered post on the user's stream whose
  * COLLECTIVE_POST event is there at once, which starts after the work
  * queued before it (the input written on the stream) and holds back the
- * work queued after it (a copy of the result) until the data has landed.
+ * work queued after it (a copy of the result) until the data has landed;
+ * and an alltoallv over device blocks at scattered addresses (PyTorch's
+ * lists of tensors), staged block by block.
  *
  * The driver is reached with dlopen, as ferrocoll does: on a machine with
  * no usable libcuda.so.1 the program says so and exits 77 (the harness skips);
@@ -92,6 +94,62 @@ static ucc_coll_args_t allreduce_args(CUdeviceptr src, CUdeviceptr dst)
     a.src.info  = (ucc_coll_buffer_info_t){(void *)(uintptr_t)src, N, UCC_DT_INT32, UCC_MEMORY_TYPE_CUDA};
     a.dst.info  = (ucc_coll_buffer_info_t){(void *)(uintptr_t)dst, N, UCC_DT_INT32, UCC_MEMORY_TYPE_CUDA};
     return a;
+}
+
+/* PyTorch's all_to_all on lists of separately allocated CUDA tensors: NULL
+ * buffers, byte counts, the blocks' addresses as displacements. The blocks
+ * lie with gaps between them (rank 1's first) in one allocation per side,
+ * so that the gaps can be checked untouched. */
+#define B 256 /* bytes per block */
+
+static ucc_coll_args_t scattered_alltoallv(uint64_t *counts, uint64_t *sdispls, uint64_t *rdispls)
+{
+    ucc_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.mask      = UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags     = UCC_COLL_ARGS_FLAG_COUNT_64BIT | UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT;
+    a.coll_type = UCC_COLL_TYPE_ALLTOALLV;
+    a.src.info_v = (ucc_coll_buffer_info_v_t){NULL, counts, (ucc_aint_t *)sdispls, UCC_DT_UINT8, UCC_MEMORY_TYPE_CUDA};
+    a.dst.info_v = (ucc_coll_buffer_info_v_t){NULL, counts, (ucc_aint_t *)rdispls, UCC_DT_UINT8, UCC_MEMORY_TYPE_CUDA};
+    return a;
+}
+
+static int scattered_blocks(int rank, ucc_team_h team, ucc_context_h ctx, ucc_ee_h ee, CUstream stream)
+{
+    CUdeviceptr     sbuf, rbuf;
+    uint64_t        counts[2] = {B, B}, sdispls[2], rdispls[2];
+    int32_t         host[4 * B / 4];
+    ucc_coll_args_t a;
+    ucc_coll_req_h  req;
+    CU(cu.MemAlloc(&sbuf, 4 * B));
+    CU(cu.MemAlloc(&rbuf, 4 * B));
+    sdispls[0] = sbuf + 2 * B, sdispls[1] = sbuf;
+    rdispls[0] = rbuf + 3 * B, rdispls[1] = rbuf + B;
+    for (int j = 0; j < 2; j++) CU(cu.MemsetD32Async(sdispls[j], (unsigned)(rank * 10 + j + 1), B / 4, stream));
+    CU(cu.MemsetD32Async(rbuf, 0xdeadbeef, 4 * B / 4, stream));
+    CU(cu.StreamSynchronize(stream));
+    a = scattered_alltoallv(counts, sdispls, rdispls);
+    if (run_coll(&a, team, ctx)) return 1;
+    CU(cu.MemcpyDtoH(host, rbuf, 4 * B));
+    for (int i = 0; i < B / 4; i++) {
+        int32_t from0 = host[3 * B / 4 + i], from1 = host[B / 4 + i];
+        if (from0 != rank + 1 || from1 != 10 + rank + 1)
+            FAIL("scattered alltoallv [%d]: from rank 0 %d, from rank 1 %d", i, from0, from1);
+        if (host[i] != (int32_t)0xdeadbeef || host[2 * B / 4 + i] != (int32_t)0xdeadbeef)
+            FAIL("scattered alltoallv wrote the gap between blocks at [%d]", i);
+    }
+    /* The staging copies are not stream-ordered: a triggered post is refused. */
+    a = scattered_alltoallv(counts, sdispls, rdispls);
+    CHECK_OK(ucc_collective_init(&a, &req, team));
+    ucc_ev_t ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.ev_type = UCC_EVENT_COMPUTE_COMPLETE;
+    ev.req     = req;
+    CHECK_STATUS(ucc_collective_triggered_post(ee, &ev), UCC_ERR_NOT_SUPPORTED);
+    CHECK_OK(ucc_collective_finalize(req));
+    CU(cu.MemFree(sbuf));
+    CU(cu.MemFree(rbuf));
+    return 0;
 }
 
 static int body(int rank, int size)
@@ -196,6 +254,7 @@ static int body(int rank, int size)
         if (check_host(host, sum_of(size, scale), "copy queued after the triggered post")) return 1;
         CHECK_OK(ucc_collective_finalize(req));
     }
+    if (scattered_blocks(rank, team, ctx, ee, stream)) return 1;
     CHECK_OK(ucc_ee_destroy(ee));
 
     if (destroy_team(team)) return 1;
