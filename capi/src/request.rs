@@ -13,21 +13,21 @@
 //!
 //! Sides staged through scratch ([`crate::staging`]) are gathered at each
 //! post and scattered back in the completion callback, before the status
-//! word turns to `UCC_OK`.
+//! word turns to `UCC_OK`; a triggered post does both in its trigger.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrocoll::core::args::CompletionCallback;
-use ferrocoll::{CollBuffer, Error, Request, Result, Status};
+use ferrocoll::{CollBuffer, Ee, Error, Event, Request, Result, Status};
 
 use crate::abi::*;
 use crate::coll_args::{self, UserCb};
 use crate::guard::{ffi, non_null, status_code};
 use crate::handle::{Handle, borrow, publish_arc, retire};
 use crate::lib_api::put;
-use crate::staging::Staged;
+use crate::staging::{StageSet, Staged, StagingEe};
 use crate::team::TeamHandle;
 
 /// The request's own part, behind its lock.
@@ -54,7 +54,9 @@ pub struct ReqHandle {
     /// callback is owed once the post lets go of the request.
     deferred: AtomicBool,
     /// Sides running on scratch (scattered device blocks).
-    staged: Vec<Staged>,
+    stages: Arc<StageSet>,
+    /// The current post is a triggered one (its trigger stages, not the callback).
+    triggered: AtomicBool,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 8 (repr(C): i32, u32, then it).
@@ -107,9 +109,16 @@ impl ReqHandle {
         let h = h.clone();
         Arc::new(move |s: Status| {
             let mut code = final_code(s);
-            if s == Status::Ok {
-                // The results reach the caller's blocks before the status says so.
-                if let Err(e) = h.staged.iter().filter(|st| !st.is_src()).try_for_each(Staged::scatter) {
+            if s == Status::Ok && !h.stages.is_empty() {
+                // The results reach the caller's blocks before the status says so
+                // (a triggered post's trigger copied them already, or failed to).
+                // Acquire: pairs with the store before the post.
+                if h.triggered.load(Ordering::Acquire) {
+                    let failed = h.stages.take_failed();
+                    if failed != UCC_OK {
+                        code = failed;
+                    }
+                } else if let Err(e) = h.stages.scatter() {
                     crate::guard::log_error("collective completion (copying staged blocks back)", &e);
                     code = status_code(e.status());
                 }
@@ -128,9 +137,10 @@ impl ReqHandle {
 
     /// Post (or trigger-post) through `f`, with the status word and the
     /// deferred callback handled; `what` names the call in errors.
-    pub(crate) fn post_with(
+    fn post_with(
         self: &Arc<Self>,
         what: &str,
+        triggered: bool,
         f: impl FnOnce(&mut Request<'static>) -> Result<()>,
     ) -> Result<()> {
         let result = {
@@ -140,9 +150,12 @@ impl ReqHandle {
                 return Err(Error::invalid_param(format!("{what}: the request is still in progress")));
             }
             self.status.store(UCC_INPROGRESS, Ordering::Release);
+            // Release: the completion callback of this post reads it.
+            self.triggered.store(triggered, Ordering::Release);
             let r = {
                 let _posting = Posting::enter(self);
-                self.staged.iter().filter(|st| st.is_src()).try_for_each(Staged::gather).and_then(|()| f(req))
+                // A plain post gathers now; a triggered one when its trigger fires.
+                if triggered { Ok(()) } else { self.stages.gather() }.and_then(|()| f(req))
             };
             if let Err(e) = &r {
                 self.status.store(status_code(e.status()), Ordering::Release);
@@ -158,17 +171,19 @@ impl ReqHandle {
         result
     }
 
-    /// Whether a triggered (stream-ordered) post can run this request:
-    /// not with staged sides, whose copies are not stream-ordered.
-    pub(crate) fn check_triggerable(&self) -> Result<()> {
-        if self.staged.is_empty() {
-            return Ok(());
+    /// Post plainly (`ucc_collective_post`).
+    fn post(self: &Arc<Self>, what: &str) -> Result<()> {
+        self.post_with(what, false, |r| r.post())
+    }
+
+    /// Post on `engine`, triggered by `ev` (`ucc_collective_triggered_post`);
+    /// staged sides are copied in step with the engine ([`StagingEe`]).
+    pub(crate) fn triggered_post(self: &Arc<Self>, engine: &dyn Ee, ev: &Event) -> Result<()> {
+        if self.stages.is_empty() {
+            return self.post_with("ucc_collective_triggered_post", true, |r| r.triggered_post(engine, ev));
         }
-        Err(Error::not_supported(
-            "ucc_collective_triggered_post: the collective has device blocks at scattered addresses (NULL buffer \
-             with addresses as displacements), which are staged only for ucc_collective_post; pass one buffer \
-             with displacements",
-        ))
+        let staging = StagingEe { inner: engine, stages: self.stages.clone() };
+        self.post_with("ucc_collective_triggered_post", true, |r| r.triggered_post(&staging, ev))
     }
 }
 
@@ -201,7 +216,8 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             id: AtomicU64::new(0),
             user_cb: tr.user_cb,
             deferred: AtomicBool::new(false),
-            staged,
+            stages: Arc::new(StageSet::new(staged)),
+            triggered: AtomicBool::new(false),
         });
         a.cb = Some(ReqHandle::completion(&h));
         // SAFETY: the buffers and arrays stay valid while the request lives
@@ -246,7 +262,7 @@ pub unsafe extern "C" fn ucc_collective_post(request: *const ReqHandle) -> UccSt
     ffi("ucc_collective_post", || {
         // SAFETY: see handle::borrow.
         let h = unsafe { borrow(request, "request") }?;
-        h.post_with("ucc_collective_post", |r| r.post())?;
+        h.post("ucc_collective_post")?;
         Ok(UCC_OK)
     })
 }
@@ -268,7 +284,7 @@ pub unsafe extern "C" fn ucc_collective_init_and_post(
         non_null(request, "request")?;
         // SAFETY: forwarded from the caller.
         let h = unsafe { init(coll_args, &t) }?;
-        h.post_with("ucc_collective_init_and_post", |r| r.post())?;
+        h.post("ucc_collective_init_and_post")?;
         // SAFETY: checked non-null.
         unsafe { put(request, publish_arc(h)) };
         Ok(UCC_OK)

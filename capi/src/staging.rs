@@ -11,14 +11,22 @@
 //! it when the collective completes, before its status says so (a
 //! destination).
 //!
-//! The copies are synchronous on the memory component, so this serves
-//! `ucc_collective_post`; a triggered post (stream-ordered) of such a
-//! collective is refused (`UCC_ERR_NOT_SUPPORTED`).
+//! A triggered post (PyTorch's CUDA path) does the same in step with the
+//! engine ([`StagingEe`]): it gathers once the trigger fired (the work
+//! queued before it on the stream is done) and scatters before it releases
+//! the engine (so later stream work sees the results). The copies are
+//! synchronous on the memory component.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::task::Poll;
+use std::time::Duration;
 
-use ferrocoll::core::backend::{Mc, McSet, Scratch};
-use ferrocoll::{MemRef, MemType, Result};
+use ferrocoll::core::backend::{EeTrigger, Mc, McSet, Scratch};
+use ferrocoll::{Ee, EeType, Event, MemRef, MemType, Result};
+
+use crate::abi::{UCC_OK, UccStatus};
+use crate::guard::{log_error, status_code};
 
 /// One non-empty block of a side: `bytes` at the caller's `addr`, at
 /// `off` bytes into the scratch.
@@ -115,5 +123,119 @@ impl Staged {
             self.mc.copy(user, scratch)?;
         }
         Ok(())
+    }
+}
+
+/// A request's staged sides, and how their last scatter went.
+pub(crate) struct StageSet {
+    /// The sides (empty for most requests).
+    pub staged: Vec<Staged>,
+    /// `UCC_OK`, or the status of a failed scatter of a triggered post
+    /// (made before the completion callback, which reports it).
+    failed: AtomicI32,
+}
+
+impl StageSet {
+    /// A set of sides.
+    pub(crate) fn new(staged: Vec<Staged>) -> StageSet {
+        StageSet { staged, failed: AtomicI32::new(UCC_OK) }
+    }
+
+    /// Whether there is nothing to stage.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.staged.is_empty()
+    }
+
+    /// Gather every source side.
+    pub(crate) fn gather(&self) -> Result<()> {
+        self.staged.iter().filter(|s| s.is_src()).try_for_each(Staged::gather)
+    }
+
+    /// Scatter every destination side.
+    pub(crate) fn scatter(&self) -> Result<()> {
+        self.staged.iter().filter(|s| !s.is_src()).try_for_each(Staged::scatter)
+    }
+
+    /// The status a triggered post's scatter left (and forget it).
+    pub(crate) fn take_failed(&self) -> UccStatus {
+        // Relaxed: written by the task before its completion callback, which reads it on the same thread.
+        self.failed.swap(UCC_OK, Ordering::Relaxed)
+    }
+}
+
+/// An engine seen through a request's staged sides: its triggers gather
+/// when they fire and scatter before they release the engine.
+pub(crate) struct StagingEe<'a> {
+    /// The caller's engine.
+    pub inner: &'a dyn Ee,
+    /// The request's sides.
+    pub stages: Arc<StageSet>,
+}
+
+impl Ee for StagingEe<'_> {
+    fn ee_type(&self) -> EeType {
+        self.inner.ee_type()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn trigger(&self, ev: &Event, request: u64) -> Result<Box<dyn EeTrigger>> {
+        let inner = self.inner.trigger(ev, request)?;
+        Ok(Box::new(StagingTrigger { inner, stages: self.stages.clone() }))
+    }
+
+    fn set_event(&self, ev: Event) -> Result<()> {
+        self.inner.set_event(ev)
+    }
+
+    fn get_event(&self) -> Option<Event> {
+        self.inner.get_event()
+    }
+
+    fn ack_event(&self, ev: &Event) -> Result<()> {
+        self.inner.ack_event(ev)
+    }
+
+    fn wait(&self, timeout: Duration) -> Result<Event> {
+        self.inner.wait(timeout)
+    }
+}
+
+/// The trigger of a [`StagingEe`].
+struct StagingTrigger {
+    inner: Box<dyn EeTrigger>,
+    stages: Arc<StageSet>,
+}
+
+impl EeTrigger for StagingTrigger {
+    fn poll_ready(&mut self) -> Poll<Result<()>> {
+        match self.inner.poll_ready() {
+            // The work queued before the post is done: its blocks are final.
+            Poll::Ready(Ok(())) => Poll::Ready(self.stages.gather()),
+            other => other,
+        }
+    }
+
+    fn waiting_for(&self) -> Arc<str> {
+        self.inner.waiting_for()
+    }
+
+    fn emit(&self, ev: Event) {
+        self.inner.emit(ev)
+    }
+
+    fn complete(&mut self, succeeded: bool) {
+        let mut ok = succeeded;
+        if succeeded {
+            // Before the engine lets later work run: that work reads the blocks.
+            if let Err(e) = self.stages.scatter() {
+                log_error("triggered collective (copying staged blocks back)", &e);
+                self.stages.failed.store(status_code(e.status()), Ordering::Relaxed);
+                ok = false;
+            }
+        }
+        self.inner.complete(ok);
     }
 }

@@ -6,7 +6,7 @@
  * queued before it (the input written on the stream) and holds back the
  * work queued after it (a copy of the result) until the data has landed;
  * and an alltoallv over device blocks at scattered addresses (PyTorch's
- * lists of tensors), staged block by block.
+ * lists of tensors), staged block by block, posted plainly and triggered.
  *
  * The driver is reached with dlopen, as ferrocoll does: on a machine with
  * no usable libcuda.so.1 the program says so and exits 77 (the harness skips);
@@ -138,14 +138,37 @@ static int scattered_blocks(int rank, ucc_team_h team, ucc_context_h ctx, ucc_ee
         if (host[i] != (int32_t)0xdeadbeef || host[2 * B / 4 + i] != (int32_t)0xdeadbeef)
             FAIL("scattered alltoallv wrote the gap between blocks at [%d]", i);
     }
-    /* The staging copies are not stream-ordered: a triggered post is refused. */
+    /* PyTorch's path: a triggered post on its stream. The input is written
+     * on the stream before the post, the result read on it after. */
+    ucc_ev_t     ev, *post;
+    ucc_status_t st;
+    CU(cu.MemsetD32Async(rbuf, 0xdeadbeef, 4 * B / 4, stream));
+    CU(cu.StreamSynchronize(stream));
+    for (int j = 0; j < 2; j++) CU(cu.MemsetD32Async(sdispls[j], (unsigned)(rank * 100 + j + 1), B / 4, stream));
     a = scattered_alltoallv(counts, sdispls, rdispls);
     CHECK_OK(ucc_collective_init(&a, &req, team));
-    ucc_ev_t ev;
     memset(&ev, 0, sizeof(ev));
     ev.ev_type = UCC_EVENT_COMPUTE_COMPLETE;
     ev.req     = req;
-    CHECK_STATUS(ucc_collective_triggered_post(ee, &ev), UCC_ERR_NOT_SUPPORTED);
+    CHECK_OK(ucc_collective_triggered_post(ee, &ev));
+    CHECK_OK(ucc_ee_get_event(ee, &post));
+    CHECK(post->ev_type == UCC_EVENT_COLLECTIVE_POST && post->req == req);
+    CHECK_OK(ucc_ee_ack_event(ee, post));
+    for (int i = 0; i < 4 * B / 4; i++) host[i] = -1;
+    CU(cu.MemcpyDtoHAsync(host, rbuf, 4 * B, stream));
+    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) {
+        CHECK_OK(ucc_context_progress(ctx));
+        sched_yield();
+    }
+    CHECK_STATUS(st, UCC_OK);
+    CU(cu.StreamSynchronize(stream));
+    for (int i = 0; i < B / 4; i++) {
+        int32_t from0 = host[3 * B / 4 + i], from1 = host[B / 4 + i];
+        if (from0 != rank + 1 || from1 != 100 + rank + 1)
+            FAIL("triggered scattered alltoallv [%d]: from rank 0 %d, from rank 1 %d", i, from0, from1);
+        if (host[i] != (int32_t)0xdeadbeef || host[2 * B / 4 + i] != (int32_t)0xdeadbeef)
+            FAIL("triggered scattered alltoallv wrote the gap between blocks at [%d]", i);
+    }
     CHECK_OK(ucc_collective_finalize(req));
     CU(cu.MemFree(sbuf));
     CU(cu.MemFree(rbuf));

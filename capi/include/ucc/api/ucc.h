@@ -518,8 +518,9 @@ typedef enum {
 /* A buffer with a count and a displacement (in elements) per team rank. A
  * NULL buffer makes the displacements addresses (PyTorch's lists of
  * tensors, with 1-byte elements). Device blocks at scattered addresses are
- * staged through scratch by ucc_collective_post; a triggered post of such
- * a collective answers UCC_ERR_NOT_SUPPORTED, as does an in-place one. */
+ * staged block by block through scratch (at the post, or when a triggered
+ * post's trigger fires); scattered blocks in place answer
+ * UCC_ERR_NOT_SUPPORTED. */
 typedef struct ucc_coll_buffer_info_v {
     void             *buffer;
     ucc_count_t      *counts;
