@@ -321,6 +321,49 @@ fn split(bytes: &[u8], lens: &[usize]) -> Result<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{UCC_ERR_INVALID_PARAM, UccStatus};
+
+    /// One endpoint's allgather as MPI's would judge it: zero bytes or a
+    /// buffer at address 1 (`MPI_IN_PLACE`) is an error.
+    unsafe extern "C" fn mpi_like(
+        src: *mut c_void,
+        recv: *mut c_void,
+        size: usize,
+        _info: *mut c_void,
+        req: *mut *mut c_void,
+    ) -> UccStatus {
+        if size == 0 || src as usize == 1 || recv as usize == 1 {
+            return UCC_ERR_INVALID_PARAM;
+        }
+        // SAFETY: one endpoint: `recv` holds `size` bytes, as `src` does; `req` is writable.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.cast::<u8>(), recv.cast::<u8>(), size);
+            *req = std::ptr::dangling_mut();
+        }
+        UCC_OK
+    }
+
+    unsafe extern "C" fn done(_req: *mut c_void) -> UccStatus {
+        UCC_OK
+    }
+
+    #[test]
+    fn an_empty_allgather_is_posted_as_one_byte() {
+        let oob = OobColl {
+            allgather: Some(mpi_like),
+            req_test: Some(done),
+            req_free: Some(done),
+            coll_info: std::ptr::null_mut(),
+            n_oob_eps: 1,
+            oob_ep: 0,
+        };
+        let raw = RawOob::new(oob, "oob").unwrap_or_else(|e| panic!("{e}"));
+        for data in [vec![], vec![7u8, 8]] {
+            let mut f = raw.allgather(data.clone()).unwrap_or_else(|e| panic!("{} bytes: {e}", data.len()));
+            let Poll::Ready(Ok(got)) = f.test() else { panic!("{} bytes: not done", data.len()) };
+            assert_eq!(got, data);
+        }
+    }
 
     #[test]
     fn lengths_and_split() {
