@@ -267,6 +267,11 @@ impl Transport for InProcTransport {
         Poll::Ready(Ok(()))
     }
 
+    fn stray(&self, _src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        let q = self.inbox.lock();
+        q.iter().find_map(|(k, v)| v.iter().find(|e| key.stray_of(k, &e.sig, sig)).map(|e| (*k, e.sig)))
+    }
+
     fn progress(&self) -> Result<()> {
         Ok(())
     }

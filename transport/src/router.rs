@@ -111,6 +111,11 @@ impl Router {
         }
     }
 
+    /// See [`Transport::stray`].
+    pub fn stray(&self, src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        self.via(src_ep).ok()?.stray(src_ep, key, sig)
+    }
+
     /// Progress every transport.
     pub fn progress(&self) -> Result<()> {
         self.transports.iter().try_for_each(|t| t.progress())?;

@@ -6,10 +6,24 @@
 //! every receive checks its sender's against it before copying a byte, so
 //! ranks whose calls differ fail naming each other (see
 //! `ferrocoll_transport::Transport::try_recv`).
+//!
+//! Ranks whose calls differ may also never meet: they chose algorithms
+//! whose step tags differ, or a rank waits only for a rank that failed. So
+//! a rank whose collective fails because a peer's call differs sends a
+//! notice of it to every member (its own call, as every message carries it,
+//! and the rank and call it found differing, under a tag no algorithm
+//! uses), and an operation that waits looks, every [`LOOK_EVERY_POLLS`]
+//! fruitless polls, for a notice of its collective from any member and for
+//! a message of its collective from its peer under another tag whose call
+//! differs (`Transport::stray`): either fails it naming the ranks and
+//! calls. A completed operation never looks, so the success path costs
+//! nothing more; a notice that no operation reads (its addressee completed
+//! its part, or failed already) stays queued, a few bytes per mismatch.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -17,12 +31,34 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::backend::{ReduceSpec, Scratch};
 use ferrocoll_core::engine::{TaskDiag, try_join_all, try_join2};
 use ferrocoll_core::{Error, MemRef, Result, Status};
-use ferrocoll_transport::{MsgKey, SendHandle};
+use ferrocoll_transport::{CallsDiffer, MsgKey, SendHandle};
 
 use super::team::TeamShared;
 
 /// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
 pub const PHASE_TAGS: u32 = 1 << 24;
+
+/// The step tag of a notice (see the module docs): no algorithm's, since
+/// phases are few and their tags far below it.
+const NOTICE_TAG: u32 = u32::MAX;
+/// A notice's bytes: the rank whose call differs (u32) and its signature
+/// (word and size, u64), little-endian.
+const NOTICE_LEN: usize = 20;
+/// A waiting operation looks for notices and stray messages once in this
+/// many fruitless polls (a power of two).
+pub const LOOK_EVERY_POLLS: u32 = 64;
+/// How many of its latest failed collectives a team remembers having told.
+const TOLD_KEEP: usize = 16;
+
+/// The notices a team's rank sent (see the module docs).
+#[derive(Default)]
+pub(crate) struct Notices {
+    /// Sequence numbers told about, the latest few (each is told once).
+    told: VecDeque<u64>,
+    /// Sends in flight and the bytes they send (the handles first: they are
+    /// dropped before the bytes).
+    sending: Vec<(Vec<Box<dyn SendHandle>>, Box<[u8; NOTICE_LEN]>)>,
+}
 
 /// One execution of a collective on one rank: its team, sequence number,
 /// call signature and tag space.
@@ -87,7 +123,7 @@ impl Comm {
             // The peer left, perhaps because another member died: say which, when that is known.
             Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}")))),
         };
-        Ok(SendFuture { comm: self, peer, tag, state })
+        Ok(SendFuture { comm: self, peer, tag, state, polls: 0 })
     }
 
     /// The first member of the team whose transport says it failed (seen,
@@ -107,6 +143,110 @@ impl Comm {
         })
     }
 
+    fn notice_key(&self, src: usize) -> MsgKey {
+        MsgKey { team: self.team.id, seq: self.seq, tag: NOTICE_TAG, src: src as u32 }
+    }
+
+    /// This collective failed because `differ`'s call differs from this
+    /// rank's: tell every other member (once per collective), so that ranks
+    /// that wait only for this one, or for messages of another algorithm,
+    /// fail too rather than wait forever.
+    fn tell_all(&self, differ: CallsDiffer) {
+        let mut n = self.team.notices.lock().unwrap_or_else(PoisonError::into_inner);
+        if n.told.contains(&self.seq) {
+            return;
+        }
+        if n.told.len() >= TOLD_KEEP {
+            n.told.pop_front();
+        }
+        n.told.push_back(self.seq);
+        n.sending.retain_mut(|(hs, _)| {
+            hs.retain_mut(|h| h.test().is_pending());
+            !hs.is_empty()
+        });
+        let mut bytes = Box::new([0u8; NOTICE_LEN]);
+        bytes[..4].copy_from_slice(&differ.rank.to_le_bytes());
+        bytes[4..12].copy_from_slice(&differ.theirs.word.to_le_bytes());
+        bytes[12..].copy_from_slice(&differ.theirs.size.to_le_bytes());
+        let key = self.notice_key(self.team.rank);
+        let mut handles = Vec::new();
+        for (r, &ep) in self.team.eps.iter().enumerate().filter(|&(r, _)| r != self.team.rank) {
+            // SAFETY: the bytes are boxed and kept in `sending` beside the
+            // handle, which is dropped first, so they outlive the send.
+            let mem = unsafe { MemRef::from_slice(&bytes[..]) };
+            match self.team.transport.send(ep, key, self.sig, mem) {
+                Ok(h) => handles.push(h),
+                Err(e) => ferrocoll_core::log_debug!("p2p: no mismatch notice to rank {r}: {e}"),
+            }
+        }
+        n.sending.push((handles, bytes));
+    }
+
+    /// Whether this collective can never complete because the ranks' calls
+    /// differ, though no message of it matched a receive to say so: a
+    /// notice from a member whose collective failed for that reason, or a
+    /// message from `peer` under another step tag whose call differs (see
+    /// the module docs). Slow (it asks every member's transport): called
+    /// once in [`LOOK_EVERY_POLLS`] fruitless polls.
+    fn look(&self, peer: usize) -> Option<Error> {
+        let t = &self.team.transport;
+        for (r, &ep) in self.team.eps.iter().enumerate().filter(|&(r, _)| r != self.team.rank) {
+            let mut buf = [0u8; NOTICE_LEN];
+            // SAFETY: `buf` lives on this frame through the call, which alone uses it.
+            let mem = unsafe { MemRef::from_mut_slice(&mut buf) };
+            match t.try_recv(ep, &self.notice_key(r), &self.sig, mem) {
+                Poll::Ready(Ok(())) => return Some(self.told_by(r, &buf)),
+                // Its own call differs from this rank's: the transport names both.
+                Poll::Ready(Err(e)) if e.status() == Status::InvalidParam => {
+                    return Some(e.prefixed(format!("rank {r} failed this collective and told this rank")));
+                }
+                // Nothing, or a member gone (`dead_member` speaks for that).
+                _ => {}
+            }
+        }
+        let (k, theirs) = t.stray(self.ep(peer).ok()?, &self.key(0, peer), &self.sig)?;
+        let differ = CallsDiffer { rank: peer as u32, theirs };
+        if k.tag != NOTICE_TAG {
+            self.tell_all(differ);
+        }
+        Some(
+            Error::invalid_param(format!(
+                "the ranks' calls differ: rank {peer} posted {}, this rank posted {} (collective seq {}: \
+                 its message of step tag {} waits here unread, while this rank waits for others)",
+                theirs.describe(),
+                self.sig.describe(),
+                self.seq,
+                k.tag
+            ))
+            .with_source(differ),
+        )
+    }
+
+    /// The error of a notice from rank `by`, whose call agrees with this
+    /// rank's, about the rank whose call it found differing.
+    fn told_by(&self, by: usize, b: &[u8; NOTICE_LEN]) -> Error {
+        let word = |i: usize| u64::from_le_bytes(std::array::from_fn(|j| b[i + j]));
+        let rank = u32::from_le_bytes(std::array::from_fn(|j| b[j]));
+        let theirs = Signature { word: word(4), size: word(12) };
+        if rank as usize != self.team.rank && !theirs.agrees(&self.sig) {
+            return Error::invalid_param(format!(
+                "the ranks' calls differ: rank {rank} posted {}, this rank posted {} (collective seq {}; \
+                 rank {by}, whose call agrees with this rank's, found it and told this rank)",
+                theirs.describe(),
+                self.sig.describe(),
+                self.seq
+            ))
+            .with_source(CallsDiffer { rank, theirs });
+        }
+        Error::invalid_param(format!(
+            "rank {by} failed collective seq {} because rank {rank} posted {}, which differs from its call; \
+             this rank posted {}",
+            self.seq,
+            theirs.describe(),
+            self.sig.describe()
+        ))
+    }
+
     /// Send and wait until `data` may be reused.
     pub async fn send(&self, peer: usize, tag: u32, data: MemRef) -> Result<()> {
         self.isend(peer, tag, data)?.await
@@ -115,7 +255,7 @@ impl Comm {
     /// Receive the message with `tag` from team rank `peer` into `buf` (its
     /// sender's call must agree with this one, and its size must match).
     pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
-        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None }
+        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None, polls: 0 }
     }
 
     /// Send to one peer and receive from another at the same time.
@@ -216,6 +356,8 @@ pub struct SendFuture<'c> {
     peer: usize,
     tag: u32,
     state: SendState,
+    /// Fruitless polls (see [`Comm::look`]).
+    polls: u32,
 }
 
 enum SendState {
@@ -238,7 +380,11 @@ impl Future for SendFuture<'_> {
                 Poll::Pending => {
                     // For timeout and watchdog messages: this task waits for `peer` to take its message.
                     this.comm.diag.sending_to(this.peer, this.comm.tag_base + this.tag);
-                    Poll::Pending
+                    this.polls = this.polls.wrapping_add(1);
+                    match this.polls % LOOK_EVERY_POLLS {
+                        0 => this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
+                        _ => Poll::Pending,
+                    }
                 }
             },
             SendState::Failing(suspect) => suspect.poll(this.comm).map(Err),
@@ -254,6 +400,8 @@ pub struct RecvFuture {
     buf: MemRef,
     /// Set once the receive failed (the peer left, or its message did not fit).
     failed: Option<Suspect>,
+    /// Fruitless polls (see [`Comm::look`]).
+    polls: u32,
 }
 
 impl Future for RecvFuture {
@@ -277,14 +425,21 @@ impl Future for RecvFuture {
             Poll::Pending => {
                 this.comm.diag.waiting_for(this.peer, key.tag);
                 // A member that died can never take part: fail now rather than hang.
-                match this.comm.dead_member() {
-                    Some(err) => Poll::Ready(Err(err)),
-                    None => Poll::Pending,
+                if let Some(err) = this.comm.dead_member() {
+                    return Poll::Ready(Err(err));
+                }
+                this.polls = this.polls.wrapping_add(1);
+                match this.polls % LOOK_EVERY_POLLS {
+                    0 => this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
+                    _ => Poll::Pending,
                 }
             }
             // A message of another call is this collective's own failure, not
-            // an echo of a death elsewhere: no grace.
+            // an echo of a death elsewhere: no grace. The others are told.
             Poll::Ready(Err(e)) if e.status() == Status::InvalidParam => {
+                if let Some(differ) = CallsDiffer::of(&e) {
+                    this.comm.tell_all(differ);
+                }
                 Poll::Ready(Err(e.prefixed(format!("receive from rank {}", this.peer))))
             }
             Poll::Ready(Err(e)) => {

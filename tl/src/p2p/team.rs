@@ -28,6 +28,9 @@ pub(crate) struct TeamShared {
     pub config: P2pConfig,
     /// The members' nodes and switch groups (hierarchical algorithms).
     pub layout: Arc<Layout>,
+    /// The notices this rank sent about its collectives that failed because
+    /// the ranks' calls differ (see [`Comm`]).
+    pub notices: std::sync::Mutex<super::comm::Notices>,
 }
 
 /// The p2p TL's team.
