@@ -450,3 +450,64 @@ fn processes_over_tcp_fail_naming_each_other() {
     let l = two_processes(true, 200_000);
     assert!(["DD", "DR", "RD"].contains(&l.as_str()), "{l}");
 }
+
+/// The collectives [`differ_in_kind`] mixes, each of 4 float32 (16 bytes for bcast).
+const KINDS: [&str; 6] = ["allreduce", "bcast", "barrier", "allgather", "reduce", "gather"];
+
+/// Whether `kind` on `rank` reads nothing from the others (root 0): it may
+/// complete when the others posted another call, having done its part.
+fn reads_nothing(kind: &str, rank: usize) -> bool {
+    matches!((kind, rank), ("bcast", 0) | ("reduce" | "gather", 1..))
+}
+
+/// Rank `odd` posts collective `kinds[0]`, the others `kinds[1]` (default
+/// algorithms); one letter per rank: D (failed naming the calls) or O (Ok,
+/// allowed only where a correct run gives the same: a rank that reads
+/// nothing, or a bcast receiver that got the root's bytes).
+fn differ_in_kind(size: usize, odd: usize, kinds: [&'static str; 2]) -> String {
+    on_p2p(size, None, move |team| {
+        let me = team.rank();
+        let kind = if me == odd { kinds[0] } else { kinds[1] };
+        let src = [1.0f32; 4];
+        let mut dst = vec![f32::NAN; 4 * team.size()];
+        let mut buf = [if me == 0 { 9u8 } else { 7 }; 16];
+        let c = match kind {
+            "allreduce" => Coll::allreduce(&src, &mut dst[..4], ReduceOp::Sum),
+            "bcast" => Coll::bcast(&mut buf, 0),
+            "barrier" => Coll::barrier(),
+            "allgather" => Coll::allgather(&src, &mut dst),
+            "reduce" => Coll::reduce(&src, if me == 0 { Some(&mut dst[..4]) } else { None }, ReduceOp::Sum, 0),
+            _ => Coll::gather(&src, if me == 0 { Some(&mut dst[..]) } else { None }, 0),
+        };
+        let letter = match run(team, c.timeout(T)) {
+            Ok(_) if reads_nothing(kind, me) => 'O',
+            Ok(_) if kind == "bcast" && kinds[usize::from(odd != 0)] == "bcast" => {
+                assert_eq!(buf, [9; 16], "rank {me}: a bcast returned Ok without the root's bytes");
+                'O'
+            }
+            Ok(alg) => panic!("rank {me}: {kind} returned Ok ({alg}) while rank {odd} posted {}", kinds[0]),
+            Err(e) if e.status() == Status::InvalidParam && e.to_string().contains("calls differ") => 'D',
+            Err(e) => panic!("rank {me}: {kind} failed without naming the calls: {e}"),
+        };
+        allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
+        letter
+    })
+    .into_iter()
+    .collect()
+}
+
+#[test]
+fn ranks_that_post_different_collectives_never_wait_forever() {
+    // Different collectives choose different algorithms and step tags: their
+    // messages never match a receive, and some wait for each other with no
+    // message between them (a bcast receiver for the root, the root in an
+    // allreduce for it). They meet through stray messages, notices and probes.
+    for size in [2, 3] {
+        for a in KINDS {
+            for b in KINDS.into_iter().filter(|&b| b != a) {
+                let l = differ_in_kind(size, size - 1, [a, b]);
+                eprintln!("{size} ranks, {a} on rank {}, {b} elsewhere: {l}", size - 1);
+            }
+        }
+    }
+}

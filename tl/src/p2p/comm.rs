@@ -16,9 +16,15 @@
 //! fruitless polls, for a notice of its collective from any member and for
 //! a message of its collective from its peer under another tag whose call
 //! differs (`Transport::stray`): either fails it naming the ranks and
-//! calls. A completed operation never looks, so the success path costs
-//! nothing more; a notice that no operation reads (its addressee completed
-//! its part, or failed already) stays queued, a few bytes per mismatch.
+//! calls. Ranks whose calls differ may also wait for each other without a
+//! message between them (a bcast's receiver waits for the root, which waits
+//! in an allreduce for it): a receive still waiting after [`PROBE_AFTER`]
+//! sends its peer an empty probe carrying its call, which the peer's own
+//! looks take and check like any message. A completed operation never
+//! looks, so the success path costs nothing more. A notice or probe that no
+//! operation reads (its addressee completed its part, or failed already)
+//! stays queued: a few bytes per mismatch, and per receive that waited
+//! longer than [`PROBE_AFTER`] for a peer that did not wait in turn.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -47,6 +53,11 @@ const NOTICE_LEN: usize = 20;
 /// A waiting operation looks for notices and stray messages once in this
 /// many fruitless polls (a power of two).
 pub const LOOK_EVERY_POLLS: u32 = 64;
+/// The step tag of a probe (see the module docs).
+const PROBE_TAG: u32 = u32::MAX - 1;
+/// How long a receive waits before it probes its peer (long enough that
+/// healthy runs rarely do: an unread probe stays queued).
+pub const PROBE_AFTER: Duration = Duration::from_secs(1);
 /// How many of its latest failed collectives a team remembers having told.
 const TOLD_KEEP: usize = 16;
 
@@ -147,6 +158,13 @@ impl Comm {
         MsgKey { team: self.team.id, seq: self.seq, tag: NOTICE_TAG, src: src as u32 }
     }
 
+    /// Send `peer` a probe of this collective (see the module docs).
+    fn probe(&self, peer: usize) -> Option<Box<dyn SendHandle>> {
+        let key = MsgKey { team: self.team.id, seq: self.seq, tag: PROBE_TAG, src: self.team.rank as u32 };
+        let none = MemRef::empty(ferrocoll_core::MemType::Host);
+        self.team.transport.send(self.ep(peer).ok()?, key, self.sig, none).ok()
+    }
+
     /// This collective failed because `differ`'s call differs from this
     /// rank's: tell every other member (once per collective), so that ranks
     /// that wait only for this one, or for messages of another algorithm,
@@ -203,6 +221,13 @@ impl Comm {
                 // Nothing, or a member gone (`dead_member` speaks for that).
                 _ => {}
             }
+            let probe = MsgKey { tag: PROBE_TAG, ..self.notice_key(r) };
+            if let Poll::Ready(Err(e)) = t.try_recv(ep, &probe, &self.sig, MemRef::empty(ferrocoll_core::MemType::Host)) {
+                if let Some(differ) = CallsDiffer::of(&e) {
+                    self.tell_all(differ);
+                    return Some(e.prefixed(format!("probe from rank {r}, which waits for this rank")));
+                }
+            }
         }
         let (k, theirs) = t.stray(self.ep(peer).ok()?, &self.key(0, peer), &self.sig)?;
         let differ = CallsDiffer { rank: peer as u32, theirs };
@@ -255,7 +280,7 @@ impl Comm {
     /// Receive the message with `tag` from team rank `peer` into `buf` (its
     /// sender's call must agree with this one, and its size must match).
     pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
-        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None, polls: 0 }
+        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None, polls: 0, since: None, probe: None }
     }
 
     /// Send to one peer and receive from another at the same time.
@@ -402,6 +427,25 @@ pub struct RecvFuture {
     failed: Option<Suspect>,
     /// Fruitless polls (see [`Comm::look`]).
     polls: u32,
+    /// When it first looked (it has waited since about then).
+    since: Option<Instant>,
+    /// The probe sent to `peer` once it waited [`PROBE_AFTER`].
+    probe: Option<Box<dyn SendHandle>>,
+}
+
+impl RecvFuture {
+    /// Look (see [`Comm::look`]), and probe the peer once after [`PROBE_AFTER`].
+    fn look(&mut self) -> Poll<Result<()>> {
+        if let Some(e) = self.comm.look(self.peer) {
+            return Poll::Ready(Err(e));
+        }
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        if self.probe.is_none() && now.duration_since(since) >= PROBE_AFTER {
+            self.probe = self.comm.probe(self.peer);
+        }
+        Poll::Pending
+    }
 }
 
 impl Future for RecvFuture {
@@ -430,7 +474,7 @@ impl Future for RecvFuture {
                 }
                 this.polls = this.polls.wrapping_add(1);
                 match this.polls % LOOK_EVERY_POLLS {
-                    0 => this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
+                    0 => this.look(),
                     _ => Poll::Pending,
                 }
             }
