@@ -137,20 +137,18 @@ impl Comm {
         Ok(SendFuture { comm: self, peer, tag, state, polls: 0 })
     }
 
-    /// The first member of the team whose transport says it failed (seen,
-    /// or reported by a peer that left because of it), named.
+    /// The member of the team whose failure this process learned of first
+    /// (seen, or reported by a peer that left because of it), named.
     ///
     /// The rule (ARCHITECTURE.md, "Failure"): a collective fails as soon as
     /// any member of its team has failed, not only the peer it waits for
     /// now: some rank needs that member's part and would wait for it until
     /// its timeout, and a rank that finished with it cannot tell which.
     fn dead_member(&self) -> Option<Error> {
-        self.team.eps.iter().enumerate().find_map(|(r, &e)| {
-            self.team.transport.failed(e).map(|err| {
-                err.prefixed(format!(
-                    "team rank {r} failed, and a collective of its team cannot complete without every member"
-                ))
-            })
+        self.team.transport.first_failed(&self.team.eps).map(|(r, err)| {
+            err.prefixed(format!(
+                "team rank {r} failed, and a collective of its team cannot complete without every member"
+            ))
         })
     }
 
