@@ -76,7 +76,7 @@ impl TlContext for P2pContext {
             layout: params.layout.clone(),
             notices: Default::default(),
         });
-        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone())))
+        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone(), params.agreed.clone())))
     }
 
     fn close(&self) {
