@@ -286,3 +286,36 @@ mod tests {
         assert!(rs[0].first_failed(&[0, 3]).is_none());
     }
 }
+
+/// Never-panic property of the address decoder (bytes from peers).
+#[cfg(test)]
+mod decode_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn addresses_never_panic_and_round_trip(
+            bytes in proptest::collection::vec(any::<u8>(), 0..64),
+            parts in proptest::collection::vec(("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..16)), 0..4),
+        ) {
+            let _ = decode(&bytes);
+            let mut blob = vec![parts.len() as u8];
+            for (name, addr) in &parts {
+                blob.push(name.len() as u8);
+                blob.extend_from_slice(name.as_bytes());
+                blob.extend_from_slice(&(addr.len() as u32).to_le_bytes());
+                blob.extend_from_slice(addr);
+            }
+            let back = decode(&blob).expect("a well-formed address");
+            prop_assert_eq!(back, parts.clone());
+            // Every truncation is refused, never read past.
+            for cut in 0..blob.len() {
+                prop_assert!(decode(&blob[..cut]).is_err());
+            }
+        }
+    }
+}
