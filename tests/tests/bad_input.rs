@@ -548,16 +548,23 @@ fn create_team_with(overrides: [&[(&str, &str)]; 2]) -> Vec<ferrocoll::Result<()
 
 #[test]
 fn members_that_override_a_tl_setting_differently_for_one_team_are_refused_naming_the_variable() {
-    let out = create_team_with([&[("TL_P2P_TUNE", "allreduce:@ring:inf")], &[("TL_P2P_TUNE", "allreduce:@knomial:inf")]]);
+    let out =
+        create_team_with([&[("TL_P2P_TUNE", "allreduce:@ring:inf")], &[("TL_P2P_TUNE", "allreduce:@knomial:inf")]]);
     for (rank, r) in out.iter().enumerate() {
         let e = r.as_ref().expect_err("different per-team tune strings");
         assert_eq!(e.status(), Status::InvalidParam, "{e}");
         assert!(e.to_string().contains("UCC_TL_P2P_TUNE differs between the team's members"), "{e}");
-        assert!(e.to_string().contains(&format!("on rank {rank} (this one), another value on rank {}", 1 - rank)), "{e}");
+        assert!(
+            e.to_string().contains(&format!("on rank {rank} (this one), another value on rank {}", 1 - rank)),
+            "{e}"
+        );
     }
     // Set on one member only.
     let out = create_team_with([&[("TL_P2P_ALLREDUCE_KN_RADIX", "8")], &[]]);
-    assert!(out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX"))), "{out:?}");
+    assert!(
+        out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX"))),
+        "{out:?}"
+    );
     // Alike, or only settings that are each rank's own: fine.
     assert!(create_team_with([&[("TL_P2P_TUNE", "allreduce:@ring:inf")]; 2]).iter().all(Result::is_ok));
     assert!(create_team_with([&[("TL_P2P_TCP_CONNECT_TIMEOUT", "5s")], &[]]).iter().all(Result::is_ok));

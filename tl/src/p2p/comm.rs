@@ -61,14 +61,17 @@ pub const PROBE_AFTER: Duration = Duration::from_secs(1);
 /// How many of its latest failed collectives a team remembers having told.
 const TOLD_KEEP: usize = 16;
 
+/// One notice's sends and the bytes they send (the handles first: a tuple
+/// drops its fields in order, so they are dropped before the bytes).
+type NoticeSends = (Vec<Box<dyn SendHandle>>, Box<[u8; NOTICE_LEN]>);
+
 /// The notices a team's rank sent (see the module docs).
 #[derive(Default)]
 pub(crate) struct Notices {
     /// Sequence numbers told about, the latest few (each is told once).
     told: VecDeque<u64>,
-    /// Sends in flight and the bytes they send (the handles first: they are
-    /// dropped before the bytes).
-    sending: Vec<(Vec<Box<dyn SendHandle>>, Box<[u8; NOTICE_LEN]>)>,
+    /// Sends in flight.
+    sending: Vec<NoticeSends>,
 }
 
 /// One execution of a collective on one rank: its team, sequence number,
@@ -220,7 +223,8 @@ impl Comm {
                 _ => {}
             }
             let probe = MsgKey { tag: PROBE_TAG, ..self.notice_key(r) };
-            if let Poll::Ready(Err(e)) = t.try_recv(ep, &probe, &self.sig, MemRef::empty(ferrocoll_core::MemType::Host)) {
+            if let Poll::Ready(Err(e)) = t.try_recv(ep, &probe, &self.sig, MemRef::empty(ferrocoll_core::MemType::Host))
+            {
                 if let Some(differ) = CallsDiffer::of(&e) {
                     self.tell_all(differ);
                     return Some(e.prefixed(format!("probe from rank {r}, which waits for this rank")));
