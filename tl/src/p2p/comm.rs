@@ -12,8 +12,9 @@
 //! a rank whose collective fails because a peer's call differs sends a
 //! notice of it to every member (its own call, as every message carries it,
 //! and the rank and call it found differing, under a tag no algorithm
-//! uses), and an operation that waits looks, every [`LOOK_EVERY_POLLS`]
-//! fruitless polls, for a notice of its collective from any member and for
+//! uses), and an operation that waits looks ([`Watch`]: at its
+//! [`LOOK_EVERY_POLLS`]th fruitless poll, then at most once per
+//! [`look_gap`]) for a notice of its collective from any member and for
 //! a message of its collective from its peer under another tag whose call
 //! differs (`Transport::stray`): either fails it naming the ranks and
 //! calls. Ranks whose calls differ may also wait for each other without a
@@ -50,9 +51,20 @@ const NOTICE_TAG: u32 = u32::MAX;
 /// A notice's bytes: the rank whose call differs (u32) and its signature
 /// (word and size, u64), little-endian.
 const NOTICE_LEN: usize = 20;
-/// A waiting operation looks for notices and stray messages once in this
-/// many fruitless polls (a power of two).
+/// A waiting operation considers looking for notices and stray messages
+/// once in this many fruitless polls.
 pub const LOOK_EVERY_POLLS: u32 = 64;
+/// The least time between two looks of one operation in a team of up to
+/// [`LOOK_RANKS`] ranks; larger teams wait proportionally longer, since a
+/// look asks every member's transport.
+const LOOK_GAP: Duration = Duration::from_millis(1);
+/// See [`LOOK_GAP`].
+const LOOK_RANKS: usize = 64;
+
+/// The least time between two looks of one operation in a team of `size`.
+pub fn look_gap(size: usize) -> Duration {
+    LOOK_GAP.saturating_mul(u32::try_from(size.div_ceil(LOOK_RANKS)).unwrap_or(u32::MAX).max(1))
+}
 /// The step tag of a probe (see the module docs).
 const PROBE_TAG: u32 = u32::MAX - 1;
 /// How long a receive waits before it probes its peer (long enough that
@@ -137,7 +149,7 @@ impl Comm {
             // The peer left, perhaps because another member died: say which, when that is known.
             Err(e) => SendState::Failing(Suspect::new(e.prefixed(format!("send to rank {peer}")))),
         };
-        Ok(SendFuture { comm: self, peer, tag, state, polls: 0 })
+        Ok(SendFuture { comm: self, peer, tag, state, watch: Watch::default() })
     }
 
     /// The member of the team whose failure this process learned of first
@@ -206,7 +218,7 @@ impl Comm {
     /// notice from a member whose collective failed for that reason, or a
     /// message from `peer` under another step tag whose call differs (see
     /// the module docs). Slow (it asks every member's transport): called
-    /// once in [`LOOK_EVERY_POLLS`] fruitless polls.
+    /// when a [`Watch`] says so.
     fn look(&self, peer: usize) -> Option<Error> {
         let t = &self.team.transport;
         for (r, &ep) in self.team.eps.iter().enumerate().filter(|&(r, _)| r != self.team.rank) {
@@ -282,7 +294,7 @@ impl Comm {
     /// Receive the message with `tag` from team rank `peer` into `buf` (its
     /// sender's call must agree with this one, and its size must match).
     pub fn recv(&self, peer: usize, tag: u32, buf: MemRef) -> RecvFuture {
-        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None, polls: 0, since: None, probe: None }
+        RecvFuture { comm: self.clone(), peer, tag, buf, failed: None, watch: Watch::default(), probe: None }
     }
 
     /// Send to one peer and receive from another at the same time.
@@ -383,8 +395,38 @@ pub struct SendFuture<'c> {
     peer: usize,
     tag: u32,
     state: SendState,
-    /// Fruitless polls (see [`Comm::look`]).
+    /// When it looks (see [`Comm::look`]).
+    watch: Watch,
+}
+
+/// When a waiting operation looks for signs that its collective cannot
+/// complete (see [`Comm::look`]): counting fruitless polls costs nothing;
+/// the clock is read once in [`LOOK_EVERY_POLLS`] of them.
+#[derive(Default)]
+struct Watch {
     polls: u32,
+    /// When it first considered looking (it has waited since about then).
+    since: Option<Instant>,
+    /// When it last looked.
+    looked: Option<Instant>,
+}
+
+impl Watch {
+    /// After a fruitless poll: whether to look now, and how long the
+    /// operation has waited.
+    fn due(&mut self, size: usize) -> Option<Duration> {
+        self.polls = self.polls.wrapping_add(1);
+        if !self.polls.is_multiple_of(LOOK_EVERY_POLLS) {
+            return None;
+        }
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        if self.looked.is_some_and(|t| now.duration_since(t) < look_gap(size)) {
+            return None;
+        }
+        self.looked = Some(now);
+        Some(now.duration_since(since))
+    }
 }
 
 enum SendState {
@@ -407,10 +449,9 @@ impl Future for SendFuture<'_> {
                 Poll::Pending => {
                     // For timeout and watchdog messages: this task waits for `peer` to take its message.
                     this.comm.diag.sending_to(this.peer, this.comm.tag_base + this.tag);
-                    this.polls = this.polls.wrapping_add(1);
-                    match this.polls % LOOK_EVERY_POLLS {
-                        0 => this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
-                        _ => Poll::Pending,
+                    match this.watch.due(this.comm.size()) {
+                        Some(_) => this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
+                        None => Poll::Pending,
                     }
                 }
             },
@@ -427,23 +468,21 @@ pub struct RecvFuture {
     buf: MemRef,
     /// Set once the receive failed (the peer left, or its message did not fit).
     failed: Option<Suspect>,
-    /// Fruitless polls (see [`Comm::look`]).
-    polls: u32,
-    /// When it first looked (it has waited since about then).
-    since: Option<Instant>,
+    /// When it looks (see [`Comm::look`]).
+    watch: Watch,
     /// The probe sent to `peer` once it waited [`PROBE_AFTER`].
     probe: Option<Box<dyn SendHandle>>,
 }
 
 impl RecvFuture {
-    /// Look (see [`Comm::look`]), and probe the peer once after [`PROBE_AFTER`].
+    /// Look (see [`Comm::look`]) if it is time, and probe the peer once
+    /// after [`PROBE_AFTER`].
     fn look(&mut self) -> Poll<Result<()>> {
+        let Some(waited) = self.watch.due(self.comm.size()) else { return Poll::Pending };
         if let Some(e) = self.comm.look(self.peer) {
             return Poll::Ready(Err(e));
         }
-        let now = Instant::now();
-        let since = *self.since.get_or_insert(now);
-        if self.probe.is_none() && now.duration_since(since) >= PROBE_AFTER {
+        if self.probe.is_none() && waited >= PROBE_AFTER {
             self.probe = self.comm.probe(self.peer);
         }
         Poll::Pending
@@ -474,11 +513,7 @@ impl Future for RecvFuture {
                 if let Some(err) = this.comm.dead_member() {
                     return Poll::Ready(Err(err));
                 }
-                this.polls = this.polls.wrapping_add(1);
-                match this.polls % LOOK_EVERY_POLLS {
-                    0 => this.look(),
-                    _ => Poll::Pending,
-                }
+                this.look()
             }
             // A message of another call is this collective's own failure, not
             // an echo of a death elsewhere: no grace. The others are told.
@@ -495,5 +530,25 @@ impl Future for RecvFuture {
                 verdict.map(Err)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn looks_come_at_the_poll_mark_then_no_more_often_than_the_gap() {
+        assert_eq!(look_gap(0), LOOK_GAP);
+        assert_eq!(look_gap(64), LOOK_GAP);
+        assert_eq!(look_gap(65), 2 * LOOK_GAP);
+        assert!(look_gap(usize::MAX) >= look_gap(1 << 20), "saturates, never panics");
+        let mut w = Watch::default();
+        let due: Vec<bool> = (0..LOOK_EVERY_POLLS).map(|_| w.due(2).is_some()).collect();
+        assert_eq!(due.iter().filter(|&&d| d).count(), 1, "once, at the mark");
+        assert!(due[LOOK_EVERY_POLLS as usize - 1]);
+        // (Whether the next mark is too soon depends on the clock: not asserted.)
+        std::thread::sleep(look_gap(1000));
+        assert!((0..LOOK_EVERY_POLLS).any(|_| w.due(1000).is_some()));
     }
 }
