@@ -338,6 +338,7 @@ fn rank_body() {
     let Ok(role) = std::env::var(ROLE) else { return };
     let code = match role.as_str() {
         "sum_max" => sum_max_rank(),
+        "kinds" => kinds_rank(),
         other => {
             println!("FAIL unknown role {other}");
             1
@@ -369,6 +370,36 @@ fn sum_max_rank() -> i32 {
         let src = vec![1.0f32; n];
         let mut dst = vec![0.0f32; n];
         Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(T).run(&team)?;
+        let p = team.size() as f32;
+        println!("NEXT {}", if dst.iter().all(|&x| x == p) { "ok" } else { "wrong" });
+        Ok(())
+    };
+    match body() {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("FAIL {e}");
+            1
+        }
+    }
+}
+
+/// Allreduce on rank 0, a bcast from rank 0 on the others (default
+/// algorithms): they wait for each other with no message between them until
+/// a probe tells them; print what happened, then run a matching allreduce.
+fn kinds_rank() -> i32 {
+    let body = || -> ferrocoll::Result<()> {
+        let lib = Lib::new()?;
+        let ctx = Context::new(&lib, ContextParams::with_oob(TcpOob::from_env()?))?;
+        let team = Team::create(&ctx, TeamParams::default())?;
+        let (src, mut dst, mut buf) = ([1.0f32; 4], [0.0f32; 4], [7u8; 16]);
+        let coll =
+            if team.rank() == 0 { Coll::allreduce(&src, &mut dst, ReduceOp::Sum) } else { Coll::bcast(&mut buf, 0) };
+        match coll.timeout(T).run(&team) {
+            Ok(()) => println!("MISMATCH Ok"),
+            Err(e) => println!("MISMATCH {:?} {e}", e.status()),
+        }
+        let mut dst = vec![0.0f32; 64];
+        Coll::allreduce(&[1.0f32; 64], &mut dst, ReduceOp::Sum).timeout(T).run(&team)?;
         let p = team.size() as f32;
         println!("NEXT {}", if dst.iter().all(|&x| x == p) { "ok" } else { "wrong" });
         Ok(())
@@ -508,6 +539,35 @@ fn ranks_that_post_different_collectives_never_wait_forever() {
                 let l = differ_in_kind(size, size - 1, [a, b]);
                 eprintln!("{size} ranks, {a} on rank {}, {b} elsewhere: {l}", size - 1);
             }
+        }
+    }
+}
+
+#[test]
+fn processes_whose_collectives_differ_fail_naming_each_other() {
+    // Over shared memory, and over TCP between emulated hosts.
+    for hosts in [false, true] {
+        let (tok, port) = (token(), free_port());
+        let job = Job::start("rank_body", "kinds", 2, 0..2, &tok, port, &|r| {
+            let mut v = vec![("UCC_TLS".to_string(), "p2p,self".to_string())];
+            if hosts {
+                v.push(("FERROCOLL_HOST_ID".into(), format!("host{r}")));
+            }
+            v
+        });
+        for o in job.finish(Duration::from_secs(120)) {
+            let what = format!("hosts {hosts}, rank {}", o.rank);
+            assert_eq!(o.success, Some(true), "{what}: {}\n{}", o.stdout, o.stderr);
+            assert_eq!(o.lines("NEXT "), ["NEXT ok"], "{what}: {}", o.stdout);
+            let line = o.lines("MISMATCH ").into_iter().next().unwrap_or_else(|| panic!("{what}: {}", o.stdout));
+            assert!(line.starts_with("MISMATCH InvalidParam") && line.contains("calls differ"), "{what}: {line}");
+            let (mine, theirs, other) = if o.rank == 0 {
+                ("allreduce sum float32 of 4 elements", "bcast root 0 of 16 bytes", 1)
+            } else {
+                ("bcast root 0 of 16 bytes", "allreduce sum float32 of 4 elements", 0)
+            };
+            assert!(line.contains(&format!("rank {other} posted {theirs}")), "{what}: {line}");
+            assert!(line.contains(&format!("this rank posted {mine}")), "{what}: {line}");
         }
     }
 }
