@@ -12,7 +12,10 @@
 //! a rank that only waits for a rank that failed, or for messages that a
 //! rank of another call sends under other step tags, fails when it looks
 //! for the notice the failed rank sends every member, or for the stray
-//! message. Every rank errors: none returns Ok with data a correct run would
+//! message; ranks that wait for each other with no message between them
+//! meet through the probe a receive sends after waiting a second. Every
+//! rank errors, except one whose part reads nothing from a rank of another
+//! call (a bcast root): none returns Ok with data a correct run would
 //! not give, none waits until a timeout (the collectives' timeout, long,
 //! only keeps a regression from hanging the test), and the team works again
 //! for the next collective that every rank posts alike.

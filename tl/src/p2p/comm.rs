@@ -248,14 +248,18 @@ impl Comm {
         if k.tag != NOTICE_TAG {
             self.tell_all(differ);
         }
+        let what = match k.tag {
+            NOTICE_TAG => "its notice of a failure".to_string(),
+            PROBE_TAG => "its probe (it waits for this rank)".to_string(),
+            tag => format!("its message of step tag {tag}"),
+        };
         Some(
             Error::invalid_param(format!(
                 "the ranks' calls differ: rank {peer} posted {}, this rank posted {} (collective seq {}: \
-                 its message of step tag {} waits here unread, while this rank waits for others)",
+                 {what} waits here unread, while this rank waits for another)",
                 theirs.describe(),
                 self.sig.describe(),
                 self.seq,
-                k.tag
             ))
             .with_source(differ),
         )
