@@ -565,6 +565,12 @@ fn members_that_override_a_tl_setting_differently_for_one_team_are_refused_namin
         out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX"))),
         "{out:?}"
     );
+    // The barrier radix too (the creation handshake does not use it, so it cannot hang there).
+    let out = create_team_with([&[("TL_P2P_BARRIER_KN_RADIX", "2")], &[("TL_P2P_BARRIER_KN_RADIX", "3")]]);
+    assert!(
+        out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_P2P_BARRIER_KN_RADIX"))),
+        "{out:?}"
+    );
     // Alike, or only settings that are each rank's own: fine.
     assert!(create_team_with([&[("TL_P2P_TUNE", "allreduce:@ring:inf")]; 2]).iter().all(Result::is_ok));
     assert!(create_team_with([&[("TL_P2P_TCP_CONNECT_TIMEOUT", "5s")], &[]]).iter().all(Result::is_ok));

@@ -66,8 +66,13 @@ impl P2pTeam {
 async fn handshake(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>) -> Result<()> {
     let sig = Signature::new(CollType::Barrier, None, 0, 0);
     let comm = Comm::new(shared.clone(), HANDSHAKE_SEQ, sig, diag);
-    alg::barrier::knomial::knomial_sync(&comm, shared.config.barrier_kn_radix).await
+    alg::barrier::knomial::knomial_sync(&comm, CREATE_RADIX).await
 }
+
+/// The radix of the creation handshake and of the comparison of settings:
+/// fixed, not the configured barrier radix, which is among the settings
+/// the members may (wrongly) set differently per team.
+const CREATE_RADIX: usize = 4;
 
 /// Sequence number of the comparison of the members' settings (after the handshake).
 const SETTINGS_SEQ: u64 = HANDSHAKE_SEQ - 1;
@@ -75,9 +80,9 @@ const SETTINGS_SEQ: u64 = HANDSHAKE_SEQ - 1;
 /// Compare every member's values of the variables the team's members must
 /// set alike (`agreed`, from `TlTeamParams::agreed`): the context's were
 /// compared at team creation, but the team's overrides (`TeamParams::config`)
-/// are each member's own. An allgather of one hash per variable; every
-/// member compares all of them, so every member refuses the team alike,
-/// naming the first variable and the first member that differ.
+/// are each member's own. A knomial allgather (log steps) of one hash per
+/// variable; every member compares all of them, so every member refuses the
+/// team alike, naming the first variable and the first member that differ.
 async fn compare_settings(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>, agreed: &[(String, String)]) -> Result<()> {
     let (rank, size, n) = (shared.rank, shared.size, agreed.len());
     if n == 0 || size < 2 {
@@ -95,7 +100,8 @@ async fn compare_settings(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>, agreed:
     // SAFETY: `all` lives in this future until the allgather, the only user
     // of the view, has completed or been dropped with it.
     let mem = unsafe { ferrocoll_core::MemRef::new(all.as_mut_ptr().cast(), bytes, MemType::Host) };
-    alg::allgather::ring::allgather_blocks(&comm, mem, &ferrocoll_core::args::Blocks::even(total, size, 8)).await?;
+    let blocks = ferrocoll_core::args::Blocks::even(total, size, 8);
+    alg::allgather::knomial::allgather_blocks(&comm, mem, &blocks, CREATE_RADIX).await?;
     let (mine, others) = (&all[rank * n..(rank + 1) * n], all.chunks(n).enumerate());
     for (r, theirs) in others.filter(|&(r, _)| r != rank) {
         if let Some(i) = (0..n).find(|&i| theirs.get(i) != mine.get(i)) {
