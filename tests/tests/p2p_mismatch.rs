@@ -104,6 +104,7 @@ fn check(out: &[Seen], call_of: impl Fn(usize) -> String, min_differ: usize) {
         differ += 1;
         let mine = call_of(rank);
         assert!(text.contains(&format!("this rank posted {mine}")), "rank {rank}: {text}");
+        assert_eq!(text.matches(" posted ").count(), 2, "rank {rank}: two calls, each said once: {text}");
         let named = (0..out.len()).any(|other| {
             let theirs = call_of(other);
             theirs != mine && text.contains(&format!("rank {other} posted {theirs}"))

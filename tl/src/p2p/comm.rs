@@ -229,7 +229,7 @@ impl Comm {
                 Poll::Ready(Ok(())) => return Some(self.told_by(r, &buf)),
                 // Its own call differs from this rank's: the transport names both.
                 Poll::Ready(Err(e)) if e.status() == Status::InvalidParam => {
-                    return Some(e.prefixed(format!("rank {r} failed this collective and told this rank")));
+                    return Some(plain(e).prefixed(format!("rank {r} failed this collective and told this rank")));
                 }
                 // Nothing, or a member gone (`dead_member` speaks for that).
                 _ => {}
@@ -239,7 +239,7 @@ impl Comm {
             {
                 if let Some(differ) = CallsDiffer::of(&e) {
                     self.tell_all(differ);
-                    return Some(e.prefixed(format!("probe from rank {r}, which waits for this rank")));
+                    return Some(plain(e).prefixed(format!("probe from rank {r}, which waits for this rank")));
                 }
             }
         }
@@ -253,16 +253,13 @@ impl Comm {
             PROBE_TAG => "its probe (it waits for this rank)".to_string(),
             tag => format!("its message of step tag {tag}"),
         };
-        Some(
-            Error::invalid_param(format!(
-                "the ranks' calls differ: rank {peer} posted {}, this rank posted {} (collective seq {}: \
+        Some(Error::invalid_param(format!(
+            "the ranks' calls differ: rank {peer} posted {}, this rank posted {} (collective seq {}: \
                  {what} waits here unread, while this rank waits for another)",
-                theirs.describe(),
-                self.sig.describe(),
-                self.seq,
-            ))
-            .with_source(differ),
-        )
+            theirs.describe(),
+            self.sig.describe(),
+            self.seq,
+        )))
     }
 
     /// The error of a notice from rank `by`, whose call agrees with this
@@ -278,8 +275,7 @@ impl Comm {
                 theirs.describe(),
                 self.sig.describe(),
                 self.seq
-            ))
-            .with_source(CallsDiffer { rank, theirs });
+            ));
         }
         Error::invalid_param(format!(
             "rank {by} failed collective seq {} because rank {rank} posted {}, which differs from its call; \
@@ -356,6 +352,13 @@ impl Comm {
     pub fn scratch(&self, len: usize) -> Result<Scratch> {
         self.team.mcs.get(ferrocoll_core::MemType::Host)?.alloc(len)
     }
+}
+
+/// `e` without its source: a "calls differ" error's [`CallsDiffer`] served
+/// to tell the others, and its text says it all already (a source would be
+/// repeated where the error is duplicated for its waiters).
+fn plain(e: Error) -> Error {
+    Error::new(e.status(), e.context())
 }
 
 /// An error about a peer (it left) that may only echo another member's
@@ -525,7 +528,7 @@ impl Future for RecvFuture {
                 if let Some(differ) = CallsDiffer::of(&e) {
                     this.comm.tell_all(differ);
                 }
-                Poll::Ready(Err(e.prefixed(format!("receive from rank {}", this.peer))))
+                Poll::Ready(Err(plain(e).prefixed(format!("receive from rank {}", this.peer))))
             }
             Poll::Ready(Err(e)) => {
                 let mut s = Suspect::new(e.prefixed(format!("receive from rank {}", this.peer)));
