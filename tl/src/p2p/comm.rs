@@ -65,6 +65,7 @@ const LOOK_RANKS: usize = 64;
 pub fn look_gap(size: usize) -> Duration {
     LOOK_GAP.saturating_mul(u32::try_from(size.div_ceil(LOOK_RANKS)).unwrap_or(u32::MAX).max(1))
 }
+
 /// The step tag of a probe (see the module docs).
 const PROBE_TAG: u32 = u32::MAX - 1;
 /// How long a receive waits before it probes its peer (long enough that
