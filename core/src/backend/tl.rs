@@ -91,6 +91,13 @@ pub struct TlTeamParams {
     /// The members' nodes and switch groups, as every member computed them
     /// (for hierarchical algorithms; see `topo::subgroups`).
     pub layout: Arc<Layout>,
+    /// The variables of the team's TLs that every member must set alike
+    /// (`TlComponent::agreed_fields`) with this member's values (the
+    /// context's, or the team's overrides), in an order alike on every
+    /// member. The context's values were compared at team creation; a TL
+    /// that meets the others while it creates its team compares these,
+    /// which also covers the per-team overrides (the p2p TL does).
+    pub agreed: Arc<[(String, String)]>,
 }
 
 /// The future of a TL team creation.

@@ -74,8 +74,9 @@ impl TlContext for P2pContext {
             mcs: self.mcs.clone(),
             config,
             layout: params.layout.clone(),
+            notices: Default::default(),
         });
-        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone())))
+        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone(), params.agreed.clone())))
     }
 
     fn close(&self) {
