@@ -32,20 +32,23 @@ impl Request<'_> {
     pub fn triggered_post(&mut self, ee: &dyn Ee, ev: &Event) -> Result<()> {
         self.check_postable()?;
         self.team.check_usable()?;
+        // A stream-native task (TL/NCCL with its communicator made) on an
+        // engine with a stream enqueues on that stream at this call: no
+        // event, no flag wait, so a stream being captured captures it.
+        let native = self.task.as_ref().filter(|t| t.native_on_stream()).and_then(|_| ee.native_post(ev, self.id));
+        let refused = |e: crate::Error| {
+            e.prefixed(format_args!("triggered_post of {} on {} (team {})", self.init.coll, ee.describe(), self.team_desc))
+        };
         // Arm first: an event the engine refuses must not consume a sequence number.
-        let trigger = ee.trigger(ev, self.id).map_err(|e| {
-            e.prefixed(format_args!(
-                "triggered_post of {} on {} (team {})",
-                self.init.coll,
-                ee.describe(),
-                self.team_desc
-            ))
-        })?;
+        let (trigger, stream) = match native {
+            Some(native) => native.map(|(stream, trigger)| (trigger, Some(stream))).map_err(refused)?,
+            None => (ee.trigger(ev, self.id).map_err(refused)?, None),
+        };
         let armed = Armed::new(trigger, self.id);
         let desc = self.next_desc();
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
-        let post = PostInfo { seq: desc.seq, diag: diag.clone() };
+        let post = PostInfo { seq: desc.seq, diag: diag.clone(), stream };
         let start: StartFn = match &self.task {
             None => Box::new(|| Ok(None)),
             // Teams of one do their work when the task is made (there is no
