@@ -47,6 +47,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuStreamDestroy_v2",
     "cuStreamGetCtx",
     "cuStreamSynchronize",
+    "cuStreamIsCapturing",
     "cuStreamWaitValue32_v2",
     "cuStreamWaitValue64_v2",
     "cuEventCreate",

@@ -23,6 +23,7 @@ struct fc_stream {
     struct fc_op *head, *tail, *running;
     uint64_t enqueued, completed; /* written under mu, read atomically */
     int dead, worker;
+    int capturing; /* between cuStreamBeginCapture and cuStreamEndCapture (nothing is recorded) */
     struct fc_stream *next; /* the list of streams with work or a future */
 };
 
@@ -394,6 +395,41 @@ CUresult cuStreamSynchronize(CUstream h) {
     if (!s) RET(err);
     fc_wait_seq(s, load(&s->enqueued));
     RET(sticky(s->ctx));
+}
+
+/* Capture: only the state is kept (for cuStreamIsCapturing); work enqueued
+ * while "capturing" still runs, and no graph is recorded. Default streams
+ * cannot be captured (as in CUDA: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). */
+CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
+    ENTER(cuStreamBeginCapture_v2);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) RET(err);
+    if (s->legacy || s->per_thread) RET(900);
+    if (mode < 0 || mode > 2) RET(CUDA_ERROR_INVALID_VALUE);
+    if (__atomic_exchange_n(&s->capturing, 1, __ATOMIC_ACQ_REL)) RET(CUDA_ERROR_INVALID_VALUE);
+    RET(CUDA_SUCCESS);
+}
+
+CUresult cuStreamEndCapture(CUstream h, void **graph) {
+    ENTER(cuStreamEndCapture);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) RET(err);
+    if (!graph) RET(CUDA_ERROR_INVALID_VALUE);
+    if (!__atomic_exchange_n(&s->capturing, 0, __ATOMIC_ACQ_REL)) RET(CUDA_ERROR_INVALID_VALUE);
+    *graph = NULL;
+    RET(CUDA_SUCCESS);
+}
+
+CUresult cuStreamIsCapturing(CUstream h, int *status) {
+    ENTER(cuStreamIsCapturing);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) RET(err);
+    if (!status) RET(CUDA_ERROR_INVALID_VALUE);
+    *status = __atomic_load_n(&s->capturing, __ATOMIC_ACQUIRE); /* CU_STREAM_CAPTURE_STATUS_NONE 0 / ACTIVE 1 */
+    RET(CUDA_SUCCESS);
 }
 
 CUresult cuStreamQuery(CUstream h) {

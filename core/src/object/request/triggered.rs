@@ -37,7 +37,12 @@ impl Request<'_> {
         // event, no flag wait, so a stream being captured captures it.
         let native = self.task.as_ref().filter(|t| t.native_on_stream()).and_then(|_| ee.native_post(ev, self.id));
         let refused = |e: crate::Error| {
-            e.prefixed(format_args!("triggered_post of {} on {} (team {})", self.init.coll, ee.describe(), self.team_desc))
+            e.prefixed(format_args!(
+                "triggered_post of {} on {} (team {})",
+                self.init.coll,
+                ee.describe(),
+                self.team_desc
+            ))
         };
         // Arm first: an event the engine refuses must not consume a sequence number.
         let (trigger, stream) = match native {
