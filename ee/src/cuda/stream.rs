@@ -10,7 +10,7 @@ use ferrocoll_core::{Ee, EeTrigger, EeType, Error, Event, EventType, Result, Sta
 use ferrocoll_cuda::{Attribute, Context, DeviceId, EventPool, PrimaryContext, Stream, WaitCond, current_device};
 
 use super::flag::Flag;
-use super::trigger::StreamTrigger;
+use super::trigger::{NativeTrigger, StreamTrigger};
 use crate::queue::Outbound;
 
 /// Numbers engines for messages.
@@ -213,6 +213,19 @@ impl CudaStreamEe {
     }
 }
 
+impl CudaStreamEe {
+    fn check_event(&self, ev: &Event) -> Result<()> {
+        if ev.ev_type != EventType::ComputeComplete {
+            return Err(Error::invalid_param(format!(
+                "{ev} cannot trigger a collective on {}: its trigger is the completion of the work enqueued on \
+                 the stream before triggered_post, given as ComputeComplete",
+                self.shared.describe()
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Ee for CudaStreamEe {
     fn ee_type(&self) -> EeType {
         EeType::CudaStream
@@ -223,14 +236,13 @@ impl Ee for CudaStreamEe {
     }
 
     fn trigger(&self, ev: &Event, _request: u64) -> Result<Box<dyn EeTrigger>> {
-        if ev.ev_type != EventType::ComputeComplete {
-            return Err(Error::invalid_param(format!(
-                "{ev} cannot trigger a collective on {}: its trigger is the completion of the work enqueued on \
-                 the stream before triggered_post, given as ComputeComplete",
-                self.shared.describe()
-            )));
-        }
+        self.check_event(ev)?;
         StreamTrigger::arm(&self.shared).map(|t| Box::new(t) as Box<dyn EeTrigger>)
+    }
+
+    fn native_post(&self, ev: &Event, _request: u64) -> Option<Result<(usize, Box<dyn EeTrigger>)>> {
+        let trigger = Box::new(NativeTrigger { shared: self.shared.clone() }) as Box<dyn EeTrigger>;
+        Some(self.check_event(ev).map(|()| (self.shared.engine.stream.as_raw() as usize, trigger)))
     }
 
     fn set_event(&self, ev: Event) -> Result<()> {

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use ferrocoll_core::{EeTrigger, Event, Result};
+use ferrocoll_core::{EeTrigger, Error, Event, Result};
+use ferrocoll_cuda::Capture;
 
 use super::stream::Shared;
 
@@ -22,10 +23,16 @@ pub(crate) struct StreamTrigger {
 impl StreamTrigger {
     /// Record the input-dependency event, then enqueue the wait for the
     /// output dependency, both on the engine's stream.
+    ///
+    /// Refused at once (`NotSupported`, nothing enqueued) while the stream
+    /// is being captured into a CUDA graph: the event query and the flag
+    /// are host work that a replayed graph would not redo, so the capture
+    /// would hold a wait for a flag value no one raises again.
     pub(crate) fn arm(shared: &Arc<Shared>) -> Result<StreamTrigger> {
         // Held across both calls, so that waits reach the stream in sequence order.
         let mut order = shared.flag.lock();
         shared.ctx.make_current()?;
+        refuse_capture(shared)?;
         let event = shared.events.take()?;
         if let Err(e) = event.record(&shared.engine.stream) {
             shared.events.put(event);
@@ -41,6 +48,43 @@ impl StreamTrigger {
         }
         Ok(StreamTrigger { shared: shared.clone(), event: Some(event), seq, completed: false })
     }
+}
+
+/// `NotSupported` naming the engine if its stream is being captured.
+fn refuse_capture(shared: &Shared) -> Result<()> {
+    match shared.engine.stream.capture_status()? {
+        Capture::None => Ok(()),
+        state => Err(Error::not_supported(format!(
+            "{} is being captured into a CUDA graph ({state:?}): the collective selected for it is driven from \
+             the host (an event, a wait on a host-mapped flag, progress on the CPU), which a replay of the graph \
+             would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
+             collective (TL/NCCL on CUDA memory, once its communicator exists) or post this one outside the capture",
+            shared.describe()
+        ))),
+    }
+}
+
+/// The engine's side of a stream-native post (TL/NCCL): ready at once,
+/// nothing to release (the collective is in the stream's order itself);
+/// it only reports the engine's events.
+pub(crate) struct NativeTrigger {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl EeTrigger for NativeTrigger {
+    fn poll_ready(&mut self) -> Poll<Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn waiting_for(&self) -> Arc<str> {
+        self.shared.waiting_for.clone()
+    }
+
+    fn emit(&self, ev: Event) {
+        self.shared.outbound.post(ev);
+    }
+
+    fn complete(&mut self, _succeeded: bool) {}
 }
 
 impl EeTrigger for StreamTrigger {
