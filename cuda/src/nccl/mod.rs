@@ -29,7 +29,7 @@
 //! is for the GPU tests (`tests/tests/gpu_nccl.rs`) to confirm. fp8 types
 //! are not mapped (their NCCL codes depend on the version).
 
-mod comm;
+pub mod comm;
 pub mod error;
 pub mod sys;
 
