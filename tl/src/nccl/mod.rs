@@ -15,7 +15,12 @@
 //!   (`ncclGetUniqueId`) at team creation and sends it to every member
 //!   through a p2p service context that this TL's context opens beside its
 //!   own (the same transports as the p2p TL: in-process, shared memory,
-//!   TCP), at a sequence number no collective uses.
+//!   TCP), at a sequence number no collective uses. With it, every rank
+//!   tells rank 0 its CUDA device: two ranks of one node on one device
+//!   (which NCCL refuses, "Duplicate GPU detected") make team creation
+//!   `NotSupported` on every rank alike, naming the ranks and the device,
+//!   so the team's CUDA collectives fall back to the other TLs (the reason
+//!   is logged at debug level, as for any TL left out of a team).
 //! - **Lazy, non-blocking communicator**: made at the team's first
 //!   collective (`ncclCommInitRankConfig` with `blocking = 0`), polled with
 //!   `ncclCommGetAsyncError` by that collective's future (so by progress and
@@ -50,9 +55,8 @@
 //!   ran against the fake `libnccl.so.2` of the tests (`tests/fake_nccl/`,
 //!   over the fake CUDA driver); the GPU tests (`tests/tests/gpu_nccl.rs`)
 //!   are written for the GPU machine.
-//! - One communicator per team and device; NCCL refuses two ranks on one
-//!   GPU, which fails the first collective (the team then needs another TL:
-//!   tune TL/NCCL off, `UCC_TL_NCCL_TUNE=0`).
+//! - One communicator per team; the device is the one current on the thread
+//!   that creates the team (device 0 if none).
 //! - No barrier, fanin, fanout (host collectives), reduce_scatterv, active
 //!   sets, in-place alltoall(v), fp8, or reductions NCCL lacks (`NotSupported`:
 //!   selection moves to the next TL).
