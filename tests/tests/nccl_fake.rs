@@ -17,20 +17,16 @@ mod gpu_support;
 mod nccl_support;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use ferrocoll::{
-    CollType, Config, Context, ContextParams, CudaStreamEe, Event, EventType, Lib, LibParams, Status, Team, TeamParams,
-    ThreadOob,
-};
+use ferrocoll::{CollType, Config, CudaStreamEe, Event, EventType, Status, Team};
 use ferrocoll_cuda::sys::driver as sys;
 use ferrocoll_tests::cases::matrix;
 use ferrocoll_tests::fake_cuda;
 use ferrocoll_tests::fake_nccl::{self, counter};
 use ferrocoll_tests::world;
 use gpu_support::{DevBuf, Kind};
-use nccl_support::{allreduce, f32_bytes, f32s, run_case};
+use nccl_support::{allreduce, f32_bytes, f32s, run_case, two_ranks};
 
 /// Which NCCL a scenario runs with.
 enum Nccl {
@@ -261,33 +257,6 @@ fn a_creation_that_never_ends_times_out_with_a_message() {
             assert_eq!((counter("comms.finalized"), counter("comms.aborted")), (0, 1));
         },
     );
-}
-
-/// Two ranks (threads) on devices `devices`, each binding its own before creating the team.
-fn two_ranks<R: Send + 'static>(devices: [usize; 2], f: impl Fn(&Team) -> R + Send + Sync + 'static) -> Vec<R> {
-    let lib = Lib::with_params(LibParams::default()).expect("library");
-    let f = Arc::new(f);
-    let handles: Vec<_> = ThreadOob::group(2)
-        .into_iter()
-        .zip(devices)
-        .map(|(oob, dev)| {
-            let (lib, f) = (lib.clone(), f.clone());
-            std::thread::spawn(move || {
-                let primary =
-                    ferrocoll_cuda::PrimaryContext::retain(ferrocoll_cuda::DeviceId::get(dev).expect("device"))
-                        .expect("retain");
-                primary.context().make_current().expect("current");
-                let ctx = Context::new(&lib, ContextParams::with_oob(oob)).expect("context");
-                let team = Team::create(&ctx, TeamParams::default()).expect("team");
-                let out = f(&team);
-                drop(team);
-                drop(ctx);
-                drop(primary);
-                out
-            })
-        })
-        .collect();
-    handles.into_iter().map(|h| h.join().expect("rank")).collect()
 }
 
 #[test]

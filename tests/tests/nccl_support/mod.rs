@@ -4,10 +4,12 @@
 //! TL/NCCL.
 #![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferrocoll::{
-    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, DataType, MemType, ReduceOp, Request, Team,
+    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, Context, ContextParams, DataType, Lib,
+    LibParams, MemType, ReduceOp, Request, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_tests::cases::Case;
 use ferrocoll_tests::runner::{case_args, verify};
@@ -122,4 +124,31 @@ pub fn run_case(team: &Team, case: &Case) -> Result<bool, String> {
     }
     req.finalize().map_err(|e| format!("{case}: finalize: {e}"))?;
     Ok(true)
+}
+
+/// Two ranks (threads) on devices `devices`, each binding its own before creating the team.
+pub fn two_ranks<R: Send + 'static>(devices: [usize; 2], f: impl Fn(&Team) -> R + Send + Sync + 'static) -> Vec<R> {
+    let lib = Lib::with_params(LibParams::default()).expect("library");
+    let f = Arc::new(f);
+    let handles: Vec<_> = ThreadOob::group(2)
+        .into_iter()
+        .zip(devices)
+        .map(|(oob, dev)| {
+            let (lib, f) = (lib.clone(), f.clone());
+            std::thread::spawn(move || {
+                let primary =
+                    ferrocoll_cuda::PrimaryContext::retain(ferrocoll_cuda::DeviceId::get(dev).expect("device"))
+                        .expect("retain");
+                primary.context().make_current().expect("current");
+                let ctx = Context::new(&lib, ContextParams::with_oob(oob)).expect("context");
+                let team = Team::create(&ctx, TeamParams::default()).expect("team");
+                let out = f(&team);
+                drop(team);
+                drop(ctx);
+                drop(primary);
+                out
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("rank")).collect()
 }
