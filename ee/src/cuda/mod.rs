@@ -26,10 +26,14 @@
 //! wait that is already met), creation is `NotSupported` naming the
 //! attribute; there is no wait-kernel fallback.
 //!
-//! Limits: the collective's buffers are touched by the host (pinned host
+//! Stream-native collectives (TL/NCCL) skip both dependencies: the engine
+//! hands them its stream (`native_post`) and they enqueue there at post.
+//! A host-driven post on a stream being captured into a CUDA graph is
+//! refused at once (`cuStreamIsCapturing`), so the capture is not corrupted.
+//!
+//! Limits: the host-driven collective's buffers are touched by the host (pinned host
 //! memory, or device memory through the TL's staging), not by kernels on
-//! the stream; stream-native executors (NCCL, our kernels) are not wired
-//! to the engine yet. The engine makes its stream's context current on
+//! the stream; our own kernels are not wired to the engine yet. The engine makes its stream's context current on
 //! whichever thread calls it. When the engine and the last request
 //! triggered on it are gone, the stream is synchronised before the flag is
 //! freed: use one engine per stream. Default streams are refused (the
