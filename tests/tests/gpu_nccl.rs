@@ -243,8 +243,11 @@ fn nccl_overhead_benchmark_one_rank() {
         let id = nccl.unique_id().expect("id");
         let mut comm = ferrocoll_cuda::nccl::Comm::start(nccl, &id, 1, 0).expect("init");
         let t0 = Instant::now();
-        while let Poll::Pending = comm.poll_ready() {
-            assert!(t0.elapsed() < Duration::from_secs(60), "NCCL init");
+        loop {
+            match comm.poll_ready() {
+                Poll::Pending => assert!(t0.elapsed() < Duration::from_secs(60), "NCCL init took over 60 s"),
+                Poll::Ready(r) => break r.expect("NCCL init"),
+            }
         }
         let (s, d) = (src.addr() as u64, dst.addr() as u64);
         let direct = per_iter(ITERS, || {

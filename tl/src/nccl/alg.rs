@@ -179,7 +179,7 @@ fn addr(m: &MemRef) -> u64 {
 
 fn allreduce(x: Exec, o: Allreduce) -> AlgFuture {
     let plan = reduction(o.reducer.dtype, o.reducer.op).map(|(dt, op)| -> Plan {
-        // SAFETY (in the closure): validation made src and dst CUDA buffers of `count` elements.
+        // SAFETY: validation made src and dst CUDA buffers of `count` elements.
         Box::new(move |c, s| unsafe { c.all_reduce(addr(&o.src), addr(&o.dst), o.count, dt, op, s) })
     });
     run(x, "ncclAllReduce", plan)
