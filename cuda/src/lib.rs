@@ -80,7 +80,7 @@ pub mod sys;
 
 pub use context::{Bound, Context, current_device};
 pub use device::{Attribute, Device, DeviceId, PrimaryContext};
-pub use event::{Event, EventPool};
+pub use event::{Event, EventPool, relaxed_capture};
 pub use host::{HostAlloc, RegisteredHost};
 pub use kept::{Kept, PerDevice};
 pub use module::{Function, Module};

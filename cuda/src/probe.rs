@@ -48,6 +48,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuStreamGetCtx",
     "cuStreamSynchronize",
     "cuStreamIsCapturing",
+    "cuThreadExchangeStreamCaptureMode",
     "cuStreamWaitValue32_v2",
     "cuStreamWaitValue64_v2",
     "cuEventCreate",

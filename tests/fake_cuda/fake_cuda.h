@@ -75,7 +75,11 @@
  * - Graph capture: cuStreamBeginCapture_v2/cuStreamEndCapture only set and
  *   clear a stream's capture state, which cuStreamIsCapturing reports (for
  *   the refusal of host-driven collectives on a capturing stream); work
- *   enqueued meanwhile still runs, and the graph handed back is NULL.
+ *   enqueued meanwhile still runs, and the graph handed back is NULL. While
+ *   a capture in global mode runs, cuEventQuery from a thread whose mode
+ *   (cuThreadExchangeStreamCaptureMode) is not relaxed fails with
+ *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as
+ *   CUDA's "potentially unsafe" calls do.
  * - Timing, occupancy, launch limits beyond the block size, peer access,
  *   IPC, graphs (no instantiation or launch), multi-dimensional grids, dynamic shared memory, cubins.
  */
@@ -128,6 +132,7 @@ enum {
     X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuStreamCreate)                  \
     X(cuStreamDestroy_v2) X(cuStreamGetCtx) X(cuStreamSynchronize) X(cuStreamQuery)                \
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)                        \
+    X(cuThreadExchangeStreamCaptureMode)                                                           \
     X(cuStreamWaitValue32_v2) X(cuStreamWaitValue64_v2) X(cuEventCreate) X(cuEventDestroy_v2)      \
     X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2)                \
     X(cuMemAlloc_v2) X(cuMemAllocManaged) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)       \

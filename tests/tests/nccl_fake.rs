@@ -377,3 +377,51 @@ fn fake_cuda_counter(key: &str) -> i64 {
     // SAFETY: NUL-terminated, outlives the call.
     unsafe { f(key.as_ptr()) }
 }
+
+/// A collective in flight while the user captures another stream in global
+/// mode: its progress queries its event in relaxed mode, so neither fails
+/// nor breaks the capture — where a plain query (the control) would.
+#[test]
+fn progress_during_a_global_capture_leaves_it_intact() {
+    let env = [("FAKE_CUDA_STREAM_DELAY_US", "20000")];
+    scenario("progress_during_a_global_capture_leaves_it_intact", Nccl::Fake(&[]), &env, || {
+        one_rank(|team| {
+            let ee = CudaStreamEe::new_stream(0).expect("engine");
+            let stream: sys::CUstream = ee.stream().cast();
+            let begin = || {
+                // SAFETY: the engine's stream, live.
+                let r = unsafe {
+                    sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+                };
+                assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            };
+            let end = || {
+                let mut g: sys::CUgraph = std::ptr::null_mut();
+                // SAFETY: as above; g is ours.
+                unsafe { sys::cuStreamEndCapture(stream, &mut g) }
+            };
+            let src = DevBuf::from_host(&f32_bytes(&[5.0; 16]), Kind::Device);
+            let dst = DevBuf::new(64, Kind::Device);
+            // SAFETY: 16 f32 each, outliving the request.
+            let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
+            req.post().and_then(|()| req.wait()).expect("the communicator");
+            req.post().expect("post");
+            begin();
+            assert_eq!(req.test().expect("status"), Status::InProgress, "the slow stream keeps it in flight");
+            req.wait().expect("waited during the capture");
+            assert_eq!(end(), sys::CUresult::CUDA_SUCCESS, "the capture survived the progress");
+            assert_eq!(f32s(&dst.read()), vec![5.0; 16]);
+            // The control: the fake does enforce CUDA's rule.
+            let mut ev: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: a context is current (bound); ev is ours, destroyed below.
+            assert_eq!(unsafe { sys::cuEventCreate(&mut ev, 0) }, sys::CUresult::CUDA_SUCCESS);
+            begin();
+            // SAFETY: ev is live.
+            let r = unsafe { sys::cuEventQuery(ev) };
+            assert_eq!(r, sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "a plain query breaks the capture");
+            assert_eq!(end(), sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+            // SAFETY: created above, no longer used.
+            assert_eq!(unsafe { sys::cuEventDestroy_v2(ev) }, sys::CUresult::CUDA_SUCCESS);
+        });
+    });
+}
