@@ -6,7 +6,8 @@
 //! (`ferrocoll_tests::fake_nccl`) — a check of the code paths, not of NCCL —
 //! and the others print that they skipped and why:
 //! - every collective and datatype on a one-rank NCCL team (fakes: yes);
-//! - two ranks on one GPU falling back from TL/NCCL to another TL (fakes: yes);
+//! - two ranks on one GPU falling back from TL/NCCL to another TL, as
+//!   threads and as processes, with the reason logged (fakes: yes);
 //! - a host-driven collective refused on a capturing stream (fakes: yes);
 //! - a TL/NCCL allreduce captured into a CUDA graph and replayed 100 times,
 //!   results checked (GPU only: the fake has no graphs);
@@ -19,11 +20,14 @@ mod nccl_support;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use ferrocoll::{CollType, Config, CudaStreamEe, Event, EventType, Status, Team};
+use ferrocoll::{
+    CollType, Config, Context, ContextParams, CudaStreamEe, Event, EventType, Status, TcpOob, Team, TeamParams,
+};
 use ferrocoll_cuda::sys::driver as sys;
 use ferrocoll_tests::cases::matrix;
 use ferrocoll_tests::gpu::gpu_status;
 use ferrocoll_tests::native::required;
+use ferrocoll_tests::procs::{Job, ROLE, free_port};
 use ferrocoll_tests::{fake_cuda, fake_nccl, world};
 use gpu_support::{DevBuf, Kind};
 use nccl_support::{allreduce, f32_bytes, f32s, run_case, two_ranks};
@@ -299,4 +303,71 @@ fn nccl_overhead_benchmark_one_rank() {
         );
         comm.release(Duration::from_secs(30)).expect("release");
     });
+}
+
+/// The body of a rank process of this binary (does nothing in a normal run).
+#[test]
+fn nccl_rank_body() {
+    let Ok(role) = std::env::var(ROLE) else { return };
+    let code = match role.as_str() {
+        "same_gpu" => same_gpu_rank(),
+        other => {
+            println!("FAIL unknown role {other}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// One of two processes on device 0: an allreduce on device memory must
+/// run, on another TL than TL/NCCL.
+fn same_gpu_rank() -> i32 {
+    gpu_support::bind();
+    let run = || -> Result<String, String> {
+        let lib = ferrocoll::Lib::new().map_err(|e| e.to_string())?;
+        let oob = TcpOob::from_env().map_err(|e| e.to_string())?;
+        let ctx = Context::new(&lib, ContextParams::with_oob(oob)).map_err(|e| format!("context: {e}"))?;
+        let team = Team::create(&ctx, TeamParams::default()).map_err(|e| format!("team: {e}"))?;
+        let mine = team.rank() as f32 + 1.0;
+        let src = DevBuf::from_host(&f32_bytes(&[mine; 8]), Kind::Device);
+        let dst = DevBuf::new(32, Kind::Device);
+        // SAFETY: 8 f32 each, outliving the request.
+        let mut req = unsafe { allreduce(&team, &src, &dst, 8, None) }.map_err(|e| format!("init: {e}"))?;
+        req.post().and_then(|()| req.wait()).map_err(|e| format!("allreduce: {e}"))?;
+        let got = f32s(&dst.read());
+        if got != vec![3.0; 8] {
+            return Err(format!("allreduce gave {got:?}"));
+        }
+        Ok(req.selected().to_string())
+    };
+    match run() {
+        Ok(selected) => {
+            println!("SELECTED {selected}");
+            println!("DONE");
+            0
+        }
+        Err(e) => {
+            println!("FAIL {e}");
+            1
+        }
+    }
+}
+
+#[test]
+fn two_processes_on_one_gpu_fall_back_from_nccl_with_a_logged_reason() {
+    if skip_unless_nccl("two_processes_on_one_gpu_fall_back_from_nccl_with_a_logged_reason") {
+        return;
+    }
+    let token = format!("nccl-{:x}-{:x}", std::process::id(), free_port());
+    let debug = |_| vec![("UCC_LOG_LEVEL".to_string(), "debug".to_string())];
+    let job = Job::start("nccl_rank_body", "same_gpu", 2, 0..2, &token, free_port(), &debug);
+    for o in job.finish(Duration::from_secs(300)) {
+        let what = format!("rank {}: {:?}\n{}\n{}", o.rank, o.success, o.stdout, o.stderr);
+        assert!(o.success == Some(true) && o.lines("FAIL").is_empty() && !o.lines("DONE").is_empty(), "{what}");
+        assert!(o.lines("SELECTED").iter().all(|l| !l.contains("nccl/")), "{what}");
+        assert!(
+            o.stderr.contains("TL nccl is off for team") && o.stderr.contains("use the same CUDA device 0"),
+            "the reason is not logged: {what}"
+        );
+    }
 }
