@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::args::CollInit;
-use crate::backend::McSet;
+use crate::backend::{EngineCopies, McSet};
 use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
 use crate::error::Result;
@@ -148,6 +148,9 @@ pub struct PostInfo {
     /// [`native_on_stream`](CollTask::native_on_stream) and whose engine
     /// has a stream ([`Ee::native_post`](crate::backend::Ee::native_post)).
     pub stream: Option<usize>,
+    /// Whether the execution engine runs the task's [`CollTask::engine_copies`]
+    /// for this post (then the task must not make them).
+    pub engine_copies: bool,
 }
 
 /// A prepared collective: produces one future per post (persistent requests post many times).
@@ -165,5 +168,12 @@ pub trait CollTask: Send + Sync {
     /// (host-driven TLs) keeps the engine's trigger.
     fn native_on_stream(&self) -> bool {
         false
+    }
+
+    /// The copies the task makes around each execution, if an execution
+    /// engine may make them instead (see [`EngineCopies`]); `None` (the
+    /// default) if it makes none or must make them itself.
+    fn engine_copies(&self) -> Option<EngineCopies> {
+        None
     }
 }

@@ -31,7 +31,17 @@
 //! A host-driven post on a stream being captured into a CUDA graph is
 //! refused at once (`cuStreamIsCapturing`), so the capture is not corrupted.
 //!
-//! Limits: the host-driven collective's buffers are touched by the host (pinned host
+//! Staging copies: a one-shot collective whose TL stages device buffers
+//! through pinned host memory hands those copies to the engine
+//! (`trigger_with_copies`), which enqueues them on the stream itself —
+//! device → host before the input event, host → device after the wait —
+//! so that the collective never needs work on another stream while the
+//! stream waits for it (the driver documents that work ordered only
+//! through stream memory waits may be serialised by the hardware into a
+//! deadlock). The host copies are kept until the stream is past them
+//! (`retire.rs`). Persistent requests make their copies themselves.
+//!
+//! Limits: a host-driven collective's buffers are touched by the host (pinned host
 //! memory, or device memory through the TL's staging), not by kernels on
 //! the stream; our own kernels are not wired to the engine yet. The engine makes its stream's context current on
 //! whichever thread calls it. When the engine and the last request
@@ -43,6 +53,7 @@
 //! `NotSupported` at creation, never a panic.
 
 mod flag;
+mod retire;
 mod stream;
 mod trigger;
 
