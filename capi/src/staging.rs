@@ -164,7 +164,9 @@ impl StageSet {
 }
 
 /// An engine seen through a request's staged sides: its triggers gather
-/// when they fire and scatter before they release the engine.
+/// when they fire and scatter before they release the engine. It offers no
+/// `native_post` (the default): the gathers and scatters are host work, so
+/// a staged request always takes the engine's host-driven trigger.
 pub(crate) struct StagingEe<'a> {
     /// The caller's engine.
     pub inner: &'a dyn Ee,

@@ -72,8 +72,16 @@
  *   (inline PTX is under #ifdef __CUDA_ARCH__ there and is never run).
  * - The driver's private export tables (cuGetExportTable answers "not
  *   found": NVRTC 13 asks for one for its cache, and then works without it).
+ * - Graph capture: cuStreamBeginCapture_v2/cuStreamEndCapture only set and
+ *   clear a stream's capture state, which cuStreamIsCapturing reports (for
+ *   the refusal of host-driven collectives on a capturing stream); work
+ *   enqueued meanwhile still runs, and the graph handed back is NULL. While
+ *   a capture in global mode runs, cuEventQuery from a thread whose mode
+ *   (cuThreadExchangeStreamCaptureMode) is not relaxed fails with
+ *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as
+ *   CUDA's "potentially unsafe" calls do.
  * - Timing, occupancy, launch limits beyond the block size, peer access,
- *   IPC, graphs, multi-dimensional grids, dynamic shared memory, cubins.
+ *   IPC, graphs (no instantiation or launch), multi-dimensional grids, dynamic shared memory, cubins.
  */
 #ifndef FAKE_CUDA_H
 #define FAKE_CUDA_H
@@ -123,6 +131,8 @@ enum {
     X(cuDevicePrimaryCtxRelease_v2) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2)   \
     X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuStreamCreate)                  \
     X(cuStreamDestroy_v2) X(cuStreamGetCtx) X(cuStreamSynchronize) X(cuStreamQuery)                \
+    X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)                        \
+    X(cuThreadExchangeStreamCaptureMode)                                                           \
     X(cuStreamWaitValue32_v2) X(cuStreamWaitValue64_v2) X(cuEventCreate) X(cuEventDestroy_v2)      \
     X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2)                \
     X(cuMemAlloc_v2) X(cuMemAllocManaged) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)       \

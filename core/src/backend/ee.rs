@@ -59,6 +59,16 @@ pub trait Ee: Send + Sync {
     /// Block until an event arrives and return it (`ucc_ee_wait`);
     /// `TimedOut` after `timeout`.
     fn wait(&self, timeout: Duration) -> Result<Event>;
+
+    /// For a stream-native collective ([`CollTask::native_on_stream`](crate::backend::CollTask::native_on_stream)):
+    /// the engine's stream (a `CUstream` as an address) and a trigger that
+    /// is ready at once, releases nothing and only reports the engine's
+    /// events; an event it cannot trigger on is an error, as for
+    /// [`Ee::trigger`]. `None` for engines without a stream (the CPU
+    /// engine): the collective then takes the host-driven path.
+    fn native_post(&self, _ev: &Event, _request: u64) -> Option<Result<(usize, Box<dyn EeTrigger>)>> {
+        None
+    }
 }
 
 /// The engine's side of one triggered post.

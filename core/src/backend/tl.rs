@@ -149,6 +149,12 @@ pub struct PostInfo {
     pub seq: u64,
     /// Where the task records what it waits for.
     pub diag: Arc<TaskDiag>,
+    /// The CUDA stream (a `CUstream`, as an address) of the execution engine
+    /// on which a stream-native task enqueues this post: set only for a
+    /// triggered post whose task said it is
+    /// [`native_on_stream`](CollTask::native_on_stream) and whose engine
+    /// has a stream ([`Ee::native_post`](crate::backend::Ee::native_post)).
+    pub stream: Option<usize>,
     /// Whether the execution engine runs the task's [`CollTask::engine_copies`]
     /// for this post (then the task must not make them).
     pub engine_copies: bool,
@@ -158,6 +164,18 @@ pub struct PostInfo {
 pub trait CollTask: Send + Sync {
     /// The future of one execution.
     fn start(&self, post: &PostInfo) -> Result<TaskFuture>;
+
+    /// Whether a triggered post on a stream engine can enqueue this
+    /// collective on the engine's stream itself, now (TL/NCCL once its
+    /// communicator exists): the post then gets the stream in
+    /// [`PostInfo::stream`], the future's first poll (at post) must enqueue
+    /// the work there, and the engine neither waits for an event nor blocks
+    /// the stream on a flag — stream order is the dependency, and a stream
+    /// being captured into a CUDA graph captures the collective. `false`
+    /// (host-driven TLs) keeps the engine's trigger.
+    fn native_on_stream(&self) -> bool {
+        false
+    }
 
     /// The copies the task makes around each execution, if an execution
     /// engine may make them instead (see [`EngineCopies`]); `None` (the

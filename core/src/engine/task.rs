@@ -65,6 +65,9 @@ pub struct TaskDiag {
     trigger: Mutex<Option<Arc<str>>>,
     /// Device work the task waits for (e.g. staging copies), set by its TL.
     device: Mutex<Option<&'static str>>,
+    /// What a task waits for that is neither a message nor its trigger
+    /// (TL/NCCL: its communicator's creation, the stream work it enqueued).
+    work: Mutex<Option<Arc<str>>>,
 }
 
 impl Default for TaskDiag {
@@ -74,6 +77,7 @@ impl Default for TaskDiag {
             send: Wait(AtomicU64::new(NONE)),
             trigger: Mutex::new(None),
             device: Mutex::new(None),
+            work: Mutex::new(None),
         }
     }
 }
@@ -117,6 +121,12 @@ impl TaskDiag {
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = what;
     }
 
+    /// Record that the task waits for `what` (neither a message nor its
+    /// trigger: a device's work, a library's set-up), or no longer does.
+    pub fn waiting_for_work(&self, what: Option<Arc<str>>) {
+        *self.work.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    }
+
     /// A phrase for messages: ", waiting for a message from rank 3 (step tag 2)",
     /// ", waiting for rank 3 to take a message (step tag 2)" (both, joined by
     /// "and", when both are recorded), ", waiting for its trigger: …",
@@ -126,6 +136,9 @@ impl TaskDiag {
             return format!(", waiting for its trigger: {what}");
         }
         if let Some(what) = *self.device.lock().unwrap_or_else(|p| p.into_inner()) {
+            return format!(", waiting for {what}");
+        }
+        if let Some(what) = &*self.work.lock().unwrap_or_else(|p| p.into_inner()) {
             return format!(", waiting for {what}");
         }
         let recv = self.recv.get().map(|(p, t)| format!("a message from rank {p} (step tag {t})"));

@@ -12,7 +12,7 @@ use ferrocoll_cuda::{Attribute, Context, DeviceId, EventPool, PrimaryContext, St
 
 use super::flag::Flag;
 use super::retire::Retiring;
-use super::trigger::StreamTrigger;
+use super::trigger::{NativeTrigger, StreamTrigger};
 use crate::queue::Outbound;
 
 /// Numbers engines for messages.
@@ -255,6 +255,11 @@ impl Ee for CudaStreamEe {
     ) -> Result<Option<Box<dyn EeTrigger>>> {
         self.check_trigger(ev)?;
         StreamTrigger::arm(&self.shared, Some(copies)).map(|t| Some(Box::new(t) as Box<dyn EeTrigger>))
+    }
+
+    fn native_post(&self, ev: &Event, _request: u64) -> Option<Result<(usize, Box<dyn EeTrigger>)>> {
+        let trigger = Box::new(NativeTrigger { shared: self.shared.clone() }) as Box<dyn EeTrigger>;
+        Some(self.check_trigger(ev).map(|()| (self.shared.engine.stream.as_raw() as usize, trigger)))
     }
 
     fn set_event(&self, ev: Event) -> Result<()> {

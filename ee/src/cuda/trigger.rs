@@ -8,7 +8,7 @@ use std::task::Poll;
 
 use ferrocoll_core::backend::EngineCopies;
 use ferrocoll_core::{EeTrigger, Error, Event, MemRef, Result};
-use ferrocoll_cuda::{Stream, memory};
+use ferrocoll_cuda::{Capture, Stream, memory};
 
 use super::stream::Shared;
 
@@ -27,6 +27,11 @@ impl StreamTrigger {
     /// copies `before` ahead of the event and `after` behind the wait, and
     /// an event behind them that tells when their memory may go.
     ///
+    /// Refused at once (`NotSupported`, nothing enqueued) while the stream
+    /// is being captured into a CUDA graph: the event query and the flag
+    /// are host work that a replayed graph would not redo, so the capture
+    /// would hold a wait for a flag value no one raises again.
+    ///
     /// Never waits on the stream, also on errors: the stream may be held by
     /// an earlier post that only this thread's progress can end. Memory of
     /// copies enqueued by a post that then failed is kept until the engine
@@ -35,6 +40,7 @@ impl StreamTrigger {
         // Held across the calls, so that waits reach the stream in sequence order.
         let mut order = shared.flag.lock();
         shared.ctx.make_current()?;
+        refuse_capture(shared)?;
         shared.retiring.reap(&shared.events);
         let stream = &shared.engine.stream;
         let keep_on_error = |e: Error| {
@@ -80,6 +86,43 @@ impl StreamTrigger {
         }
         Ok(StreamTrigger { shared: shared.clone(), event: Some(event), seq, completed: false })
     }
+}
+
+/// `NotSupported` naming the engine if its stream is being captured.
+fn refuse_capture(shared: &Shared) -> Result<()> {
+    match shared.engine.stream.capture_status()? {
+        Capture::None => Ok(()),
+        state => Err(Error::not_supported(format!(
+            "{} is being captured into a CUDA graph ({state:?}): the collective selected for it is driven from \
+             the host (an event, a wait on a host-mapped flag, progress on the CPU), which a replay of the graph \
+             would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
+             collective (TL/NCCL on CUDA memory, once its communicator exists) or post this one outside the capture",
+            shared.describe()
+        ))),
+    }
+}
+
+/// The engine's side of a stream-native post (TL/NCCL): ready at once,
+/// nothing to release (the collective is in the stream's order itself);
+/// it only reports the engine's events.
+pub(crate) struct NativeTrigger {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl EeTrigger for NativeTrigger {
+    fn poll_ready(&mut self) -> Poll<Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn waiting_for(&self) -> Arc<str> {
+        self.shared.waiting_for.clone()
+    }
+
+    fn emit(&self, ev: Event) {
+        self.shared.outbound.post(ev);
+    }
+
+    fn complete(&mut self, _succeeded: bool) {}
 }
 
 /// Enqueue copies `(dst, src)` on `stream` (its context current).

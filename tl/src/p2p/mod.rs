@@ -41,10 +41,10 @@
 pub(crate) mod alg;
 mod comm;
 mod config;
-mod context;
+pub(crate) mod context;
 pub mod pattern;
 mod staging;
-mod team;
+pub(crate) mod team;
 
 use std::sync::Arc;
 
