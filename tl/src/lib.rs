@@ -6,6 +6,7 @@
 //! - [`self_`]: teams of one rank.
 //! - [`shm`]: collectives through a shared segment, for teams on one host.
 //! - [`p2p`]: the generic point-to-point algorithms over pluggable transports.
+//! - [`sharp`]: in-network reductions through libsharp_coll, loaded at run time.
 //!
 //! All of them stand on one skeleton (`base`): a registry of algorithms
 //! typed by collective, one team shape, configuration knobs as typed
@@ -16,6 +17,7 @@
 pub(crate) mod base;
 pub mod p2p;
 pub mod self_;
+pub mod sharp;
 pub mod shm;
 
 use std::sync::Arc;
@@ -24,5 +26,5 @@ use ferrocoll_core::backend::TlComponent;
 
 /// Every transport layer, in priority order for equal scores.
 pub fn default_tls() -> Vec<Arc<dyn TlComponent>> {
-    vec![Arc::new(self_::SelfTl), Arc::new(shm::ShmTl), Arc::new(p2p::P2pTl)]
+    vec![Arc::new(self_::SelfTl), Arc::new(shm::ShmTl), Arc::new(p2p::P2pTl), Arc::new(sharp::SharpTl)]
 }

@@ -33,12 +33,12 @@
 //! transport yet.
 
 pub(crate) mod alg;
-mod comm;
+pub(crate) mod comm;
 mod config;
-mod context;
+pub(crate) mod context;
 pub mod pattern;
 mod staging;
-mod team;
+pub(crate) mod team;
 
 use std::sync::Arc;
 

@@ -261,6 +261,13 @@ type ReqTest = unsafe extern "C" fn(*mut c_void) -> c_int;
 type ReqFree = unsafe extern "C" fn(*mut c_void) -> c_int;
 type StrError = unsafe extern "C" fn(c_int) -> *const c_char;
 
+// SAFETY: function pointers into a library kept loaded by the Api, and a
+// copied configuration whose one pointer (the device list) is NULL or the
+// library's static data, never written through.
+unsafe impl Send for Api {}
+// SAFETY: as for Send; nothing in the Api changes after loading.
+unsafe impl Sync for Api {}
+
 /// The loaded library and its entry points.
 pub(crate) struct Api {
     pub init: Init,
@@ -282,6 +289,8 @@ pub(crate) struct Api {
     pub req_test: ReqTest,
     pub req_free: ReqFree,
     strerror: StrError,
+    /// `sharp_coll_default_config`, copied (zeros and no timeout when absent).
+    pub default_config: Config,
     /// Where it was loaded from, for messages.
     pub path: String,
     /// Keeps the code of every pointer above mapped; dropped last.
@@ -328,6 +337,22 @@ impl Api {
             req_test: required!("sharp_coll_req_test", ReqTest),
             req_free: required!("sharp_coll_req_free", ReqFree),
             strerror: required!("sharp_coll_strerror", StrError),
+            default_config: {
+                // SAFETY: `sharp_coll_default_config` is a const struct of the
+                // declared layout; it is copied while the library is loaded.
+                let p = unsafe { lib.get::<*const Config>(b"sharp_coll_default_config\0") };
+                match p {
+                    // SAFETY: a data symbol's address, read once as the struct it is.
+                    Ok(sym) if !(*sym).is_null() => unsafe { std::ptr::read(*sym) },
+                    _ => Config {
+                        ib_dev_list: std::ptr::null(),
+                        user_progress_num_polls: 0,
+                        coll_timeout: -1,
+                        flags: 0,
+                        reserved: [0; 3],
+                    },
+                }
+            },
             path: path.to_string(),
             _lib: lib,
         })
