@@ -517,3 +517,105 @@ fn bad_settings_are_errors_naming_them() {
         assert!(e.to_string().contains(&format!("UCC_{name}")), "{e}");
     }
 }
+
+/// A rank process of the hierarchical jobs below (`FERROCOLL_TEST_ROLE=sharp`):
+/// default selection must be SHARP's hierarchical algorithms; results are checked.
+#[test]
+fn sharp_rank_body() {
+    use ferrocoll_tests::procs::ROLE;
+    if std::env::var(ROLE).as_deref() != Ok("sharp") {
+        return;
+    }
+    let run = || -> ferrocoll::Result<()> {
+        let lib = ferrocoll::Lib::new()?;
+        let ctx = ferrocoll::Context::new(&lib, ferrocoll::ContextParams::with_oob(ferrocoll::TcpOob::from_env()?))?;
+        let team = ferrocoll::Team::create(&ctx, ferrocoll::TeamParams::default())?;
+        let (r, p) = (team.rank(), team.size());
+        for count in [1usize, 1000] {
+            let src: Vec<i32> = (0..count).map(|i| (r * 3 + i) as i32).collect();
+            let mut dst = vec![-1i32; count];
+            let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(&team)?;
+            println!("SELECTED allreduce {}", req.selected());
+            req.run()?;
+            drop(req);
+            for (i, v) in dst.iter().enumerate() {
+                let want: i32 = (0..p).map(|q| (q * 3 + i) as i32).sum();
+                if *v != want {
+                    println!("FAIL allreduce element {i}: {v} != {want}");
+                }
+            }
+            let block = count;
+            let src: Vec<i32> = (0..block * p).map(|i| (r + i) as i32).collect();
+            let mut dst = vec![-1i32; block];
+            let mut req = Coll::reduce_scatter(&src, &mut dst, ReduceOp::Max).timeout(TEST_TIMEOUT).init(&team)?;
+            println!("SELECTED reduce_scatter {}", req.selected());
+            req.run()?;
+            drop(req);
+            for (j, v) in dst.iter().enumerate() {
+                let want = (p - 1 + r * block + j) as i32;
+                if *v != want {
+                    println!("FAIL reduce_scatter element {j}: {v} != {want}");
+                }
+            }
+        }
+        // This process's copy of the double: how often this rank asked it for an allreduce.
+        let path = std::env::var("UCC_TL_SHARP_LIB").unwrap_or_default();
+        // SAFETY: the copy the TL loaded (same path: the loader hands out the same one).
+        let calls = unsafe {
+            let lib = libloading::Library::new(&path).map_err(|e| ferrocoll::Error::not_found(e.to_string()))?;
+            let f = lib
+                .get::<unsafe extern "C" fn(*const std::ffi::c_char) -> std::ffi::c_long>(b"fake_sharp_stat\0")
+                .map_err(|e| ferrocoll::Error::not_found(e.to_string()))?;
+            f(c"allreduce".as_ptr())
+        };
+        println!("STAT allreduce {calls}");
+        Ok(())
+    };
+    let code = match run() {
+        Ok(()) => {
+            println!("DONE");
+            0
+        }
+        Err(e) => {
+            println!("FAIL {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Five processes on three emulated hosts (a: 0, 3; b: 1, 2; c: 4): SHARP
+/// among the node leaders, selected by default; with the leaders' allreduce
+/// refused by the library, the leaders fall back to p2p among themselves.
+#[test]
+fn hierarchical_sharp_on_emulated_hosts() {
+    use ferrocoll_tests::procs::{Job, free_port};
+    for conf in ["", "fail=allreduce:no_resource:inf\n"] {
+        let Some(inst) = instance_or_skip("hierarchical_sharp_on_emulated_hosts", conf, false) else { return };
+        let hosts = ["a", "b", "b", "a", "c"];
+        let port = free_port();
+        let token = format!("sharp-{}-{port}", std::process::id());
+        let lib = inst.path.to_string_lossy().into_owned();
+        let job = Job::start("sharp_rank_body", "sharp", 5, 0..5, &token, port, &|r| {
+            vec![
+                ("FERROCOLL_HOST_ID".to_string(), hosts[r].to_string()),
+                ("UCC_TL_SHARP_LIB".to_string(), lib.clone()),
+                ("UCC_TL_SHARP_OOB_TIMEOUT".to_string(), "30s".to_string()),
+            ]
+        });
+        let outs = job.finish(std::time::Duration::from_secs(300));
+        for o in &outs {
+            let fails = o.lines("FAIL");
+            assert!(o.success == Some(true) && fails.is_empty(), "{conf:?} rank {}: {}\n{}", o.rank, o.stdout, o.stderr);
+            let sel = o.lines("SELECTED");
+            assert_eq!(sel.len(), 4, "rank {}: {sel:?}", o.rank);
+            assert!(sel.iter().all(|l| l.ends_with(" sharp/hier")), "rank {}: {sel:?}", o.rank);
+        }
+        // Leaders (0, 1, 4) ask SHARP for every allreduce and every
+        // reduce_scatter (an allreduce among leaders): 4 calls; the others never.
+        for o in &outs {
+            let want = if [0, 1, 4].contains(&o.rank) { "STAT allreduce 4" } else { "STAT allreduce 0" };
+            assert_eq!(o.lines("STAT"), vec![want.to_string()], "{conf:?} rank {}", o.rank);
+        }
+    }
+}

@@ -83,11 +83,6 @@ impl RegCache {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registrations held now (for tests).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.state().entries.len()
-    }
 
     /// `mem` registered with `lib`: from the cache when it covers it.
     pub(crate) fn get(&self, lib: &Arc<Lib>, mem: MemRef) -> Result<Reg> {
