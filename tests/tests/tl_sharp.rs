@@ -619,3 +619,4 @@ fn hierarchical_sharp_on_emulated_hosts() {
         }
     }
 }
+
