@@ -58,8 +58,7 @@ fn library(older: bool) -> Result<PathBuf, Unavailable> {
     static FULL: OnceLock<Result<PathBuf, Unavailable>> = OnceLock::new();
     static OLDER: OnceLock<Result<PathBuf, Unavailable>> = OnceLock::new();
     let cell = if older { &OLDER } else { &FULL };
-    cell.get_or_init(|| build(if older { &NEWER } else { &[] }).map(|d| d.join("libsharp_coll.so")))
-        .clone()
+    cell.get_or_init(|| build(if older { &NEWER } else { &[] }).map(|d| d.join("libsharp_coll.so"))).clone()
 }
 
 /// One loaded copy of the double with its configuration.

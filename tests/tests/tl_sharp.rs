@@ -216,14 +216,16 @@ fn reduce_scatter_with(cfg: &Config, p: usize, count: usize, in_place: bool, wan
         let mut out;
         if in_place {
             out = src.clone();
-            let mut req = Coll::reduce_scatter_in_place(&mut out, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(team).expect("init");
+            let mut req =
+                Coll::reduce_scatter_in_place(&mut out, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(team).expect("init");
             assert_eq!(req.selected(), want);
             req.run().expect("reduce_scatter in place");
             drop(req);
             out = out[start..start + block(r)].to_vec();
         } else {
             out = vec![-99; block(r)];
-            let mut req = Coll::reduce_scatter(&src, &mut out, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(team).expect("init");
+            let mut req =
+                Coll::reduce_scatter(&src, &mut out, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(team).expect("init");
             assert_eq!(req.selected(), want);
             req.run().expect("reduce_scatter");
         }
@@ -294,7 +296,7 @@ fn reduce_bcast_barrier_allgather() {
         let r = team.rank();
         for root in 0..p {
             let src: Vec<u16> = (0..21).map(|i| input(r, i, false) as u16).collect();
-            let mut dst = vec![0u16; 21];
+            let mut dst = [0u16; 21];
             let mut req =
                 Coll::reduce(&src, (r == root).then_some(&mut dst[..]), ReduceOp::Bor, root).init(team).expect("init");
             assert_eq!(req.selected(), "sharp/sharp");
@@ -338,7 +340,8 @@ fn sums(cfg: &Config, runs: usize) -> Vec<Vec<String>> {
             .map(|k| {
                 let src = vec![r + k as i32; 1000];
                 let mut dst = vec![0i32; 1000];
-                let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(team).expect("init");
+                let mut req =
+                    Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(TEST_TIMEOUT).init(team).expect("init");
                 let sel = req.selected().to_string();
                 req.run().expect("allreduce");
                 drop(req);
@@ -378,15 +381,20 @@ fn refusals_at_post_fall_back_to_p2p() {
 
 #[test]
 fn reduce_scatter_refused_natively_falls_back() {
-    let Some(inst) = instance_or_skip("reduce_scatter_refused_natively_falls_back", "fail=reduce_scatter:not_supported:inf\n", false)
-    else {
+    let Some(inst) = instance_or_skip(
+        "reduce_scatter_refused_natively_falls_back",
+        "fail=reduce_scatter:not_supported:inf\n",
+        false,
+    ) else {
         return;
     };
     let cfg = config(&inst, "reduce_scatter:@sat:inf");
     reduce_scatter_with(&cfg, 3, 3 * 100, false, "sharp/sat");
     reduce_scatter_with(&cfg, 3, 3 * 100, true, "sharp/sat");
     // Without SAT in the caps the native one is refused at init.
-    let Some(inst) = instance_or_skip("reduce_scatter_refused_natively_falls_back", "features=0\n", false) else { return };
+    let Some(inst) = instance_or_skip("reduce_scatter_refused_natively_falls_back", "features=0\n", false) else {
+        return;
+    };
     world::run(2, &config(&inst, "reduce_scatter:@sat:inf"), |team, _| {
         let src = [1i32; 8];
         let mut dst = [0i32; 4];
@@ -606,7 +614,13 @@ fn hierarchical_sharp_on_emulated_hosts() {
         let outs = job.finish(std::time::Duration::from_secs(300));
         for o in &outs {
             let fails = o.lines("FAIL");
-            assert!(o.success == Some(true) && fails.is_empty(), "{conf:?} rank {}: {}\n{}", o.rank, o.stdout, o.stderr);
+            assert!(
+                o.success == Some(true) && fails.is_empty(),
+                "{conf:?} rank {}: {}\n{}",
+                o.rank,
+                o.stdout,
+                o.stderr
+            );
             let sel = o.lines("SELECTED");
             assert_eq!(sel.len(), 4, "rank {}: {sel:?}", o.rank);
             assert!(sel.iter().all(|l| l.ends_with(" sharp/hier")), "rank {}: {sel:?}", o.rank);
@@ -619,4 +633,3 @@ fn hierarchical_sharp_on_emulated_hosts() {
         }
     }
 }
-

@@ -192,8 +192,7 @@ impl Oob {
             let every = ok && got[1..].iter().all(|&b| b == 1);
             // SAFETY: `verdict` is one byte reached only through its MemRef while the block runs.
             unsafe { verdict_ref.addr().write(u8::from(every)) };
-            let sends =
-                self.members[1..].iter().map(|&r| comm.isend(r, 1, verdict_ref)).collect::<Result<Vec<_>>>()?;
+            let sends = self.members[1..].iter().map(|&r| comm.isend(r, 1, verdict_ref)).collect::<Result<Vec<_>>>()?;
             try_join_all(sends).await.map(|_| ())
         })?;
         Ok(verdict[0] == 1)

@@ -83,7 +83,6 @@ impl RegCache {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-
     /// `mem` registered with `lib`: from the cache when it covers it.
     pub(crate) fn get(&self, lib: &Arc<Lib>, mem: MemRef) -> Result<Reg> {
         let (addr, len) = (mem.addr() as usize, mem.len());
@@ -105,8 +104,13 @@ impl RegCache {
         let mr = lib.reg(mem)?;
         st.entries.push(Entry { addr, len, mr, users: 1, last_use: clock });
         while st.entries.len() > self.cap {
-            let Some(victim) =
-                st.entries.iter().enumerate().filter(|(_, e)| e.users == 0).min_by_key(|(_, e)| e.last_use).map(|(i, _)| i)
+            let Some(victim) = st
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.users == 0)
+                .min_by_key(|(_, e)| e.last_use)
+                .map(|(i, _)| i)
             else {
                 break; // every entry is in use: over the size until some are released
             };

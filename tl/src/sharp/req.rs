@@ -51,10 +51,9 @@ impl Op {
 pub(crate) fn group(lib: &Lib, on: On) -> Result<&Group> {
     match on {
         On::Flat => lib.flat.as_ref().ok_or_else(|| Error::not_supported("this team has no flat SHARP group")),
-        On::Leaders => lib
-            .leaders
-            .as_ref()
-            .ok_or_else(|| Error::not_supported("this rank is in no SHARP group of node leaders")),
+        On::Leaders => {
+            lib.leaders.as_ref().ok_or_else(|| Error::not_supported("this rank is in no SHARP group of node leaders"))
+        }
     }
 }
 
@@ -111,15 +110,7 @@ pub(crate) fn post(exec: &Exec, on: On, mut op: Op, regs: Vec<Arc<Reg>>) -> Resu
     }
     exec.posted.store(true, Ordering::Relaxed);
     let what = format!("{} ({}) on the SHARP group of {} ranks", exec.what, op.name(), g.oob.size());
-    Ok(Request {
-        lib,
-        handle,
-        what,
-        started: Instant::now(),
-        timeout: exec.team.config.req_timeout,
-        regs,
-        done: false,
-    })
+    Ok(Request { lib, handle, what, started: Instant::now(), timeout: exec.team.config.req_timeout, regs, done: false })
 }
 
 /// A posted request: done when the library says so, or timed out.

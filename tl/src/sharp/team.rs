@@ -228,7 +228,6 @@ impl SharpTeam {
         let team = SharpTeam { lib: Arc::new(lib), p2p, config, hierarchical: hierarchical && leaders_ok, trace };
         Ok(Arc::new(TeamOf(Arc::new(team))))
     }
-
 }
 
 /// `sharp_coll_init` with the team as its world, and the caps.
@@ -308,9 +307,7 @@ fn comm_init(lib: &Lib, oob: Oob) -> Result<Group> {
     // SAFETY: a live context; the spec's member list lives through the call
     // and its OOB context (boxed) as long as the group.
     let rc = unsafe { (lib.api.comm_init)(lib.raw, &mut spec, &mut raw) };
-    lib.api
-        .check(rc, &format!("sharp_coll_comm_init of {} ranks", oob.size()))
-        .map_err(|e| with_oob(e, &oob))?;
+    lib.api.check(rc, &format!("sharp_coll_comm_init of {} ranks", oob.size())).map_err(|e| with_oob(e, &oob))?;
     Ok(Group { raw, oob })
 }
 
@@ -389,7 +386,8 @@ impl CollTask for SharpTask {
         let sig = Signature::of(&self.init);
         let comm = Comm::new(self.team.p2p.clone(), post.seq, sig, post.diag.clone());
         let posted = Arc::new(AtomicBool::new(false));
-        let exec = Exec { team: self.team.clone(), comm: comm.clone(), posted: posted.clone(), what: self.what.clone() };
+        let exec =
+            Exec { team: self.team.clone(), comm: comm.clone(), posted: posted.clone(), what: self.what.clone() };
         let run = self.run.start(exec, &self.init)?;
         let (init, fallback, team, what) = (self.init.clone(), self.fallback, self.team.clone(), self.what.clone());
         Ok(Box::pin(async move {

@@ -46,6 +46,7 @@ pub(super) async fn allgather(x: Exec, o: Allgather) -> Result<()> {
     let (s, sr) = desc(&x, o.src)?;
     let (d, dr) = desc(&x, o.dst.mem)?;
     // Bytes, as a byte datatype: allgather moves data, whatever its type.
-    let spec = sys::GatherSpec { sbuf_desc: s, rbuf_desc: d, dtype: 11, size: o.src.len(), offset: 0, reserved: [0; 4] };
+    let spec =
+        sys::GatherSpec { sbuf_desc: s, rbuf_desc: d, dtype: 11, size: o.src.len(), offset: 0, reserved: [0; 4] };
     post(&x, On::Flat, Op::Allgather(spec), vec![sr, dr])?.await
 }

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::Ordering;
 
-use ferrocoll_core::args::{Allreduce, Reducer, ReduceScatter};
+use ferrocoll_core::args::{Allreduce, ReduceScatter, Reducer};
 use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
@@ -64,7 +64,11 @@ async fn leaders_allreduce(x: &Exec, buf: MemRef, count: usize, r: Reducer) -> R
             if x.team.trace {
                 ferrocoll_core::log::write(
                     ferrocoll_core::log::Level::Info,
-                    format_args!("sharp: {} leaders' step refused ({}); p2p knomial among leaders", x.what, e.context()),
+                    format_args!(
+                        "sharp: {} leaders' step refused ({}); p2p knomial among leaders",
+                        x.what,
+                        e.context()
+                    ),
                 );
             }
             let leaders: Vec<usize> = x.comm.layout().nodes().iter().filter_map(|n| n.first().copied()).collect();
@@ -115,10 +119,9 @@ pub(super) async fn reduce_scatter(x: Exec, o: ReduceScatter) -> Result<()> {
     let whole = x.comm.scratch(o.src.mem.len())?;
     node_reduce(&x, &members, o.src.mem, whole.mem(), o.count, o.reducer).await?;
     leaders_allreduce(&x, whole.mem(), o.count, o.reducer).await?;
-    let base = o.src.mem.addr() as usize;
     let block_of = |r: usize| -> Result<MemRef> {
         let b = o.src.block(r)?;
-        whole.mem().range((b.addr() as usize).saturating_sub(base), b.len())
+        whole.mem().range(super::offset_in(o.src.mem, b)?, b.len())
     };
     let sends = members
         .iter()

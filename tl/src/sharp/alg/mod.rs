@@ -21,7 +21,13 @@ use crate::base::{Alg, DefaultAlg, Registry, Run, defaults_of};
 use crate::p2p::Comm;
 
 const ALGS: &[Alg<Exec>] = &[
-    Alg::new(Allreduce, 0, "sharp", "one SHARP allreduce over every team rank", Run::Allreduce(|x, o| Box::pin(flat::allreduce(x, o)))),
+    Alg::new(
+        Allreduce,
+        0,
+        "sharp",
+        "one SHARP allreduce over every team rank",
+        Run::Allreduce(|x, o| Box::pin(flat::allreduce(x, o))),
+    ),
     Alg::new(
         Allreduce,
         1,
@@ -29,7 +35,13 @@ const ALGS: &[Alg<Exec>] = &[
         "reduce within each node, SHARP allreduce among node leaders, bcast within each node",
         Run::Allreduce(|x, o| Box::pin(hier::allreduce(x, o))),
     ),
-    Alg::new(Reduce, 0, "sharp", "one SHARP reduce over every team rank", Run::Reduce(|x, o| Box::pin(flat::reduce(x, o)))),
+    Alg::new(
+        Reduce,
+        0,
+        "sharp",
+        "one SHARP reduce over every team rank",
+        Run::Reduce(|x, o| Box::pin(flat::reduce(x, o))),
+    ),
     Alg::new(Bcast, 0, "sharp", "one SHARP bcast over every team rank", Run::Bcast(|x, o| Box::pin(flat::bcast(x, o)))),
     Alg::new(Barrier, 0, "sharp", "one SHARP barrier", Run::Barrier(|x| Box::pin(flat::barrier(x)))),
     Alg::new(
@@ -100,7 +112,11 @@ pub(crate) fn defaults(team: &SharpTeam) -> Vec<DefaultAlg> {
         table.push((Allreduce, vec![(all, 0)]));
         let cut = team.config.rs_allreduce_max as u64;
         let large = if lib.api.reduce_scatter_nb.is_some() && lib.has_sat() { 0 } else { 2 };
-        let ranges = if cut == 0 { vec![(all, large)] } else { vec![(MsgRange::new(0, cut), 1), (MsgRange::new(cut, INF), large)] };
+        let ranges = if cut == 0 {
+            vec![(all, large)]
+        } else {
+            vec![(MsgRange::new(0, cut), 1), (MsgRange::new(cut, INF), large)]
+        };
         table.push((ReduceScatter, ranges));
     }
     if flat {
@@ -125,7 +141,9 @@ pub(crate) fn supports(team: &SharpTeam, alg: &Alg<Exec>, init: &CollInit) -> Re
     match on {
         On::Flat if lib.flat.is_none() => return Err(Error::not_supported("this team has no flat SHARP group")),
         On::Leaders if !team.hierarchical => {
-            return Err(Error::not_supported("this team has no SHARP group of node leaders (one rank per node, or one node)"));
+            return Err(Error::not_supported(
+                "this team has no SHARP group of node leaders (one rank per node, or one node)",
+            ));
         }
         _ => {}
     }
@@ -144,7 +162,9 @@ pub(crate) fn supports(team: &SharpTeam, alg: &Alg<Exec>, init: &CollInit) -> Re
                 return Err(Error::not_supported(format!("{} has no sharp_coll_do_reduce_scatter_nb", lib.api.path)));
             }
             if !lib.has_sat() {
-                return Err(Error::not_supported("the SHARP caps have no streaming aggregation (SAT) for reduce_scatter"));
+                return Err(Error::not_supported(
+                    "the SHARP caps have no streaming aggregation (SAT) for reduce_scatter",
+                ));
             }
             if o.src.blocks.uniform().is_none() {
                 return Err(Error::not_supported(format!(
@@ -188,6 +208,14 @@ pub(crate) fn p2p_fallback(init: &CollInit) -> Result<&'static Alg<Comm>> {
         .find(|d| d.coll == init.coll && d.range.contains(init.msgsize))
         .and_then(|d| reg.find(init.coll, d.alg))
         .ok_or_else(|| Error::internal(format!("p2p has no default {} for {} bytes", init.coll, init.msgsize)))
+}
+
+/// Where `part` starts inside `buf`, in bytes (validation keeps blocks inside their buffer).
+pub(crate) fn offset_in(buf: MemRef, part: MemRef) -> Result<usize> {
+    (part.addr() as usize)
+        .checked_sub(buf.addr() as usize)
+        .filter(|off| off.checked_add(part.len()).is_some_and(|end| end <= buf.len()))
+        .ok_or_else(|| Error::internal(format!("a block of {} bytes lies outside its buffer", part.len())))
 }
 
 /// A registered buffer and the descriptor naming it.

@@ -42,8 +42,7 @@ pub(super) async fn via_allreduce(x: Exec, o: ReduceScatter) -> Result<()> {
 /// Offset and length in bytes of rank `r`'s block of the source.
 fn block(o: &ReduceScatter, r: usize) -> Result<(usize, usize)> {
     let b = o.src.block(r)?;
-    let off = (b.addr() as usize).checked_sub(o.src.mem.addr() as usize).unwrap_or(0);
-    Ok((off, b.len()))
+    Ok((super::offset_in(o.src.mem, b)?, b.len()))
 }
 
 pub(super) async fn reduces(x: Exec, o: ReduceScatter) -> Result<()> {
