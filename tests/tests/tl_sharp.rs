@@ -633,3 +633,29 @@ fn hierarchical_sharp_on_emulated_hosts() {
         }
     }
 }
+
+#[test]
+fn fallbacks_are_traced() {
+    use std::sync::{Arc, Mutex};
+    let Some(inst) = instance_or_skip("fallbacks_are_traced", "fail=allreduce:no_resource:1\n", false) else { return };
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    ferrocoll::core::log::set_sink(Some(Arc::new(move |_, l: &str| {
+        if l.contains("sharp") {
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(l.to_string());
+        }
+    })));
+    let mut cfg = config(&inst, "allreduce:@sharp:inf");
+    cfg.set("COLL_TRACE", "info");
+    sums(&cfg, 2);
+    ferrocoll::core::log::set_sink(None);
+    let lines = lines.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let refused: Vec<_> = lines.iter().filter(|l| l.contains("refused at post")).collect();
+    assert_eq!(refused.len(), 3, "one per rank, the first run only: {lines:#?}");
+    for l in refused {
+        for says in ["allreduce:@sharp", "sharp_coll_do_allreduce_nb", "Resource not available", "running p2p allreduce:@"] {
+            assert!(l.contains(says), "{says:?} not in {l}");
+        }
+    }
+    assert!(lines.iter().any(|l| l.contains("coll_init") && l.contains("sharp/sharp")), "{lines:#?}");
+}
