@@ -653,7 +653,9 @@ fn fallbacks_are_traced() {
     let refused: Vec<_> = lines.iter().filter(|l| l.contains("refused at post")).collect();
     assert_eq!(refused.len(), 3, "one per rank, the first run only: {lines:#?}");
     for l in refused {
-        for says in ["allreduce:@sharp", "sharp_coll_do_allreduce_nb", "Resource not available", "running p2p allreduce:@"] {
+        for says in
+            ["allreduce:@sharp", "sharp_coll_do_allreduce_nb", "Resource not available", "running p2p allreduce:@"]
+        {
             assert!(l.contains(says), "{says:?} not in {l}");
         }
     }
