@@ -294,7 +294,11 @@ fn with_oob(e: Error, oob: &Oob) -> Error {
 /// `sharp_coll_comm_init` over `oob`'s members.
 fn comm_init(lib: &Lib, oob: Oob) -> Result<Group> {
     let oob = Box::new(oob);
-    let ranks: Vec<u32> = oob.members().iter().map(|&r| u32::try_from(r).unwrap_or(u32::MAX)).collect();
+    let ranks = oob
+        .members()
+        .iter()
+        .map(|&r| u32::try_from(r).map_err(|_| Error::invalid_param(format!("team rank {r} too large for SHARP"))))
+        .collect::<Result<Vec<u32>>>()?;
     let int = |v: usize| c_int::try_from(v).map_err(|_| Error::invalid_param(format!("group size {v} too large")));
     let mut spec = sys::CommInitSpec {
         rank: int(oob.rank())?,
