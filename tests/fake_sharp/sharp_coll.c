@@ -18,7 +18,8 @@
  *   fail=CALL:ERR:N the first N calls of CALL on each context fail with ERR
  *                   (N may be `inf`); CALL is init, comm_init, reg_mr, allreduce,
  *                   reduce, bcast, barrier, reduce_scatter, allgather; ERR is
- *                   not_supported, no_resource, lock_failed, error
+ *                   not_supported, no_resource, lock_failed, error;
+ *                   `fail=CALL:ERR:N@R` fails them only on world rank R
  *   hang=CALL       requests of CALL never complete (sharp_coll_req_test says 0 forever)
  * Counters for the tests: fake_sharp_stat("reg_mr"), ("dereg_mr"), ("allreduce"), ...
  *
@@ -83,6 +84,7 @@ static struct {
     uint64_t dtypes, ops, features;
     int fail_code[C_N];
     long fail_count[C_N];
+    int fail_rank[C_N]; /* -1: every rank */
     int hang[C_N];
 } conf;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,6 +101,7 @@ static void load_conf(void) {
     conf.ops = (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8) |
                (1u << 9);
     conf.features = 4;
+    for (int i = 0; i < C_N; i++) conf.fail_rank[i] = -1;
     Dl_info info;
     if (!dladdr((void *)&load_conf, &info) || !info.dli_fname) return;
     char path[4096];
@@ -133,7 +136,9 @@ static void load_conf(void) {
                      : !strncmp(e, "lock_failed", en)   ? S_ELOCK_FAILED
                                                         : S_ERROR;
             conf.fail_code[c] = code;
-            conf.fail_count[c] = !strcmp(c2 + 1, "inf") ? -1 : strtol(c2 + 1, NULL, 10);
+            conf.fail_count[c] = !strncmp(c2 + 1, "inf", 3) ? -1 : strtol(c2 + 1, NULL, 10);
+            const char *at = strchr(c2 + 1, '@');
+            conf.fail_rank[c] = at ? (int)strtol(at + 1, NULL, 10) : -1;
         }
     }
     fclose(f);
@@ -176,6 +181,7 @@ static int injected(struct sharp_coll_context *ctx, int call) {
     stats_calls[call]++;
     pthread_mutex_unlock(&lock);
     if (!conf.fail_code[call]) return S_OK;
+    if (conf.fail_rank[call] >= 0 && conf.fail_rank[call] != ctx->rank) return S_OK;
     if (conf.fail_count[call] < 0 || n < conf.fail_count[call]) return conf.fail_code[call];
     return S_OK;
 }

@@ -661,3 +661,19 @@ fn fallbacks_are_traced() {
     }
     assert!(lines.iter().any(|l| l.contains("coll_init") && l.contains("sharp/sharp")), "{lines:#?}");
 }
+
+#[test]
+fn a_member_missing_from_the_oob_times_out_and_the_tl_is_off_everywhere() {
+    // Rank 1's sharp_coll_init fails before the double's job barrier: the
+    // others wait for it in the OOB barrier until UCC_TL_SHARP_OOB_TIMEOUT,
+    // then every rank agrees that SHARP is off for the team.
+    let Some(inst) = instance_or_skip("a_member_missing_from_the_oob", "fail=init:error:inf@1\n", false) else {
+        return;
+    };
+    let mut cfg = config(&inst, "allreduce:@sharp:inf");
+    cfg.set("TL_SHARP_OOB_TIMEOUT", "500ms");
+    let seen = sums(&cfg, 1);
+    assert!(seen.iter().flatten().all(|s| !s.starts_with("sharp/")), "{seen:?}");
+    assert_eq!(inst.stat("init"), 3);
+    assert_eq!(inst.stat("comm_init"), 0, "no rank went on to make a group");
+}

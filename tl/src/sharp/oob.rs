@@ -88,9 +88,14 @@ impl Oob {
 
     /// Drive `fut` and the router until it is done or the OOB timeout passes.
     pub(crate) fn block_on<T>(&self, what: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        self.block_for(what, self.timeout, fut)
+    }
+
+    /// [`Oob::block_on`] with its own bound.
+    fn block_for<T>(&self, what: &str, bound: Duration, fut: impl Future<Output = Result<T>>) -> Result<T> {
         let mut fut = pin!(fut);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let deadline = Instant::now() + self.timeout;
+        let deadline = Instant::now() + bound;
         let mut backoff = Backoff::with_spins(64);
         loop {
             if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
@@ -102,7 +107,7 @@ impl Oob {
                     "SHARP's out-of-band {what} among team ranks {:?} not done after {:.1} s \
                      (UCC_TL_SHARP_OOB_TIMEOUT): a member has not arrived",
                     self.members,
-                    self.timeout.as_secs_f64()
+                    bound.as_secs_f64()
                 )));
             }
             backoff.snooze();
@@ -165,7 +170,9 @@ impl Oob {
 
     /// Whether `ok` holds on every member (for agreeing on a creation
     /// outcome); its own sequence number, so it works after a failure that
-    /// left the counted calls out of step.
+    /// left the counted calls out of step. It waits three OOB timeouts: a
+    /// member may still sit in a library call whose OOB collective waits
+    /// for this one, and arrives once that times out.
     pub(crate) fn agree(&self, ok: bool) -> Result<bool> {
         let comm = self.comm(AGREE_SEQ + self.base);
         let mine = [u8::from(ok)];
@@ -178,7 +185,8 @@ impl Oob {
             (MemRef::from_slice(&mine), MemRef::from_mut_slice(&mut all), MemRef::from_mut_slice(&mut verdict))
         };
         let root = self.members[0];
-        self.block_on("agreement", async {
+        let bound = self.timeout.saturating_mul(3);
+        self.block_for("agreement", bound, async {
             if self.me != 0 {
                 comm.send(root, 0, mine_ref).await?;
                 return comm.recv(root, 1, verdict_ref).await;
