@@ -176,19 +176,23 @@ impl SharpTeam {
         let hierarchical = leaders.len() > 1 && leaders.len() < size;
 
         let made = init(&api, &p2p, &world);
-        let ok = made.is_ok();
-        if !world.agree(ok)? {
-            let why = match made {
-                Err(e) => e.context().to_string(),
-                Ok((raw, _)) => {
-                    // SAFETY: the context just made here, released once.
-                    unsafe { (api.finalize)(raw) };
-                    "another member could not initialise SHARP".to_string()
-                }
-            };
-            return Err(Error::not_supported(format!("sharp is off for this team: {why}")));
-        }
-        let (raw, caps) = made?;
+        let agreed = world.agree(made.is_ok());
+        let (raw, caps) = match (made, agreed) {
+            (Ok(m), Ok(true)) => m,
+            (made, agreed) => {
+                let why = match made {
+                    Err(e) => e.context().to_string(),
+                    Ok((raw, _)) => {
+                        // SAFETY: the context just made here, with no group, released once.
+                        unsafe { (api.finalize)(raw) };
+                        "another member could not initialise SHARP".to_string()
+                    }
+                };
+                // Not agreed at all (a member gone): an error; agreed off: the TL is left out.
+                agreed?;
+                return Err(Error::not_supported(format!("sharp is off for this team: {why}")));
+            }
+        };
         let mut lib = Lib {
             api: api.clone(),
             raw,
@@ -201,26 +205,23 @@ impl SharpTeam {
             lock: Mutex::new(()),
             abandoned: AtomicBool::new(false),
         };
-        // The flat group; then the leaders' (made by leaders only).
+        // The flat group; then the leaders' (made by leaders only). Each is
+        // kept only if it was made everywhere; `lib` owns what is kept, so an
+        // error below releases it.
         let flat = comm_init(&lib, Oob::new(p2p.clone(), all, FLAT_SEQ + (1 << 40), config.oob_timeout)?);
-        let flat_ok = agree(&lib, flat.is_ok())?;
+        let flat_agreed = agree(&lib, flat.is_ok());
+        lib.flat = keep(&api, flat, &flat_agreed, "the team's group");
+        flat_agreed?;
         let leaders_group = if hierarchical && sub.node_leader == rank {
             Some(comm_init(&lib, Oob::new(p2p.clone(), leaders.clone(), LEADERS_SEQ, config.oob_timeout)?))
         } else {
             None
         };
-        let leaders_ok = agree(&lib, leaders_group.as_ref().is_none_or(|g| g.is_ok()))? && hierarchical;
-        match flat {
-            Ok(g) if flat_ok => lib.flat = Some(g),
-            Ok(g) => destroy(&api, g),
-            Err(e) => ferrocoll_core::log_debug!("sharp: the team's group is off: {}", e.context()),
+        let leaders_agreed = agree(&lib, leaders_group.as_ref().is_none_or(|g| g.is_ok()));
+        if let Some(g) = leaders_group {
+            lib.leaders = keep(&api, g, &leaders_agreed, "the node leaders' group");
         }
-        match leaders_group {
-            Some(Ok(g)) if leaders_ok => lib.leaders = Some(g),
-            Some(Ok(g)) => destroy(&api, g),
-            Some(Err(e)) => ferrocoll_core::log_debug!("sharp: the node leaders' group is off: {}", e.context()),
-            None => {}
-        }
+        let leaders_ok = leaders_agreed? && hierarchical;
         lib.has_leaders = leaders_ok;
         if lib.flat.is_none() && !lib.has_leaders {
             return Err(Error::not_supported("sharp is off for this team: no SHARP group could be made"));
@@ -313,6 +314,21 @@ fn comm_init(lib: &Lib, oob: Oob) -> Result<Group> {
     let rc = unsafe { (lib.api.comm_init)(lib.raw, &mut spec, &mut raw) };
     lib.api.check(rc, &format!("sharp_coll_comm_init of {} ranks", oob.size())).map_err(|e| with_oob(e, &oob))?;
     Ok(Group { raw, oob })
+}
+
+/// `made`, if it was made on every member (`agreed`); else released.
+fn keep(api: &sys::Api, made: Result<Group>, agreed: &Result<bool>, what: &str) -> Option<Group> {
+    match (made, agreed) {
+        (Ok(g), Ok(true)) => Some(g),
+        (Ok(g), _) => {
+            destroy(api, g);
+            None
+        }
+        (Err(e), _) => {
+            ferrocoll_core::log_debug!("sharp: {what} is off: {}", e.context());
+            None
+        }
+    }
 }
 
 fn destroy(api: &sys::Api, g: Group) {
