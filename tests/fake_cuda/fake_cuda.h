@@ -171,6 +171,7 @@ struct fc_counts {
     long pushes, pops;
     long retains[FC_MAX_DEVICES], releases[FC_MAX_DEVICES];
     long illegal_address, freed_in_use, overlapping_copies, destroyed_busy;
+    long async_default_stream_copies; /* asynchronous copies on the legacy or per-thread stream */
     long kernels_launched, kernels_run, waits_blocked, events_not_ready;
 };
 extern struct fc_counts fc_n;
@@ -237,6 +238,8 @@ struct fc_op {
 /* Resolve a stream handle (NULL/legacy, per-thread, or created); NULL and *err if invalid. */
 struct fc_stream *fc_stream_of(CUstream h, CUresult *err);
 struct fc_ctx *fc_stream_ctx(struct fc_stream *s);
+/* Whether s is a default stream (legacy or per-thread). */
+int fc_stream_is_default(const struct fc_stream *s);
 /* A zeroed op (calloc); fc_enqueue takes ownership. */
 struct fc_op *fc_op_new(enum fc_op_kind kind);
 /* Record memory the op touches (must be live when the op runs). Returns 0 if

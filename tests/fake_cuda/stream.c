@@ -64,6 +64,8 @@ static void unlink_stream(struct fc_stream *s) {
 
 struct fc_ctx *fc_stream_ctx(struct fc_stream *s) { return s->ctx; }
 
+int fc_stream_is_default(const struct fc_stream *s) { return s->legacy || s->per_thread; }
+
 /* ---- the per-thread default streams, ended with their thread ---- */
 
 struct ptds {

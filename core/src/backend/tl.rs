@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::args::CollInit;
-use crate::backend::McSet;
+use crate::backend::{EngineCopies, McSet};
 use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
 use crate::error::Result;
@@ -142,10 +142,20 @@ pub struct PostInfo {
     pub seq: u64,
     /// Where the task records what it waits for.
     pub diag: Arc<TaskDiag>,
+    /// Whether the execution engine runs the task's [`CollTask::engine_copies`]
+    /// for this post (then the task must not make them).
+    pub engine_copies: bool,
 }
 
 /// A prepared collective: produces one future per post (persistent requests post many times).
 pub trait CollTask: Send + Sync {
     /// The future of one execution.
     fn start(&self, post: &PostInfo) -> Result<TaskFuture>;
+
+    /// The copies the task makes around each execution, if an execution
+    /// engine may make them instead (see [`EngineCopies`]); `None` (the
+    /// default) if it makes none or must make them itself.
+    fn engine_copies(&self) -> Option<EngineCopies> {
+        None
+    }
 }

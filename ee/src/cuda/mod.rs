@@ -26,6 +26,16 @@
 //! wait that is already met), creation is `NotSupported` naming the
 //! attribute; there is no wait-kernel fallback.
 //!
+//! Staging copies: a one-shot collective whose TL stages device buffers
+//! through pinned host memory hands those copies to the engine
+//! (`trigger_with_copies`), which enqueues them on the stream itself —
+//! device → host before the input event, host → device after the wait —
+//! so that the collective never needs work on another stream while the
+//! stream waits for it (the driver documents that work ordered only
+//! through stream memory waits may be serialised by the hardware into a
+//! deadlock). The host copies are kept until the stream is past them
+//! (`retire.rs`). Persistent requests make their copies themselves.
+//!
 //! Limits: the collective's buffers are touched by the host (pinned host
 //! memory, or device memory through the TL's staging), not by kernels on
 //! the stream; stream-native executors (NCCL, our kernels) are not wired
@@ -39,6 +49,7 @@
 //! `NotSupported` at creation, never a panic.
 
 mod flag;
+mod retire;
 mod stream;
 mod trigger;
 

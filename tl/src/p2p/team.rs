@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ferrocoll_core::args::{CollInit, Signature};
-use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
+use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::topo::subgroups::Layout;
@@ -136,11 +136,19 @@ impl CollTask for AlgTask {
         };
         match self.staging.clone() {
             None => Ok(run),
-            Some(s) => Ok(Box::pin(async move {
-                s.copy_in()?;
-                run.await?;
-                s.copy_out()
-            })),
+            Some(_) if post.engine_copies => Ok(run),
+            Some(s) => {
+                let diag = post.diag.clone();
+                Ok(Box::pin(async move {
+                    s.copy_in(&diag).await?;
+                    run.await?;
+                    s.copy_out(&diag).await
+                }))
+            }
         }
+    }
+
+    fn engine_copies(&self) -> Option<EngineCopies> {
+        self.staging.as_ref().and_then(|s| s.engine_copies())
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::Request;
-use crate::backend::{Armed, Ee, PostInfo, StartFn, triggered_task};
+use crate::backend::{Armed, Ee, EeTrigger, PostInfo, StartFn, triggered_task};
 use crate::engine::{TaskDiag, TaskSlot};
 use crate::error::Result;
 use crate::types::Event;
@@ -33,7 +33,7 @@ impl Request<'_> {
         self.check_postable()?;
         self.team.check_usable()?;
         // Arm first: an event the engine refuses must not consume a sequence number.
-        let trigger = ee.trigger(ev, self.id).map_err(|e| {
+        let (trigger, engine_copies) = self.arm(ee, ev).map_err(|e| {
             e.prefixed(format_args!(
                 "triggered_post of {} on {} (team {})",
                 self.init.coll,
@@ -45,7 +45,7 @@ impl Request<'_> {
         let desc = self.next_desc();
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
-        let post = PostInfo { seq: desc.seq, diag: diag.clone() };
+        let post = PostInfo { seq: desc.seq, diag: diag.clone(), engine_copies };
         let start: StartFn = match &self.task {
             None => Box::new(|| Ok(None)),
             // Teams of one do their work when the task is made (there is no
@@ -71,6 +71,22 @@ impl Request<'_> {
         }
         self.slot = Some(slot);
         Ok(())
+    }
+
+    /// The engine's trigger for one triggered post, and whether the engine
+    /// runs the task's copies (a CUDA stream engine puts staging copies on
+    /// its stream). Only one-shot requests hand their copies over: a
+    /// persistent request's next post could reuse the memory while the
+    /// engine still copies out of it.
+    fn arm(&self, ee: &dyn Ee, ev: &Event) -> Result<(Box<dyn EeTrigger>, bool)> {
+        if !self.init.persistent {
+            if let Some(copies) = self.task.as_ref().and_then(|t| t.engine_copies()) {
+                if let Some(trigger) = ee.trigger_with_copies(ev, self.id, &copies)? {
+                    return Ok((trigger, true));
+                }
+            }
+        }
+        Ok((ee.trigger(ev, self.id)?, false))
     }
 
     /// The request's process-wide unique id (never 0), carried by the
