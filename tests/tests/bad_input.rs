@@ -389,7 +389,7 @@ fn bad_tune_strings_and_configuration() {
     let e = Context::new(&lib, ContextParams::default()).err().expect("bad timeout");
     assert!(e.to_string().contains("UCC_COLL_TIMEOUT") && e.to_string().contains("soon"), "{e}");
     let mut c = Config::new();
-    c.set("TLS", "^p2p,self,shm,nccl");
+    c.set("TLS", "^p2p,self,shm,nccl,sharp");
     let e = Lib::with_params(LibParams { config: c, ..LibParams::default() }).err().expect("no TLs");
     assert!(e.to_string().contains("leaves no transport"), "{e}");
 }

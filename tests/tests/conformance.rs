@@ -14,6 +14,42 @@ use ferrocoll_tests::world;
 
 const SIZES: [usize; 9] = [1, 2, 3, 4, 5, 7, 8, 11, 16];
 
+/// The SHARP test double every conformance run loads (`None`: TL/SHARP is
+/// off here, and its algorithms are left out, saying why).
+fn sharp_double() -> Option<&'static std::path::Path> {
+    static DOUBLE: std::sync::OnceLock<Option<ferrocoll_tests::fake_sharp::Instance>> = std::sync::OnceLock::new();
+    DOUBLE
+        .get_or_init(|| ferrocoll_tests::fake_sharp::instance_or_skip("conformance (TL/SHARP)", "", false))
+        .as_ref()
+        .map(|i| i.path.as_path())
+}
+
+/// Whether TL/SHARP runs `case` with `alg` rather than refusing it (its
+/// datatypes and operations; `hier` needs several hosts, and `sat` equal
+/// blocks, which in-place cases here do not always have: both are run by
+/// tests/tests/tl_sharp.rs).
+fn sharp_runs(case: &Case, alg: &str) -> bool {
+    use ferrocoll::{DataType as D, ReduceOp as O};
+    let dtype = matches!(
+        case.dtype,
+        D::Int8
+            | D::Uint8
+            | D::Int16
+            | D::Uint16
+            | D::Int32
+            | D::Uint32
+            | D::Int64
+            | D::Uint64
+            | D::Float16
+            | D::Bfloat16
+            | D::Float32
+            | D::Float64
+    );
+    let op = !case.coll.is_reduction()
+        || matches!(case.op, O::Sum | O::Max | O::Min | O::Land | O::Lor | O::Lxor | O::Band | O::Bor | O::Bxor);
+    alg != "hier" && !(alg == "sat" && case.in_place) && (!case.coll.is_reduction() || dtype) && op
+}
+
 /// (TL, algorithm) pairs to run for a collective on a team of `size`.
 fn algorithms(coll: CollType, size: usize) -> Vec<(&'static str, &'static str)> {
     let lib = Lib::new().expect("library");
@@ -24,6 +60,10 @@ fn algorithms(coll: CollType, size: usize) -> Vec<(&'static str, &'static str)> 
         }
         // Host memory only here: TL/NCCL serves CUDA memory (its cases run in gpu_nccl.rs).
         if tl.name() == "nccl" {
+            continue;
+        }
+        // TL/SHARP serves teams of two or more, with its test double.
+        if tl.name() == "sharp" && (size < 2 || sharp_double().is_none()) {
             continue;
         }
         for a in tl.algorithms().iter().filter(|a| a.coll == coll) {
@@ -53,14 +93,18 @@ fn conformance(coll: CollType) {
         let algs = algorithms(coll, size);
         let cases = matrix(coll, size, size as u64 * 7919 + coll.index() as u64);
         total += algs.len() * cases.len();
-        let per_rank = world::run(size, &Config::new(), {
+        let mut config = Config::new();
+        if let Some(lib) = sharp_double() {
+            config.set("TL_SHARP_LIB", lib.to_string_lossy().into_owned());
+        }
+        let per_rank = world::run(size, &config, {
             let (algs, cases) = (algs.clone(), cases.clone());
             move |_team: &Team, ctx| -> Result<Vec<(String, u64)>, String> {
                 let mut digests = Vec::new();
                 for &(tl, alg) in &algs {
                     let team =
                         Team::create(ctx, pinned(tl, coll, alg)).map_err(|e| format!("{tl}/{alg}: team: {e}"))?;
-                    for case in &cases {
+                    for case in cases.iter().filter(|c| tl != "sharp" || sharp_runs(c, alg)) {
                         let out = run_case(&team, case)
                             .map_err(|e| format!("size {size} {tl}/{alg}: {case}: rank {}: {e}", team.rank()))?;
                         // Zero-size collectives complete without an algorithm (UCC's short-cut).

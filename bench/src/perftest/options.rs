@@ -343,6 +343,11 @@ mod tests {
         assert_eq!(o.np, Some(2));
         assert!(o.check && o.csv.is_some() && o.emulate_hosts == Some(2));
         assert_eq!(run("").coll, CollType::Allreduce);
+        // The SHARP reduce_scatter measurement's command line (ucc_perftest's
+        // units: counts of elements per peer block, powers of 1024).
+        let o = run("-c reduce_scatter -F -b 16K -e 1280M -w 100");
+        assert_eq!(o.coll, CollType::ReduceScatter);
+        assert_eq!((o.min, o.max, o.warmups, o.full), (16 << 10, 1280 << 20, Some(100), true));
     }
 
     #[test]

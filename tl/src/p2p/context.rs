@@ -68,11 +68,24 @@ impl TlContext for P2pContext {
     }
 
     fn team_create(&self, params: &TlTeamParams) -> Result<TlTeamFuture> {
+        let shared = self.team_shared(params)?;
+        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone(), params.agreed.clone())))
+    }
+
+    fn close(&self) {
+        self.router.close();
+    }
+}
+
+impl P2pContext {
+    /// What every task of a p2p team over this context shares (also the
+    /// SHARP TL's, which runs p2p algorithms over a p2p context of its own).
+    pub(crate) fn team_shared(&self, params: &TlTeamParams) -> Result<Arc<TeamShared>> {
         if let Some(ep) = params.eps.iter().find(|&&ep| !self.router.reaches_ep(ep)) {
             return Err(Error::not_supported(format!("no p2p transport reaches endpoint {ep}")));
         }
         let config = P2pConfig::from_config(&params.config)?;
-        let shared = Arc::new(TeamShared {
+        Ok(Arc::new(TeamShared {
             id: params.team_id,
             rank: params.rank,
             size: params.size,
@@ -82,11 +95,6 @@ impl TlContext for P2pContext {
             config,
             layout: params.layout.clone(),
             notices: Default::default(),
-        });
-        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone(), params.agreed.clone())))
-    }
-
-    fn close(&self) {
-        self.router.close();
+        }))
     }
 }

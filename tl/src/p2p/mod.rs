@@ -39,7 +39,7 @@
 //! transport yet.
 
 pub(crate) mod alg;
-mod comm;
+pub(crate) mod comm;
 mod config;
 pub(crate) mod context;
 pub mod pattern;

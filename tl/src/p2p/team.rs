@@ -63,7 +63,7 @@ impl P2pTeam {
 /// A barrier among the members: creation completes only once every member
 /// has created the team (UCC's team creation is collective). A member that
 /// never arrives is named by the creation timeout, through `diag`.
-async fn handshake(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>) -> Result<()> {
+pub(crate) async fn handshake(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>) -> Result<()> {
     let sig = Signature::new(CollType::Barrier, None, 0, 0);
     let comm = Comm::new(shared.clone(), HANDSHAKE_SEQ, sig, diag);
     alg::barrier::knomial::knomial_sync(&comm, CREATE_RADIX).await
