@@ -54,11 +54,15 @@ fn conformance_rank() -> i32 {
     let size = ctx.n_eps();
     let every: usize = std::env::var("FERROCOLL_TEST_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let lib = Lib::new().expect("lib");
-    // FERROCOLL_TEST_COLLS: only these collectives (unset: all).
+    // FERROCOLL_TEST_COLLS: only these collectives (unset: all); FERROCOLL_TEST_ALGS: only these algorithms.
     let only = std::env::var("FERROCOLL_TEST_COLLS").ok();
+    let algs = std::env::var("FERROCOLL_TEST_ALGS").ok();
+    // FERROCOLL_TEST_EVERY_ROOT: rooted collectives also at every other root.
+    let every_root = std::env::var("FERROCOLL_TEST_EVERY_ROOT").is_ok();
     for coll in COLLS.into_iter().filter(|c| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == c.name()))) {
         for tl in lib.tls().iter().filter(|t| tls.iter().any(|n| n == t.name())) {
-            for alg in tl.algorithms().iter().filter(|a| a.coll == coll) {
+            let chosen = |name: &str| algs.as_deref().is_none_or(|a| a.split(',').any(|n| n == name));
+            for alg in tl.algorithms().iter().filter(|a| a.coll == coll && chosen(a.name)) {
                 let p = TeamParams::default()
                     .set(&format!("TL_{}_TUNE", tl.name().to_ascii_uppercase()), format!("{coll}:@{}:inf", alg.name))
                     .set("TL_SELF_TUNE", "0");
@@ -69,7 +73,10 @@ fn conformance_rank() -> i32 {
                         return 1;
                     }
                 };
-                let cases = matrix(coll, size, 77 + coll.index() as u64);
+                let mut cases = matrix(coll, size, 77 + coll.index() as u64);
+                if every_root && coll.is_rooted() {
+                    cases.extend(other_roots(&cases, size));
+                }
                 let mut n = 0;
                 for case in cases.iter().step_by(every) {
                     match run_case(&team, case) {
@@ -94,6 +101,17 @@ fn conformance_rank() -> i32 {
         }
     }
     0
+}
+
+/// The cases at root 0 moved to every root the matrix leaves out (it takes
+/// the first, middle and last), so that every rank leads at least once.
+fn other_roots(cases: &[ferrocoll_tests::cases::Case], size: usize) -> Vec<ferrocoll_tests::cases::Case> {
+    let taken = ferrocoll_tests::cases::roots(size);
+    let at_zero: Vec<_> = cases.iter().filter(|c| c.root == 0).collect();
+    (0..size)
+        .filter(|r| !taken.contains(r))
+        .flat_map(|r| at_zero.iter().step_by(3).map(move |c| ferrocoll_tests::cases::Case { root: r, ..(*c).clone() }))
+        .collect()
 }
 
 /// Allreduce 1 MiB again and again until a collective fails (a peer was killed).
@@ -217,35 +235,73 @@ fn conformance_two_emulated_hosts_of_two() {
     assert_all_done(&job.finish(Duration::from_secs(600)), &["p2p"]);
 }
 
-/// The hierarchical allreduce, bcast and reduce (and every other p2p
-/// algorithm of those) on uneven emulated hosts: 1, 3 and 2 ranks, host b's ranks not
-/// contiguous (rank 5 sits on it), so node leaders are not every k-th rank,
-/// and a root on a host of several ranks leads it. Radix 2: the three
-/// leaders run a knomial step and a proxy (the 2x2 job runs radix 4, a proxy alone).
-#[test]
-fn hierarchical_collectives_on_three_uneven_emulated_hosts() {
-    let hosts = ["a", "b", "b", "c", "c", "b"];
+/// Collectives with a hierarchical p2p algorithm.
+const HIER_COLLS: [&str; 10] = [
+    "allreduce",
+    "bcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "barrier",
+];
+
+/// Every hierarchical p2p algorithm through the conformance matrix, at
+/// every root, with rank r on emulated host `places[r].0` under switch
+/// group `places[r].1`. Radix 2 everywhere: leaders run knomial steps and
+/// proxies.
+fn hierarchical_on(places: &[(&str, &str)]) {
     let (tok, port) = (token(), free_port());
-    let job = Job::start("rank_body", "conformance", 6, 0..6, &tok, port, &|r| {
+    let size = places.len();
+    let job = Job::start("rank_body", "conformance", size, 0..size, &tok, port, &|r| {
         env(&[
             ("FERROCOLL_TEST_TLS", "p2p".into()),
-            ("FERROCOLL_TEST_COLLS", "allreduce,bcast,reduce".into()),
+            ("FERROCOLL_TEST_COLLS", HIER_COLLS.join(",")),
+            ("FERROCOLL_TEST_ALGS", "hier".into()),
+            ("FERROCOLL_TEST_EVERY_ROOT", "1".into()),
             ("UCC_TL_P2P_ALLREDUCE_KN_RADIX", "2".into()),
             ("UCC_TL_P2P_BCAST_KN_RADIX", "2".into()),
             ("UCC_TL_P2P_REDUCE_KN_RADIX", "2".into()),
-            ("FERROCOLL_HOST_ID", hosts[r].to_string()),
+            ("FERROCOLL_HOST_ID", places[r].0.to_string()),
+            ("FERROCOLL_SWITCH_ID", places[r].1.to_string()),
         ])
     });
     let outs = job.finish(Duration::from_secs(600));
     for o in &outs {
         let fails = o.lines("FAIL");
         assert!(fails.is_empty() && o.success == Some(true), "rank {}: {fails:?}\n{}\n{}", o.rank, o.stdout, o.stderr);
-        for coll in ["allreduce", "bcast", "reduce"] {
+        for coll in HIER_COLLS {
             let hier = o.lines(&format!("DONE {coll} p2p/hier "));
             let n: usize = hier.first().and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
             assert!(n > 0, "rank {}: the hierarchical {coll} ran no case: {}", o.rank, o.stdout);
         }
     }
+}
+
+/// Two emulated hosts of two ranks.
+#[test]
+fn hierarchical_collectives_on_two_emulated_hosts_of_two() {
+    hierarchical_on(&[("a", "s"), ("a", "s"), ("b", "s"), ("b", "s")]);
+}
+
+/// Uneven emulated hosts: 1, 3 and 2 ranks, host b's ranks not contiguous
+/// (rank 5 sits on it), so node leaders are not every k-th rank, and a root
+/// on a host of several ranks leads it.
+#[test]
+fn hierarchical_collectives_on_three_uneven_emulated_hosts() {
+    hierarchical_on(&[("a", "s"), ("b", "s"), ("b", "s"), ("c", "s"), ("c", "s"), ("b", "s")]);
+}
+
+/// Two switch groups of two emulated hosts of two ranks: three levels.
+/// Group t's ranks are not contiguous (ranks 2 and 3 sit on host c), so
+/// group leaders are not every k-th rank either.
+#[test]
+fn hierarchical_collectives_on_two_switches_of_two_hosts_of_two() {
+    let places = [("a", "s"), ("a", "s"), ("c", "t"), ("c", "t"), ("b", "s"), ("b", "s"), ("d", "t"), ("d", "t")];
+    hierarchical_on(&places);
 }
 
 /// Kill rank 2 of 4 in the middle of a loop of allreduces: every survivor's
