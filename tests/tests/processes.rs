@@ -127,8 +127,18 @@ fn loop_rank() -> i32 {
     let src = vec![1.0f32; 1 << 18];
     let mut dst = vec![0.0f32; 1 << 18];
     let start = Instant::now();
+    let mut first = true;
     while start.elapsed() < Duration::from_secs(60) {
-        if let Err(e) = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(10)).run(&team) {
+        let outcome = Coll::allreduce(&src, &mut dst, ReduceOp::Sum)
+            .timeout(Duration::from_secs(10))
+            .init(&team)
+            .and_then(|mut req| {
+                if std::mem::take(&mut first) {
+                    println!("VIA {}", req.selected());
+                }
+                req.run()
+            });
+        if let Err(e) = outcome {
             println!("ERROR {e}");
             return 0;
         }
@@ -307,23 +317,45 @@ fn hierarchical_collectives_on_two_switches_of_two_hosts_of_two() {
 /// Kill rank 2 of 4 in the middle of a loop of allreduces: every survivor's
 /// collective fails with an error naming it, well within the 10 s timeout.
 fn kill_a_rank(hosts: bool) {
+    let places: Vec<(String, String)> = (0..4).map(|r| (format!("host{r}"), "s".to_string())).collect();
+    kill_in(hosts.then_some(&places[..]), 2, None);
+}
+
+/// Kill rank `victim` of a job of `places.len()` ranks (4 on one host
+/// without places) looping over allreduces (through `alg` of the p2p TL
+/// when given): every survivor names it, well within the 10 s timeout.
+fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>) {
+    let size = places.map_or(4, <[_]>::len);
     let (tok, port) = (token(), free_port());
-    let mut job = Job::start("rank_body", "loop", 4, 0..4, &tok, port, &|r| {
-        if hosts { env(&[("FERROCOLL_HOST_ID", format!("host{r}"))]) } else { Vec::new() }
+    let mut job = Job::start("rank_body", "loop", size, 0..size, &tok, port, &|r| {
+        let mut e = Vec::new();
+        if let Some(p) = places {
+            e.push(("FERROCOLL_HOST_ID".to_string(), p[r].0.clone()));
+            e.push(("FERROCOLL_SWITCH_ID".to_string(), p[r].1.clone()));
+        }
+        if let Some(alg) = alg {
+            e.push(("UCC_TL_P2P_TUNE".to_string(), format!("allreduce:@{alg}:inf")));
+        }
+        e
     });
     std::thread::sleep(Duration::from_millis(2500));
     let killed = Instant::now();
-    job.kill(2);
+    job.kill(victim);
     let outs = job.finish(Duration::from_secs(25));
     let took = killed.elapsed();
     assert!(took < Duration::from_secs(20), "survivors took {took:?} (twice the timeout is 20 s)");
-    for o in outs.iter().filter(|o| o.rank != 2) {
+    let all: Vec<String> = outs.iter().flat_map(|o| o.lines("ERROR ")).collect();
+    for o in outs.iter().filter(|o| o.rank != victim) {
+        if let Some(alg) = alg {
+            let via = o.lines("VIA ");
+            assert_eq!(via, vec![format!("VIA p2p/{alg}")], "rank {}: {}", o.rank, o.stdout);
+        }
         let errors = o.lines("ERROR ");
         assert_eq!(o.success, Some(true), "rank {} did not end by itself: {}\n{}", o.rank, o.stdout, o.stderr);
         let e = errors.first().unwrap_or_else(|| panic!("rank {}: no error: {}", o.rank, o.stdout));
         assert!(
-            e.contains("rank 2") || e.contains("endpoint 2"),
-            "rank {}: the error does not name rank 2: {e}",
+            e.contains(&format!("rank {victim}")) || e.contains(&format!("endpoint {victim}")),
+            "rank {}: the error does not name rank {victim}: {e}\nevery error: {all:#?}",
             o.rank
         );
     }
@@ -337,6 +369,22 @@ fn a_killed_rank_is_named_by_the_survivors_on_one_host() {
 #[test]
 fn a_killed_rank_is_named_by_the_survivors_across_hosts() {
     kill_a_rank(true);
+}
+
+/// Two switch groups of two emulated hosts of two ranks, the hierarchical
+/// allreduce: rank 5, a node member that is no leader (only its node's
+/// leader hears from it), is killed; every survivor, in other nodes and
+/// the other switch group too, names it. Then rank 6, a node leader that
+/// leads no group.
+#[test]
+fn a_rank_killed_inside_a_node_of_the_hierarchy_is_named_by_every_survivor() {
+    let places: Vec<(String, String)> =
+        [("a", "s"), ("a", "s"), ("c", "t"), ("c", "t"), ("b", "s"), ("b", "s"), ("d", "t"), ("d", "t")]
+            .iter()
+            .map(|(h, s)| (h.to_string(), s.to_string()))
+            .collect();
+    kill_in(Some(&places), 5, Some("hier"));
+    kill_in(Some(&places), 6, Some("hier"));
 }
 
 #[test]
