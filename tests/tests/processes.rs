@@ -246,12 +246,14 @@ fn conformance_two_emulated_hosts_of_two() {
 }
 
 /// Collectives with a hierarchical p2p algorithm.
-const HIER_COLLS: [&str; 10] = [
+const HIER_COLLS: [&str; 12] = [
     "allreduce",
     "bcast",
     "reduce",
     "gather",
+    "gatherv",
     "scatter",
+    "scatterv",
     "allgather",
     "allgatherv",
     "alltoall",
