@@ -308,7 +308,7 @@ impl Me<'_> {
                 if i == self.rank {
                     chunk.copy_from_slice(self.sizes);
                 } else {
-                    // SAFETY: `all` lives, and nothing else touches this chunk, until the receive completes (awaited below).
+                    // SAFETY: `all` lives, and nothing else touches this chunk, until the receive completes (below).
                     recvs.push(c.recv(i, 0, unsafe { MemRef::from_mut_slice(chunk) }));
                 }
             }
@@ -462,7 +462,7 @@ impl Me<'_> {
                 let mut recvs = Vec::new();
                 for (n, buf) in my_nodes.iter().zip(bufs.iter_mut()) {
                     if n[0] != self.rank {
-                        // SAFETY: `buf` lives, and nothing else touches it, until the receive completes (awaited below).
+                        // SAFETY: `buf` lives, untouched by anything else, until the receive completes (below).
                         recvs.push(c_sizes.recv(n[0], 0, unsafe { MemRef::from_mut_slice(buf) }));
                     }
                 }

@@ -33,7 +33,7 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Alltoall,
         2,
         "hier",
-        "node leaders aggregate: one message per pair of nodes, within a node rank to rank; by name only",
+        "leaders aggregate: one message per pair of nodes (and of groups), rank to rank in a node; by name only",
         Run::Alltoall(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];

@@ -36,7 +36,7 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Alltoallv,
         2,
         "hier",
-        "node leaders aggregate (after learning their ranks' counts): one message per pair of nodes; by name only",
+        "leaders aggregate (learning counts first): one message per pair of nodes (and of groups); by name only",
         Run::Alltoall(|c, o| Box::pin(super::alltoall::hier::run_v(c, o))),
     ),
 ];

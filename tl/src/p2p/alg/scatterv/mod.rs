@@ -28,7 +28,7 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Scatterv,
         1,
         "hier",
-        "topology-aware: the root sends each group's, then each node's blocks to its leader (sizes first); by name only",
+        "topology-aware: the root sends each group's, then each node's blocks to its leader (sizes first); by name",
         Run::Scatter(|c, o| Box::pin(super::scatter::hier::run_v(c, o))),
     ),
 ];
