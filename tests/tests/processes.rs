@@ -316,6 +316,26 @@ fn hierarchical_collectives_on_two_switches_of_two_hosts_of_two() {
     hierarchical_on(&places);
 }
 
+/// Ten ranks in three switch groups of one to three hosts, nothing
+/// contiguous: ranks of a host and hosts of a group interleave, one host
+/// holds one rank, one group one host.
+#[test]
+fn hierarchical_collectives_on_ten_interleaved_ranks_in_three_switches() {
+    let places = [
+        ("a", "s"),
+        ("d", "u"),
+        ("b", "s"),
+        ("a", "s"),
+        ("e", "u"),
+        ("c", "t"),
+        ("b", "s"),
+        ("c", "t"),
+        ("d", "u"),
+        ("c", "t"),
+    ];
+    hierarchical_on(&places);
+}
+
 /// Kill rank 2 of 4 in the middle of a loop of allreduces: every survivor's
 /// collective fails with an error naming it, well within the 10 s timeout.
 fn kill_a_rank(hosts: bool) {
