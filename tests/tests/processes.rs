@@ -1,7 +1,9 @@
 //! Ranks that are processes: a slice of the conformance matrix over the
 //! shared-memory TL and the p2p transports (shared memory between processes
-//! of one host; TCP between emulated hosts), a rank killed mid-collective, a
-//! process with the wrong job token, and a rank that never arrives.
+//! of one host; TCP between emulated hosts), every hierarchical algorithm
+//! at every root on emulated hosts and switch groups, a rank killed
+//! mid-collective (also inside a node of the hierarchy), a process with the
+//! wrong job token, and a rank that never arrives.
 //!
 //! The test binary starts copies of itself as ranks (`rank_body`, which is
 //! a no-op unless started that way), bootstrapping through `TcpOob::from_env`.
