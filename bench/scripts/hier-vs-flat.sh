@@ -4,7 +4,9 @@
 # and without link emulation. For each round, each link setting, each
 # collective: the default selection ("flat": whatever the score map picks,
 # named in the table) then the hierarchical algorithm pinned by name
-# (UCC_TL_P2P_TUNE=<coll>:@hier:inf), interleaved so that drift hits both.
+# (UCC_TL_P2P_TUNE=<coll>:@$HIER:inf, HIER=hier by default; HIER=split_rail
+# with COLLS=allreduce for the split-rail allreduce), interleaved so that
+# drift hits both.
 # Prints one markdown table per collective and link setting: per size the
 # median over rounds of each one's avg time (µs) and hier/flat (< 1: the
 # hierarchy wins).
@@ -27,6 +29,7 @@ link=${LINK:-host:5us:10GB/s,switch:20us:2GB/s}
 colls=${COLLS:-allreduce bcast reduce gather scatter alltoallv}
 max=${MAX:-16m}
 extra=${EXTRA:-}
+hier=${HIER:-hier}
 [ -x "$bin" ] || { echo "no perftest at $bin (cargo build --release -p ferrocoll-bench?)" >&2; exit 1; }
 bytes() { numfmt --from=iec "${1^^}"; }
 max_b=$(bytes "$max")
@@ -39,7 +42,7 @@ for r in $(seq "$rounds"); do
       for v in flat hier; do
         envs=()
         [ "$l" = emulated ] && envs+=("FERROCOLL_EMULATE_LINK=$link")
-        [ "$v" = hier ] && envs+=("UCC_TL_P2P_TUNE=$c:@hier:inf")
+        [ "$v" = hier ] && envs+=("UCC_TL_P2P_TUNE=$c:@$hier:inf")
         # shellcheck disable=SC2086
         env "${envs[@]}" "$bin" --np "$np" --emulate-hosts "$hosts" --emulate-switches "$switches" \
           -c "$c" -d int8 -b 8 -e "$e" -f 4 $extra --json "$out/$l-$c-$v-$r.json" >/dev/null

@@ -263,7 +263,7 @@ const HIER_COLLS: [&str; 12] = [
     "barrier",
 ];
 
-/// Every hierarchical p2p algorithm through the conformance matrix, at
+/// Every hierarchical p2p algorithm (and allreduce's split rail) through the conformance matrix, at
 /// every root, with rank r on emulated host `places[r].0` under switch
 /// group `places[r].1`. Radix 2 everywhere: leaders run knomial steps and
 /// proxies.
@@ -274,7 +274,7 @@ fn hierarchical_on(places: &[(&str, &str)]) {
         env(&[
             ("FERROCOLL_TEST_TLS", "p2p".into()),
             ("FERROCOLL_TEST_COLLS", HIER_COLLS.join(",")),
-            ("FERROCOLL_TEST_ALGS", "hier".into()),
+            ("FERROCOLL_TEST_ALGS", "hier,split_rail".into()),
             ("FERROCOLL_TEST_EVERY_ROOT", "1".into()),
             ("UCC_TL_P2P_ALLREDUCE_KN_RADIX", "2".into()),
             ("UCC_TL_P2P_BCAST_KN_RADIX", "2".into()),
@@ -287,10 +287,10 @@ fn hierarchical_on(places: &[(&str, &str)]) {
     for o in &outs {
         let fails = o.lines("FAIL");
         assert!(fails.is_empty() && o.success == Some(true), "rank {}: {fails:?}\n{}\n{}", o.rank, o.stdout, o.stderr);
-        for coll in HIER_COLLS {
-            let hier = o.lines(&format!("DONE {coll} p2p/hier "));
+        for (coll, alg) in HIER_COLLS.iter().map(|c| (*c, "hier")).chain([("allreduce", "split_rail")]) {
+            let hier = o.lines(&format!("DONE {coll} p2p/{alg} "));
             let n: usize = hier.first().and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
-            assert!(n > 0, "rank {}: the hierarchical {coll} ran no case: {}", o.rank, o.stdout);
+            assert!(n > 0, "rank {}: the hierarchical {coll} ({alg}) ran no case: {}", o.rank, o.stdout);
         }
     }
 }

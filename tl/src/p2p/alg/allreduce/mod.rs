@@ -2,6 +2,7 @@
 
 pub(crate) mod hier;
 pub(crate) mod hier3;
+pub(crate) mod hier_split_rail;
 pub(crate) mod knomial;
 pub(crate) mod ring;
 pub(crate) mod sra_knomial;
@@ -40,6 +41,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "hier",
         "hierarchical: reduce in nodes (and switch groups), allreduce among the top leaders, bcast back; by name only",
         Run::Allreduce(|c, o| Box::pin(hier::run(c, o))),
+    ),
+    Alg::new(
+        Allreduce,
+        4,
+        "split_rail",
+        "reduce-scatter in nodes, allreduce along rails (same place in each node), allgather; equal nodes; by name only",
+        Run::Allreduce(|c, o| Box::pin(hier_split_rail::run(c, o))),
     ),
 ];
 
