@@ -146,6 +146,58 @@ pub(crate) fn levels(layout: &Layout, me: usize, root: Option<usize>) -> Result<
     Ok(out)
 }
 
+/// Where the spans of the levels a rank leads lie in one buffer holding
+/// its highest led level's ranks in order (what it sends up, or what it
+/// received from above): its own block, and each other member's span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Ranges {
+    /// Bytes of the whole buffer.
+    pub total: usize,
+    /// Offset of this rank's own block.
+    pub own: usize,
+    /// (index into `led`, member's team rank, offset, bytes) of every other
+    /// member's span, top level first.
+    pub spans: Vec<(usize, usize, usize, usize)>,
+}
+
+/// [`Ranges`] of `led` (the non-trivial levels a rank leads, bottom-up),
+/// with `bytes(r)` the size of rank r's block.
+pub(crate) fn ranges(led: &[&Level], bytes: &dyn Fn(usize) -> Result<usize>) -> Result<Ranges> {
+    let sum = |ranks: &[usize]| {
+        ranks.iter().try_fold(0usize, |acc, &r| {
+            acc.checked_add(bytes(r)?).ok_or_else(|| Error::invalid_param("hierarchy: span bytes overflow"))
+        })
+    };
+    let total = match led.last() {
+        Some(top) => sum(&top.all_ranks())?,
+        None => 0,
+    };
+    let (mut base, mut spans) = (0, Vec::new());
+    for (i, level) in led.iter().enumerate().rev() {
+        let mut at = base;
+        for (m, span) in level.spans.iter().enumerate() {
+            let len = sum(span)?;
+            if m == level.me {
+                base = at;
+            } else {
+                spans.push((i, level.members[m], at, len));
+            }
+            at += len;
+        }
+    }
+    Ok(Ranges { total, own: base, spans })
+}
+
+/// `len` bytes cut into pieces of `frag` bytes (at least one piece, at
+/// most 65 536: larger pieces for huge messages, so tags stay few).
+pub(crate) fn fragments(len: usize, frag: usize) -> Vec<(usize, usize)> {
+    let frag = frag.max(1).max(len.div_ceil(1 << 16));
+    if len == 0 {
+        return vec![(0, 0)];
+    }
+    (0..len.div_ceil(frag)).map(|k| (k * frag, frag.min(len - k * frag))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -190,6 +242,31 @@ mod tests {
         let v = levels(&l, 5, Some(5)).unwrap();
         assert_eq!((v[0].members.clone(), v[0].leader_rank(), v[0].me), (vec![1, 2, 5], 5, 2));
         assert!(v.len() == 3 && v[2].trivial() && v[1].leads());
+    }
+
+    #[test]
+    fn ranges_place_every_span_in_the_top_buffer() {
+        let l = layout(&[(0, 0), (0, 0), (1, 0), (1, 0), (2, 1), (2, 1), (3, 1), (3, 1)]);
+        // Rank 4 leads its node and group s1 (ranks 4, 5 | 6, 7); blocks of r + 1 bytes.
+        let v = levels(&l, 4, None).unwrap();
+        let led: Vec<&Level> = v[..2].iter().collect();
+        let r = ranges(&led, &|x| Ok(x + 1)).unwrap();
+        assert_eq!((r.total, r.own), (5 + 6 + 7 + 8, 0));
+        assert_eq!(r.spans, vec![(1, 6, 11, 15), (0, 5, 5, 6)]);
+        // Rank 5 leads nothing: its own block, nothing else.
+        assert_eq!(ranges(&[], &|_| Ok(1)).unwrap(), Ranges { total: 0, own: 0, spans: vec![] });
+        let led: Vec<&Level> = v.iter().collect();
+        let r = ranges(&led, &|_| Ok(2)).unwrap();
+        assert_eq!((r.total, r.own), (16, 8));
+        assert_eq!(r.spans[0], (2, 0, 0, 8));
+    }
+
+    #[test]
+    fn fragments_cover_the_message() {
+        assert_eq!(fragments(0, 4), vec![(0, 0)]);
+        assert_eq!(fragments(10, 4), vec![(0, 4), (4, 4), (8, 2)]);
+        assert_eq!(fragments(3, 4), vec![(0, 3)]);
+        assert_eq!(fragments(1 << 20, 1).len(), 1 << 16);
     }
 
     proptest! {

@@ -1,30 +1,37 @@
 //! Topology-aware scatter(v) (Kandalla et al., IPDPS 2010), gather's
-//! mirror: the root packs its blocks in the order of the hierarchy's spans
-//! (`pattern::hier`), then each level's leader sends every member its span
-//! in one message, from the top down, so a node's blocks cross the
-//! inter-node link once and a switch group's cross the top switch once. The
-//! root leads its node, its group and the top (no extra hop). Uneven and
-//! non-contiguous nodes need nothing special: a span's blocks travel in
-//! span order, and both ends know the span from the layout.
+//! mirror: the root holds its blocks in the order of the hierarchy's spans
+//! (`pattern::hier`), and each level's leader sends every member its span,
+//! from the top down, so a node's blocks cross the inter-node link once and
+//! a switch group's cross the top switch once. The root leads its node, its
+//! group and the top (no extra hop). Uneven and non-contiguous nodes need
+//! nothing special: a span's blocks travel in span order, and both ends
+//! know the span from the layout.
 //!
-//! A leader's sends all start at once; its own span stays where it is (a
-//! range of what it received) for the level below. Scatter's blocks are all
-//! as long as this rank's dst; scatterv's are known only to their rank and
-//! the root, so there each span is preceded by a message giving its blocks'
-//! sizes. Not pipelined: a leader forwards after its whole span has
-//! arrived. Chosen by name (`scatter:@hier`, `scatterv:@hier`).
+//! A rank holds one buffer: the ranks of its span from above (at the root,
+//! the whole team, packed from src), in which the span of every member of
+//! every level it leads is a range ([`ranges`]). Messages travel in pieces
+//! of gather's [`FRAGMENT`] bytes, and a leader sends on each piece of a
+//! member's span as soon as the bytes it covers have arrived: for large
+//! messages the levels overlap (pipelining).
+//!
+//! Scatter's blocks are all as long as this rank's dst; scatterv's are
+//! known only to their rank and the root, so there each span is preceded
+//! by a message giving its blocks' sizes. Chosen by name (`scatter:@hier`,
+//! `scatterv:@hier`).
+
+use std::collections::HashMap;
 
 use ferrocoll_core::args::Scatter;
-use ferrocoll_core::backend::Scratch;
-use ferrocoll_core::engine::{try_join_all, try_join2};
+use ferrocoll_core::engine::try_join_all;
 use ferrocoll_core::{Error, MemRef, Result};
 
 use crate::p2p::Comm;
-use crate::p2p::alg::gather::hier::sizes;
-use crate::p2p::pattern::hier::levels;
+use crate::p2p::alg::gather::hier::{FRAGMENT, sizes};
+use crate::p2p::pattern::hier::{Level, fragments, levels, ranges};
 
-const TAG_DATA: u32 = 0;
-const TAG_SIZES: u32 = 1;
+const TAG_SIZES: u32 = 0;
+/// Piece k of a message has tag `TAG_DATA + k`.
+const TAG_DATA: u32 = 1;
 
 /// Scatter: every block is as long as this rank's.
 pub(crate) async fn run(comm: Comm, o: Scatter) -> Result<()> {
@@ -40,76 +47,94 @@ async fn scatter(comm: Comm, o: Scatter, v: bool) -> Result<()> {
     let rank = comm.rank();
     let block = o.dst.len();
     let levels = levels(comm.layout(), rank, Some(o.root))?;
-    let active: Vec<(usize, _)> = levels.iter().enumerate().filter(|(_, l)| !l.trivial()).rev().collect();
-    // What this rank holds: its ranks' blocks' sizes and the blocks back to back
-    // (in the order of its highest level's ranks), and where.
-    let mut held_sizes: Vec<usize> = vec![block];
-    let mut buf: Option<MemRef> = None;
-    let mut _scratch: Option<Scratch> = None;
+    let active: Vec<(usize, &Level)> = levels.iter().enumerate().filter(|(_, l)| !l.trivial()).collect();
+    let k = active.iter().position(|(_, l)| !l.leads()).unwrap_or(active.len());
+    let (led, up) = (&active[..k], active.get(k));
+    let phases: Vec<Comm> = (0..levels.len()).map(|i| comm.phase(i as u32)).collect();
+
+    // The ranks this rank holds and their blocks' sizes.
+    let held: Vec<usize> = match (up, led.last()) {
+        (Some((_, l)), _) => l.spans[l.me].clone(),
+        (None, Some((_, l))) => l.all_ranks(),
+        (None, None) => vec![rank],
+    };
+    let held_sizes: Vec<usize> = match (&o.src, up) {
+        (Some(src), _) => held.iter().map(|&r| src.blocks.bytes(r)).collect(),
+        (None, Some(&(i, level))) if v => {
+            let mut header = vec![0u8; held.len() * 8];
+            // SAFETY: `header` lives, and nothing else touches it, until the receive completes (awaited here).
+            phases[i].recv(level.leader_rank(), TAG_SIZES, unsafe { MemRef::from_mut_slice(&mut header) }).await?;
+            sizes::decode(&header)?
+        }
+        _ => vec![block; held.len()],
+    };
+    if held_sizes.len() != held.len() {
+        return Err(Error::internal(format!("scatter: {} sizes for {} ranks", held_sizes.len(), held.len())));
+    }
+    let size_of: HashMap<usize, usize> = held.iter().copied().zip(held_sizes.iter().copied()).collect();
+    let bytes = |r: usize| size_of.get(&r).copied().ok_or_else(|| Error::internal(format!("scatter: no size of {r}")));
+
+    let led_levels: Vec<&Level> = led.iter().map(|(_, l)| *l).collect();
+    let places = ranges(&led_levels, &bytes)?;
+    let total = sizes::sum(held_sizes.iter().copied())?;
+    let scratch = comm.scratch(total)?;
+    let buf = scratch.mem();
+    // Where the bytes come from: src (the root), or pieces from the leader above.
+    let mut pieces = Vec::new();
     if let Some(src) = &o.src {
-        let ranks = active.first().map_or_else(|| vec![rank], |(_, l)| l.all_ranks());
-        held_sizes = ranks.iter().map(|&r| src.blocks.bytes(r)).collect();
-        let packed = comm.scratch(sizes::sum(held_sizes.iter().copied())?)?;
         let mut at = 0;
-        for &r in &ranks {
+        for &r in &held {
             let b = src.block(r)?;
-            comm.copy(packed.mem().range(at, b.len())?, b)?;
+            comm.copy(buf.range(at, b.len())?, b)?;
             at += b.len();
         }
-        buf = Some(packed.mem());
-        _scratch = Some(packed);
+    } else if let Some(&(i, level)) = up {
+        for (k, &(off, len)) in fragments(total, FRAGMENT).iter().enumerate() {
+            pieces.push((off + len, phases[i].recv(level.leader_rank(), TAG_DATA + k as u32, buf.range(off, len)?)));
+        }
     }
-    for (i, level) in active {
-        let comm = comm.phase(i as u32);
-        let leader = level.leader_rank();
-        if !level.leads() {
-            let span = &level.spans[level.me];
-            held_sizes = if v {
-                let mut header = vec![0u8; span.len() * 8];
-                // SAFETY: `header` lives, and nothing else touches it, until the receive completes (awaited here).
-                comm.recv(leader, TAG_SIZES, unsafe { MemRef::from_mut_slice(&mut header) }).await?;
-                sizes::decode(&header)?
-            } else {
-                vec![block; span.len()]
-            };
-            let mine = comm.scratch(sizes::sum(held_sizes.iter().copied())?)?;
-            comm.recv(leader, TAG_DATA, mine.mem()).await?;
-            buf = Some(mine.mem());
-            _scratch = Some(mine);
-            continue;
+
+    // Down: sizes at once, each piece of each member's span once its bytes are here.
+    let mut headers = Vec::new();
+    let mut out = Vec::new();
+    for &(l, member, off, len) in &places.spans {
+        let (i, level) = led[l];
+        let m = level.members.iter().position(|&x| x == member).ok_or_else(|| Error::internal("scatter: member"))?;
+        if v {
+            headers.push((
+                i,
+                member,
+                sizes::encode(&level.spans[m].iter().map(|&r| bytes(r)).collect::<Result<Vec<_>>>()?),
+            ));
         }
-        let Some(whole) = buf else {
-            return Err(Error::internal(format!("scatter: rank {rank} leads a level but holds nothing")));
-        };
-        // Each member's span: its blocks' sizes, and its range of what this rank holds.
-        let mut parts = Vec::with_capacity(level.spans.len());
-        let (mut first, mut at) = (0, 0);
-        for span in &level.spans {
-            let s = held_sizes.get(first..first + span.len()).ok_or_else(|| {
-                Error::internal(format!("scatter: rank {rank} holds {} blocks, fewer than its spans", held_sizes.len()))
-            })?;
-            let len = sizes::sum(s.iter().copied())?;
-            parts.push((s.to_vec(), whole.range(at, len)?));
-            first += span.len();
-            at += len;
+        for (k, &(foff, flen)) in fragments(len, FRAGMENT).iter().enumerate() {
+            out.push((off + foff + flen, i, member, k, buf.range(off + foff, flen)?));
         }
-        let headers: Vec<Vec<u8>> = parts.iter().map(|(s, _)| if v { sizes::encode(s) } else { Vec::new() }).collect();
-        let mut sends = Vec::new();
-        let mut size_sends = Vec::new();
-        for m in (0..level.members.len()).filter(|&m| m != level.me) {
-            if v {
-                // SAFETY: `headers` lives, unmodified, until these sends complete (awaited below).
-                size_sends.push(comm.isend(level.members[m], TAG_SIZES, unsafe { MemRef::from_slice(&headers[m]) })?);
+    }
+    out.sort_by_key(|p| p.0);
+    let mut sends = Vec::new();
+    for (i, member, h) in &headers {
+        // SAFETY: `headers` lives, unmodified, until these sends complete (joined below).
+        sends.push(phases[*i].isend(*member, TAG_SIZES, unsafe { MemRef::from_slice(h) })?);
+    }
+    let mut next = out.iter().peekable();
+    let mut ready = |upto: usize, sends: &mut Vec<_>| -> Result<()> {
+        while let Some(&&(end, i, member, k, mem)) = next.peek() {
+            if end > upto {
+                break;
             }
-            sends.push(comm.isend(level.members[m], TAG_DATA, parts[m].1)?);
+            sends.push(phases[i].isend(member, TAG_DATA + k as u32, mem)?);
+            next.next();
         }
-        try_join2(try_join_all(size_sends), try_join_all(sends)).await?;
-        let (mine_sizes, mine) = parts.swap_remove(level.me);
-        held_sizes = mine_sizes;
-        buf = Some(mine);
-    }
-    let Some(mine) = buf else {
-        return Err(Error::internal(format!("scatter: rank {rank} received nothing")));
+        Ok(())
     };
-    comm.copy(o.dst, mine)
+    if pieces.is_empty() {
+        ready(total, &mut sends)?;
+    }
+    for (end, recv) in pieces {
+        recv.await?;
+        ready(end, &mut sends)?;
+    }
+    try_join_all(sends).await?;
+    comm.copy(o.dst, buf.range(places.own, block)?)
 }
