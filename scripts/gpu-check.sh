@@ -17,7 +17,8 @@
 #
 # What is collected: the test binaries named gpu_* (but gpu_fake_driver) and ee_* (tests/), every
 # test binary of ferrocoll-kernels and the unit tests of ferrocoll-cuda,
-# ferrocoll-mc and ferrocoll-ee, into DIR/tests; ferrocoll-perftest, ferrocoll-run and
+# ferrocoll-mc and ferrocoll-ee, and the C API's c_api test with the libucc.so it
+# loads (it compiles its C programs there, from capi/tests/c, with the machine's cc), into DIR/tests; ferrocoll-perftest, ferrocoll-run and
 # ferrocoll-info into DIR/tools (for benchmarks; not run here).
 #
 # With the device tool: build here, then
@@ -42,6 +43,8 @@ wanted() {
     # gpu_fake_driver runs on the fake CUDA driver whatever the machine: not a GPU test.
     case "$name" in gpu_fake_driver) return 1 ;; gpu_* | ee_*) return 0 ;; esac
     case "$pkg" in ferrocoll-kernels) return 0 ;; esac
+    # The C API's tests, whose CUDA stream case needs a GPU.
+    case "$pkg:$name" in ferrocoll-capi:c_api) return 0 ;; esac
     if [ "$kind" = lib ]; then
         case "$pkg" in ferrocoll-cuda | ferrocoll-mc | ferrocoll-ee) return 0 ;; esac
     fi
@@ -87,6 +90,11 @@ PY
     done <"$dir/.list"
     rm -f "$dir/.list" "$json" "$json.meta"
     [ "$n" -gt 0 ] || die "no GPU test binary was found in cargo's output"
+    # c_api loads the library beside itself (target/<profile>/deps when cargo runs it).
+    if [ -f "$dir/tests/c_api" ]; then
+        cp target/release/deps/libucc.so "$dir/tests/libucc.so" || die "c_api was built but not libucc.so"
+        chmod -x "$dir/tests/libucc.so"
+    fi
     for tool in ferrocoll-perftest ferrocoll-run ferrocoll-info; do
         [ -x "target/release/$tool" ] && cp "target/release/$tool" "$dir/tools/"
     done

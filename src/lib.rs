@@ -57,6 +57,14 @@ pub mod ee {
     pub use ferrocoll_ee::*;
 }
 
+/// Transport layers: whether TL/NCCL can run here ([`tl::nccl::available`]).
+pub mod tl {
+    /// TL/NCCL's probe.
+    pub mod nccl {
+        pub use ferrocoll_tl::nccl::available;
+    }
+}
+
 /// Lower-level modules of the core crate, for component authors and tools.
 pub mod core {
     pub use ferrocoll_core::{

@@ -319,13 +319,21 @@ fn a_missing_program_and_bad_options() {
 
 #[test]
 fn a_hung_job_is_explained_by_the_ranks_flight_records() {
-    // Rank 0 runs allreduces, rank 1 bcasts: over p2p they wait for each
-    // other forever. At the timeout the launcher asks every rank for its
-    // flight record and says where each one is.
+    // Rank 0 stops (SIGSTOP) once it has printed its header, after team
+    // creation; rank 1 waits for it forever. (Ranks whose
+    // calls differ no longer hang: they fail naming each other.) At the
+    // timeout the launcher asks every rank for its flight record and says
+    // where each one is; the stopped rank does not answer.
     let perftest = env!("CARGO_BIN_EXE_ferrocoll-perftest");
+    let fifo = std::env::temp_dir().join(format!("ferrocoll-hung-{}", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let f = fifo.display();
+    // After `exec`, `$$` is the perftest process; the reader keeps the fifo open.
     let script = format!(
-        "if [ \"$RANK\" = 0 ]; then exec {perftest} -c allreduce -b 1 -e 1 -n 5 -w 0; \
-         else exec {perftest} -c bcast -b 1 -e 1 -n 5 -w 0; fi"
+        "if [ \"$RANK\" = 0 ]; then (grep -m1 -q Algorithm {f}; kill -STOP $$; cat {f} >/dev/null) & \
+         exec {perftest} -c allreduce -b 1 -e 1 -n 1000000 -w 0 >{f}; \
+         else exec {perftest} -c allreduce -b 1 -e 1 -n 1000000 -w 0; fi"
     );
     let o = Command::new(RUN)
         .args(["-n", "2", "--timeout", "10", "--", "sh", "-c", &script])
@@ -333,11 +341,13 @@ fn a_hung_job_is_explained_by_the_ranks_flight_records() {
         .env_remove("FERROCOLL_HOST_ID")
         .output()
         .expect("start ferrocoll-run");
+    let _ = std::fs::remove_file(&fifo);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(124), "{err}");
     assert!(err.contains("flight records of team"), "{err}");
-    assert!(err.contains("rank 0 is in allreduce seq") && err.contains("waiting for rank 1"), "{err}");
-    assert!(err.contains("rank 1 is in bcast seq"), "{err}");
+    // (In the sweep's barrier or one of its allreduces, whichever it had reached.)
+    assert!(err.contains("rank 1 is in ") && err.contains(", waiting for rank 0"), "{err}");
+    assert!(err.contains("no record from rank(s) 0"), "{err}");
 }
 
 /// The CPUs this test process may use, from its own status file.

@@ -9,7 +9,9 @@
 //! A v-buffer whose `buffer` is NULL carries addresses as displacements
 //! (PyTorch passes lists of tensors so, with 1-byte elements): it is
 //! rebased on its lowest non-empty block, and the displacements of every
-//! v-side are rewritten as 64-bit offsets from their buffer.
+//! v-side are rewritten as 64-bit offsets from their buffer. Device blocks
+//! with gaps between them are staged instead ([`crate::staging`]): the
+//! side gets packed displacements and a [`Plan`] for its scratch.
 
 use std::ffi::c_void;
 
@@ -18,6 +20,7 @@ use ferrocoll::{
 };
 
 use crate::abi::{self, *};
+use crate::staging::{Block, Plan};
 use crate::types;
 
 /// The user's completion callback.
@@ -43,6 +46,9 @@ pub(crate) struct Translated {
     pub user_cb: Option<UserCb>,
     /// Displacement arrays made here (rebased or widened), which `args` points to.
     pub keep: Vec<Box<[u64]>>,
+    /// Sides to stage: their buffer in `args` is NULL until the caller
+    /// points it at the scratch made for the plan.
+    pub stage: Vec<Plan>,
 }
 
 /// Read one field of the caller's struct.
@@ -99,9 +105,15 @@ pub(crate) unsafe fn translate(
     let coll = types::coll_type(field!(p, coll_type), "coll_args.coll_type")?;
     let mut args = CollArgs::new(coll);
     let flags: u64 = if mask & ARGS_FIELD_FLAGS != 0 { field!(p, flags) } else { 0 };
-    let unknown = flags & !(ARGS_FLAGS_KNOWN | ARGS_FLAGS_MEMH);
+    let unknown = flags & !(ARGS_FLAGS_KNOWN | ARGS_FLAGS_MEMH | ARGS_HINTS);
     if unknown != 0 {
         return Err(Error::invalid_param(format!("coll_args.flags {flags:#x} has unknown bits {unknown:#x}")));
+    }
+    if flags & ARGS_HINTS != 0 {
+        ferrocoll::core::log::write(
+            ferrocoll::core::log::Level::Debug,
+            format_args!("coll_args.flags hints {:#x} accepted and ignored", flags & ARGS_HINTS),
+        );
     }
     args.flags = CollFlags(flags & ARGS_FLAGS_KNOWN);
     if coll.is_reduction() {
@@ -161,6 +173,7 @@ pub(crate) unsafe fn translate(
     };
     let (src, dst) = (read(true)?, read(false)?);
     let mut keep = Vec::new();
+    let mut stage = Vec::new();
     let null_v = [&src, &dst].iter().any(|s| matches!(s, Some(Side::V { info, .. }) if info.buffer.is_null()));
     let displs_wide = args.flags.contains(CollFlags::DISPLACEMENTS_64BIT);
     let counts_wide = args.flags.contains(CollFlags::COUNT_64BIT);
@@ -175,10 +188,14 @@ pub(crate) unsafe fn translate(
             }
             Some(Side::V { mut info, dtype }) => {
                 // SAFETY: the caller's arrays of `size` entries (this function's contract).
-                let (base, displs) = unsafe { rebase(&info, dtype, name, &how) }?;
+                let (base, displs, plan) = unsafe { rebase(&info, dtype, name, &how) }?;
                 info.buffer = base;
                 info.displacements = displs.as_ptr().cast();
                 keep.push(displs);
+                if let Some(plan) = plan {
+                    info.mem_type = plan.mem;
+                    stage.push(plan);
+                }
                 CollBuffer::InfoV(info)
             }
         })
@@ -188,7 +205,7 @@ pub(crate) unsafe fn translate(
     if null_v {
         args.flags |= CollFlags::DISPLACEMENTS_64BIT;
     }
-    Ok(Translated { args, user_cb, keep })
+    Ok(Translated { args, user_cb, keep, stage })
 }
 
 /// Read entry `i` of a count or displacement array.
@@ -218,13 +235,18 @@ struct Rebase<'a> {
     resolve: &'a dyn Fn(*const u8) -> MemType,
 }
 
+/// A rebased v-side: its buffer, 64-bit displacements relative to it, and
+/// what to stage (then the buffer is NULL until the scratch is made).
+type Rebased = (*mut u8, Box<[u64]>, Option<Plan>);
+
 /// A v-side's buffer and 64-bit displacements relative to it: unchanged
 /// (widened) when it has a buffer; when its buffer is NULL, based on the
-/// lowest address of a non-empty block.
+/// lowest address of a non-empty block, or, for device blocks with gaps
+/// between them, packed for staging.
 ///
 /// # Safety
 /// The arrays have `size` entries of the widths given.
-unsafe fn rebase(info: &BufferInfoV, dtype: DataType, name: &str, how: &Rebase<'_>) -> Result<(*mut u8, Box<[u64]>)> {
+unsafe fn rebase(info: &BufferInfoV, dtype: DataType, name: &str, how: &Rebase<'_>) -> Result<Rebased> {
     if info.counts.is_null() || info.displacements.is_null() {
         return Err(Error::invalid_param(format!("coll_args.{name}.info_v: counts or displacements is NULL")));
     }
@@ -234,7 +256,7 @@ unsafe fn rebase(info: &BufferInfoV, dtype: DataType, name: &str, how: &Rebase<'
     // SAFETY: as above.
     let displs: Vec<u64> = (0..size).map(|i| unsafe { entry(info.displacements, i, how.displs_wide) }).collect();
     if !info.buffer.is_null() {
-        return Ok((info.buffer, displs.into_boxed_slice()));
+        return Ok((info.buffer, displs.into_boxed_slice(), None));
     }
     let es = dtype.size() as u64;
     let overflow = |i: usize| {
@@ -256,7 +278,7 @@ unsafe fn rebase(info: &BufferInfoV, dtype: DataType, name: &str, how: &Rebase<'
     }
     if lo == u64::MAX {
         // Every block is empty: nothing is read or written.
-        return Ok((std::ptr::null_mut(), displs.into_boxed_slice()));
+        return Ok((std::ptr::null_mut(), displs.into_boxed_slice(), None));
     }
     if lo % es != 0 {
         return Err(Error::invalid_param(format!(
@@ -266,18 +288,32 @@ unsafe fn rebase(info: &BufferInfoV, dtype: DataType, name: &str, how: &Rebase<'
     }
     let base = lo as usize as *mut u8;
     let mem = if info.mem_type == MemType::Unknown { resolve(base) } else { info.mem_type };
-    if hi - lo > bytes && (mem != MemType::Host || in_place) {
-        // Device buffers are staged whole through host memory, and an
-        // in-place input is copied whole: the span of scattered blocks holds
-        // memory that is not the caller's to read.
+    if hi - lo > bytes && in_place {
+        // An in-place input is copied whole: the span of scattered blocks
+        // holds memory that is not the caller's to read.
         return Err(Error::not_supported(format!(
-            "coll_args.{name}.info_v: blocks at scattered addresses (NULL buffer) {}; pass one buffer with \
-             displacements",
-            if in_place { "in place" } else { "of device memory" }
+            "coll_args.{name}.info_v: blocks at scattered addresses (NULL buffer) in place; pass one buffer with \
+             displacements"
         )));
     }
+    if hi - lo > bytes && mem != MemType::Host {
+        // Device buffers are staged whole by the TLs, gaps included: the
+        // blocks are packed into scratch instead (their bytes cannot overflow:
+        // each block's end was checked, and they sum to at most `bytes`).
+        let mut packed = vec![0u64; size];
+        let mut blocks = Vec::new();
+        let mut off = 0u64;
+        for i in (0..size).filter(|&i| counts[i] > 0) {
+            let len = counts[i] * es;
+            blocks.push(Block { addr: displs[i] * es, bytes: len, off });
+            packed[i] = off / es;
+            off += len;
+        }
+        let plan = Plan { src: name == "src", mem, blocks, bytes: off };
+        return Ok((std::ptr::null_mut(), packed.into_boxed_slice(), Some(plan)));
+    }
     let rebased = displs.iter().zip(&counts).map(|(&d, &c)| if c > 0 { d - lo / es } else { 0 }).collect();
-    Ok((base, rebased))
+    Ok((base, rebased, None))
 }
 
 #[cfg(test)]
@@ -327,6 +363,13 @@ mod tests {
         assert_eq!((t.args.flags, t.args.tag, t.args.root), (CollFlags(0), None, 1));
         assert!(t.args.active_set.is_none() && t.user_cb.is_none());
         a.mask = ARGS_FIELD_FLAGS;
+        // UCC's hints (what Open MPI and MPICH set on blocking collectives) are accepted.
+        for hint in [ARGS_HINT_OPTIMIZE_OVERLAP_CPU, ARGS_HINT_OPTIMIZE_OVERLAP_GPU, ARGS_HINT_OPTIMIZE_LATENCY] {
+            a.flags = hint;
+            // SAFETY: as above.
+            let t = unsafe { translate(&a, 0, 2, &host) }.unwrap_or_else(|e| panic!("hint {hint:#x}: {e}"));
+            assert_eq!(t.args.flags, CollFlags(0), "a hint is not a ferrocoll flag");
+        }
         a.flags = 1 << 20;
         // SAFETY: as above.
         let e = unsafe { translate(&a, 0, 2, &host) }.err().expect("unknown flags are refused");
@@ -348,15 +391,23 @@ mod tests {
             mem_type: MemType::Host,
         };
         // SAFETY: two 64-bit entries each.
-        let (b, d) = unsafe { rebase(&info, DataType::Uint8, "src", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
+        let (b, d, plan) = unsafe { rebase(&info, DataType::Uint8, "src", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((b as u64, &*d), (base, &[10u64, 0][..]));
-        // The same blocks of device memory, or in place, are refused: the gap would be read.
+        assert!(plan.is_none());
+        // The same blocks of device memory are packed for staging (the gap is never touched).
         let cuda = BufferInfoV { mem_type: MemType::Cuda, ..info };
         // SAFETY: as above.
-        let Err(e) = (unsafe { rebase(&cuda, DataType::Uint8, "src", &HOW) }) else {
-            panic!("device memory is refused")
+        let (b, d, plan) = unsafe { rebase(&cuda, DataType::Uint8, "dst", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
+        assert!(b.is_null());
+        assert_eq!(&*d, &[0u64, 2][..], "packed in rank order");
+        let want = Plan {
+            src: false,
+            mem: MemType::Cuda,
+            blocks: vec![Block { addr: base + 10, bytes: 2, off: 0 }, Block { addr: base, bytes: 2, off: 2 }],
+            bytes: 4,
         };
-        assert_eq!(e.status(), ferrocoll::Status::NotSupported);
+        assert_eq!(plan, Some(want));
+        // In place, scattered blocks are refused: the gap would be read.
         let in_place = Rebase { in_place: true, ..HOW };
         // SAFETY: as above.
         assert!(unsafe { rebase(&info, DataType::Uint8, "dst", &in_place) }.is_err());
@@ -370,7 +421,7 @@ mod tests {
         let zero = [0u64, 0];
         let empty = BufferInfoV { counts: zero.as_ptr().cast(), ..info };
         // SAFETY: as above.
-        let (b, _) = unsafe { rebase(&empty, DataType::Uint8, "dst", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
+        let (b, _, _) = unsafe { rebase(&empty, DataType::Uint8, "dst", &HOW) }.unwrap_or_else(|e| panic!("{e}"));
         assert!(b.is_null());
     }
 }

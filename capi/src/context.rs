@@ -1,5 +1,5 @@
 //! Contexts: `ucc_context_create` over the caller's OOB, progress,
-//! attributes, destroy; and the one-sided memory maps ferrocoll does not have.
+//! attributes (with an address blob), destroy. Memory maps are [`crate::mem_map`].
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
@@ -28,6 +28,8 @@ pub struct ContextHandle {
     ctx_type: u32,
     /// The library (its memory components resolve pointers of unknown memory type).
     pub(crate) lib: Lib,
+    /// What `CTX_ADDR` hands out (see [`address`]): owned by the context, as in UCC.
+    addr: Box<[u8]>,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 0.
@@ -122,8 +124,10 @@ pub unsafe extern "C" fn ucc_context_create(
             let timeout = lib.config().merged(&p.config).positive_duration_or("OOB_TIMEOUT", Some(OOB_TIMEOUT))?;
             p.oob = Some(Arc::new(CollOob::agree_on_job(raw, timeout)?));
         }
+        let job = p.oob.as_ref().and_then(|o| o.job_id());
         let ctx = Context::new(&lib, p)?;
-        let h = ContextHandle { magic: AtomicU64::new(0), ctx: RwLock::new(Some(ctx)), ctx_type, lib };
+        let addr = address(job.as_deref(), ctx.ep(), ctx.n_eps());
+        let h = ContextHandle { magic: AtomicU64::new(0), ctx: RwLock::new(Some(ctx)), ctx_type, lib, addr };
         // SAFETY: checked non-null.
         unsafe { put(context, publish(h)) };
         Ok(UCC_OK)
@@ -159,9 +163,10 @@ pub unsafe extern "C" fn ucc_context_destroy(context: *mut ContextHandle) -> Ucc
     })
 }
 
-/// `ucc_context_get_attr`. A context has no address of its own in
-/// ferrocoll (endpoints exchange theirs at creation), so `CTX_ADDR` and
-/// `CTX_ADDR_LEN` are `UCC_ERR_NOT_SUPPORTED`.
+/// `ucc_context_get_attr`. `CTX_ADDR` is the context's address blob
+/// ([`address`]: ferrocoll's endpoints exchange their transport addresses
+/// at creation, so it only names the job and endpoint), valid until the
+/// context is destroyed; `CTX_ADDR_LEN` its length.
 ///
 /// # Safety
 /// `context` is a handle; `context_attr` a `ucc_context_attr_t` with its mask set.
@@ -178,11 +183,12 @@ pub unsafe extern "C" fn ucc_context_get_attr(
         // SAFETY: the caller's struct: its mask is read, and only asked-for fields are written.
         unsafe {
             let mask = (&raw const (*context_attr).mask).read_unaligned();
-            if mask & (CTX_ATTR_CTX_ADDR | CTX_ATTR_CTX_ADDR_LEN) != 0 {
-                return Err(Error::not_supported(
-                    "context_attr CTX_ADDR/CTX_ADDR_LEN: ferrocoll contexts exchange addresses at creation and \
-                     have none to hand out",
-                ));
+            if mask & CTX_ATTR_CTX_ADDR_LEN != 0 {
+                put(&raw mut (*context_attr).ctx_addr_len, h.addr.len());
+            }
+            if mask & CTX_ATTR_CTX_ADDR != 0 {
+                // The caller only reads it (UCC's type is a pointer to const data in spirit).
+                put(&raw mut (*context_attr).ctx_addr, h.addr.as_ptr().cast_mut().cast());
             }
             if mask & CTX_FIELD_TYPE != 0 {
                 put(&raw mut (*context_attr).ctx_type, h.ctx_type);
@@ -198,26 +204,34 @@ pub unsafe extern "C" fn ucc_context_get_attr(
     })
 }
 
-/// `ucc_mem_map`: one-sided memory maps are not part of ferrocoll.
-///
-/// # Safety
-/// Any arguments: none is dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ucc_mem_map(
-    _context: *const ContextHandle,
-    _mode: u32,
-    _params: *mut MemMapParams,
-    _memh_size: *mut usize,
-    _memh: *mut *mut std::ffi::c_void,
-) -> UccStatus {
-    ffi("ucc_mem_map", || Err(Error::not_supported("ferrocoll has no one-sided collectives, so no memory maps")))
+/// The first bytes of a context address.
+pub(crate) const ADDR_MAGIC: &[u8; 8] = b"fcucctx1";
+
+/// A context's address blob, `CTX_ADDR`: [`ADDR_MAGIC`], the endpoint and
+/// the number of endpoints (little-endian `u32`s), the job id's length (a
+/// `u32`) and the job id (the name every endpoint of the context agreed on
+/// over its OOB, or this process's own name for a context without one).
+fn address(job: Option<&str>, ep: usize, n_eps: usize) -> Box<[u8]> {
+    let own = format!("p{:x}", std::process::id());
+    let job = job.unwrap_or(&own).as_bytes();
+    let mut a = Vec::with_capacity(ADDR_MAGIC.len() + 12 + job.len());
+    a.extend_from_slice(ADDR_MAGIC);
+    for n in [ep, n_eps, job.len()] {
+        a.extend_from_slice(&(n as u32).to_le_bytes());
+    }
+    a.extend_from_slice(job);
+    a.into_boxed_slice()
 }
 
-/// `ucc_mem_unmap`.
-///
-/// # Safety
-/// Any arguments: none is dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ucc_mem_unmap(_memh: *mut *mut std::ffi::c_void) -> UccStatus {
-    ffi("ucc_mem_unmap", || Err(Error::not_supported("ferrocoll makes no memory maps")))
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn address_names_job_and_endpoint() {
+        let a = super::address(Some("u1234"), 3, 4);
+        assert_eq!(&a[..8], super::ADDR_MAGIC);
+        assert_eq!(&a[8..20], &[3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0]);
+        assert_eq!(&a[20..], b"u1234");
+        let own = super::address(None, 0, 1);
+        assert_eq!(own.len(), 20 + own[16] as usize);
+    }
 }

@@ -238,7 +238,7 @@ pub unsafe extern "C" fn ucc_collective_triggered_post(ee: *const EeHandle, ee_e
         // SAFETY: see handle::borrow.
         let req = unsafe { borrow_req(e.req.cast_const().cast(), "ee_event->req") }?;
         let engine = h.ee()?;
-        req.post_with("ucc_collective_triggered_post", |r| r.triggered_post(engine.as_ref(), &Event::new(ty)))?;
+        req.triggered_post(engine.as_ref(), &Event::new(ty))?;
         h.posted(&req);
         Ok(UCC_OK)
     })

@@ -54,10 +54,12 @@ fn mcs() -> &'static McSet {
     MCS.get_or_init(|| McSet::new(ferrocoll::default_components().mcs))
 }
 
-/// The component for `mem_type` (managed memory is served by the CUDA one, as in UCC).
+/// The component for `mem_type`: managed memory has its own (the CUDA
+/// component's twin, allocating with `cuMemAllocManaged`), so that
+/// `ucc_mc_alloc(UCC_MEMORY_TYPE_CUDA_MANAGED)` hands out memory the host
+/// may touch, as UCC's does.
 fn mc_for(mem_type: u32, field: &str) -> Result<&'static Arc<dyn Mc>> {
     let mt = match types::mem_type(mem_type, field)? {
-        MemType::CudaManaged => MemType::Cuda,
         MemType::Unknown => return Err(Error::invalid_param(format!("{field} is UCC_MEMORY_TYPE_UNKNOWN"))),
         m => m,
     };

@@ -66,12 +66,20 @@ impl RawOob {
     }
 
     /// Post an allgather of `src` (the same length on every endpoint).
+    ///
+    /// An empty one (a barrier) is posted as one byte per endpoint: an
+    /// empty Vec's pointer is dangling, and its value (1) is `MPI_IN_PLACE`,
+    /// which an OOB over `MPI_Iallgather` (Open MPI's coll/ucc) passes on
+    /// and MPI refuses; other OOBs need not accept zero bytes either.
     pub(crate) fn allgather(&self, src: Vec<u8>) -> Result<Fixed> {
+        let barrier = src.is_empty();
+        let src = if barrier { vec![0] } else { src };
         let total = src
             .len()
             .checked_mul(self.size())
             .ok_or_else(|| Error::invalid_param(format!("OOB allgather of {} bytes overflows", src.len())))?;
-        let mut f = Fixed { oob: *self, src, recv: vec![0; total], req: std::ptr::null_mut(), state: State::Posted };
+        let mut f =
+            Fixed { oob: *self, src, recv: vec![0; total], req: std::ptr::null_mut(), state: State::Posted, barrier };
         let Some(allgather) = self.oob.allgather else { return Err(Error::internal("OOB allgather vanished")) };
         // SAFETY: the callbacks were checked non-null; `src` and `recv` are
         // owned by `f` and are not moved or freed while the request lives
@@ -111,6 +119,8 @@ pub(crate) struct Fixed {
     recv: Vec<u8>,
     req: *mut c_void,
     state: State,
+    /// Posted for an empty contribution (its one byte is not returned).
+    barrier: bool,
 }
 
 // SAFETY: the request pointer is the caller's and is only passed back to
@@ -137,7 +147,8 @@ impl Fixed {
             return Poll::Ready(Err(Error::io(format!("the OOB req_test callback returned status {st}"))));
         }
         self.state = State::Done;
-        Poll::Ready(Ok(std::mem::take(&mut self.recv)))
+        let recv = std::mem::take(&mut self.recv);
+        Poll::Ready(Ok(if self.barrier { Vec::new() } else { recv }))
     }
 
     fn free(&mut self) {
@@ -310,6 +321,49 @@ fn split(bytes: &[u8], lens: &[usize]) -> Result<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{UCC_ERR_INVALID_PARAM, UccStatus};
+
+    /// One endpoint's allgather as MPI's would judge it: zero bytes or a
+    /// buffer at address 1 (`MPI_IN_PLACE`) is an error.
+    unsafe extern "C" fn mpi_like(
+        src: *mut c_void,
+        recv: *mut c_void,
+        size: usize,
+        _info: *mut c_void,
+        req: *mut *mut c_void,
+    ) -> UccStatus {
+        if size == 0 || src as usize == 1 || recv as usize == 1 {
+            return UCC_ERR_INVALID_PARAM;
+        }
+        // SAFETY: one endpoint: `recv` holds `size` bytes, as `src` does; `req` is writable.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.cast::<u8>(), recv.cast::<u8>(), size);
+            *req = std::ptr::dangling_mut();
+        }
+        UCC_OK
+    }
+
+    unsafe extern "C" fn done(_req: *mut c_void) -> UccStatus {
+        UCC_OK
+    }
+
+    #[test]
+    fn an_empty_allgather_is_posted_as_one_byte() {
+        let oob = OobColl {
+            allgather: Some(mpi_like),
+            req_test: Some(done),
+            req_free: Some(done),
+            coll_info: std::ptr::null_mut(),
+            n_oob_eps: 1,
+            oob_ep: 0,
+        };
+        let raw = RawOob::new(oob, "oob").unwrap_or_else(|e| panic!("{e}"));
+        for data in [vec![], vec![7u8, 8]] {
+            let mut f = raw.allgather(data.clone()).unwrap_or_else(|e| panic!("{} bytes: {e}", data.len()));
+            let Poll::Ready(Ok(got)) = f.test() else { panic!("{} bytes: not done", data.len()) };
+            assert_eq!(got, data);
+        }
+    }
 
     #[test]
     fn lengths_and_split() {

@@ -10,19 +10,24 @@
 //! when the collective ends inside `ucc_collective_post` itself (its first
 //! poll, or a zero-size collective), the caller's callback runs after the
 //! post has let go of the request, so it never re-enters it.
+//!
+//! Sides staged through scratch ([`crate::staging`]) are gathered at each
+//! post and scattered back in the completion callback, before the status
+//! word turns to `UCC_OK`; a triggered post does both in its trigger.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrocoll::core::args::CompletionCallback;
-use ferrocoll::{Error, Request, Result, Status};
+use ferrocoll::{CollBuffer, Ee, Error, Event, Request, Result, Status};
 
 use crate::abi::*;
 use crate::coll_args::{self, UserCb};
 use crate::guard::{ffi, non_null, status_code};
 use crate::handle::{Handle, borrow, publish_arc, retire};
 use crate::lib_api::put;
+use crate::staging::{StageSet, Staged, StagingEe};
 use crate::team::TeamHandle;
 
 /// The request's own part, behind its lock.
@@ -48,6 +53,10 @@ pub struct ReqHandle {
     /// The collective ended while this thread was posting it: the caller's
     /// callback is owed once the post lets go of the request.
     deferred: AtomicBool,
+    /// Sides running on scratch (scattered device blocks).
+    stages: Arc<StageSet>,
+    /// The current post is a triggered one (its trigger stages, not the callback).
+    triggered: AtomicBool,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 8 (repr(C): i32, u32, then it).
@@ -99,7 +108,21 @@ impl ReqHandle {
     fn completion(h: &Arc<ReqHandle>) -> CompletionCallback {
         let h = h.clone();
         Arc::new(move |s: Status| {
-            let code = final_code(s);
+            let mut code = final_code(s);
+            if s == Status::Ok && !h.stages.is_empty() {
+                // The results reach the caller's blocks before the status says so
+                // (a triggered post's trigger copied them already, or failed to).
+                // Acquire: pairs with the store before the post.
+                if h.triggered.load(Ordering::Acquire) {
+                    let failed = h.stages.take_failed();
+                    if failed != UCC_OK {
+                        code = failed;
+                    }
+                } else if let Err(e) = h.stages.scatter() {
+                    crate::guard::log_error("collective completion (copying staged blocks back)", &e);
+                    code = status_code(e.status());
+                }
+            }
             // Release: whoever reads the final status sees the collective's results.
             h.status.store(code, Ordering::Release);
             let Some(cb) = h.user_cb else { return };
@@ -114,9 +137,10 @@ impl ReqHandle {
 
     /// Post (or trigger-post) through `f`, with the status word and the
     /// deferred callback handled; `what` names the call in errors.
-    pub(crate) fn post_with(
+    fn post_with(
         self: &Arc<Self>,
         what: &str,
+        triggered: bool,
         f: impl FnOnce(&mut Request<'static>) -> Result<()>,
     ) -> Result<()> {
         let result = {
@@ -126,9 +150,12 @@ impl ReqHandle {
                 return Err(Error::invalid_param(format!("{what}: the request is still in progress")));
             }
             self.status.store(UCC_INPROGRESS, Ordering::Release);
+            // Release: the completion callback of this post reads it.
+            self.triggered.store(triggered, Ordering::Release);
             let r = {
                 let _posting = Posting::enter(self);
-                f(req)
+                // A plain post gathers now; a triggered one when its trigger fires.
+                if triggered { Ok(()) } else { self.stages.gather() }.and_then(|()| f(req))
             };
             if let Err(e) = &r {
                 self.status.store(status_code(e.status()), Ordering::Release);
@@ -143,6 +170,21 @@ impl ReqHandle {
         }
         result
     }
+
+    /// Post plainly (`ucc_collective_post`).
+    fn post(self: &Arc<Self>, what: &str) -> Result<()> {
+        self.post_with(what, false, |r| r.post())
+    }
+
+    /// Post on `engine`, triggered by `ev` (`ucc_collective_triggered_post`);
+    /// staged sides are copied in step with the engine ([`StagingEe`]).
+    pub(crate) fn triggered_post(self: &Arc<Self>, engine: &dyn Ee, ev: &Event) -> Result<()> {
+        if self.stages.is_empty() {
+            return self.post_with("ucc_collective_triggered_post", true, |r| r.triggered_post(engine, ev));
+        }
+        let staging = StagingEe { inner: engine, stages: self.stages.clone() };
+        self.post_with("ucc_collective_triggered_post", true, |r| r.triggered_post(&staging, ev))
+    }
 }
 
 /// Make a request for `args` on `team`.
@@ -156,6 +198,16 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
     team.with_team(|t| {
         // SAFETY: forwarded from the caller.
         let tr = unsafe { coll_args::translate(args, t.rank(), t.size(), &resolve) }?;
+        let staged =
+            tr.stage.into_iter().map(|plan| Staged::new(plan, team.ctx.lib.mcs())).collect::<Result<Vec<_>>>()?;
+        let mut a = tr.args;
+        for st in &staged {
+            let side = if st.is_src() { &mut a.src } else { &mut a.dst };
+            if let CollBuffer::InfoV(info) = side {
+                info.buffer = st.addr();
+                info.mem_type = st.mem_type();
+            }
+        }
         let h = Arc::new(ReqHandle {
             status: AtomicI32::new(UCC_OPERATION_INITIALIZED),
             _pad: 0,
@@ -164,8 +216,9 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             id: AtomicU64::new(0),
             user_cb: tr.user_cb,
             deferred: AtomicBool::new(false),
+            stages: Arc::new(StageSet::new(staged)),
+            triggered: AtomicBool::new(false),
         });
-        let mut a = tr.args;
         a.cb = Some(ReqHandle::completion(&h));
         // SAFETY: the buffers and arrays stay valid while the request lives
         // (the caller's promise; the arrays made here live in its state).
@@ -209,7 +262,7 @@ pub unsafe extern "C" fn ucc_collective_post(request: *const ReqHandle) -> UccSt
     ffi("ucc_collective_post", || {
         // SAFETY: see handle::borrow.
         let h = unsafe { borrow(request, "request") }?;
-        h.post_with("ucc_collective_post", |r| r.post())?;
+        h.post("ucc_collective_post")?;
         Ok(UCC_OK)
     })
 }
@@ -231,7 +284,7 @@ pub unsafe extern "C" fn ucc_collective_init_and_post(
         non_null(request, "request")?;
         // SAFETY: forwarded from the caller.
         let h = unsafe { init(coll_args, &t) }?;
-        h.post_with("ucc_collective_init_and_post", |r| r.post())?;
+        h.post("ucc_collective_init_and_post")?;
         // SAFETY: checked non-null.
         unsafe { put(request, publish_arc(h)) };
         Ok(UCC_OK)

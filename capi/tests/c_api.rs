@@ -1,10 +1,13 @@
 //! The C tests of `libucc.so.1`: programs written like UCC's consumers
-//! (`tests/c/*.c`), compiled with the system C compiler against this
-//! crate's headers and the library cargo built, and run as 2 and 4 ranks
-//! (fork()ed processes with a shared-memory OOB).
+//! (`tests/c/*.c`), compiled with the system C compiler against the
+//! header and library that `ferrocoll-ucc-install` puts in a prefix (as a
+//! user builds against an installed UCC), and run as 2 and 4 ranks
+//! (fork()ed processes with a shared-memory OOB); where `mpicc` and
+//! `mpirun` exist, Open MPI's life cycle also runs under `mpirun` with an
+//! MPI OOB.
 //!
-//! Without a C compiler the tests print that they skipped and why
-//! (`REQUIRE_CC=1` makes that a failure).
+//! Without a C compiler (or MPI) the tests print that they skipped and why;
+//! `REQUIRE_CC=1` (`REQUIRE_MPI=1`) makes that a failure, as `.ci/run` sets.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -28,65 +31,90 @@ fn built_lib() -> PathBuf {
     lib
 }
 
+/// Whether `REQUIRE_<what>=1` asks that a test never skip for want of a tool.
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+fn runs(cmd: &str) -> bool {
+    let ok = Command::new(cmd).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    ok.is_ok_and(|s| s.success())
+}
+
 fn compiler(var: &str, default: &str) -> Option<String> {
     let cc = std::env::var(var).unwrap_or_else(|_| default.to_string());
-    let ok = Command::new(&cc).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
-    ok.is_ok_and(|s| s.success()).then_some(cc)
+    runs(&cc).then_some(cc)
+}
+
+/// Say that `what` skipped and why, or fail under `REQUIRE_<var>=1`.
+fn skip(var: &str, what: &str, why: &str) {
+    assert!(!required(var), "{var}=1 but {what} cannot run: {why}");
+    println!("skipped {what}: {why}");
 }
 
 /// The C compiler, or `None` after saying why the test skips.
 fn cc() -> Option<String> {
     let cc = compiler("CC", "cc");
     if cc.is_none() {
-        assert!(std::env::var("REQUIRE_CC").is_err(), "REQUIRE_CC is set but no C compiler runs (cc, or $CC)");
-        println!("skipped: no C compiler (cc, or $CC) to build the C tests of libucc.so.1");
+        skip("REQUIRE_CC", "the C tests of libucc.so.1", "no C compiler (cc, or $CC)");
     }
     cc
 }
 
-/// A directory with `libucc.so.1` and `libucc.so` naming the built library, as an install would.
-fn lib_dir() -> &'static Path {
+/// A prefix made by `ferrocoll-ucc-install` from the library cargo built
+/// (`lib/libucc.so.1`, `lib/libucc.so`, `include/ucc/api/*.h`), once per
+/// test binary: the programs are built against what a user would install.
+fn prefix() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let lib = built_lib();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-c-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("make the test directory");
-        for name in ["libucc.so.1", "libucc.so"] {
-            let link = dir.join(name);
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(&lib, &link).expect("link the library");
-        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = Command::new(env!("CARGO_BIN_EXE_ferrocoll-ucc-install"))
+            .arg("--prefix")
+            .arg(&dir)
+            .arg("--lib")
+            .arg(built_lib())
+            .output()
+            .expect("run ferrocoll-ucc-install");
+        assert!(out.status.success(), "ferrocoll-ucc-install failed: {}", String::from_utf8_lossy(&out.stderr));
         dir
     })
 }
 
 /// Compile `tests/c/<name>.c` (C11, warnings as errors) and link it
-/// against the library, once per test binary (tests share programs).
+/// against the installed library, once per test binary (tests share programs).
 fn build(cc: &str, name: &str) -> PathBuf {
-    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
-        return exe.clone();
-    }
-    let exe = compile(cc, name);
-    built.push((name.to_string(), exe.clone()));
-    exe
+    build_as(cc, name, name, &[])
 }
 
-fn compile(cc: &str, name: &str) -> PathBuf {
-    let dir = lib_dir();
+/// [`build`] into the program `exe` with extra compiler arguments.
+fn build_as(cc: &str, name: &str, exe: &str, extra: &[&str]) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, path)) = built.iter().find(|(n, _)| n == exe) {
+        return path.clone();
+    }
+    let path = compile(cc, name, exe, extra);
+    built.push((exe.to_string(), path.clone()));
+    path
+}
+
+fn compile(cc: &str, name: &str, exe: &str, extra: &[&str]) -> PathBuf {
+    let prefix = prefix();
+    let lib = prefix.join("lib");
     let src = crate_dir().join("tests/c").join(format!("{name}.c"));
-    let exe = dir.join(name);
+    let exe = prefix.join(exe);
     let out = Command::new(cc)
         .args(["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
+        .args(extra)
         .arg("-I")
-        .arg(crate_dir().join("include"))
+        .arg(prefix.join("include"))
         .arg(&src)
         .arg("-o")
         .arg(&exe)
         .arg("-L")
-        .arg(dir)
-        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
         .args(["-lucc", "-lpthread", "-ldl"])
         .output()
         .expect("run the C compiler");
@@ -115,27 +143,28 @@ const SKIPPED: i32 = 77;
 /// Run `exe` as `ranks` ranks (with `env` added) and check that every rank
 /// passed; `None` when they all skipped (the program said why on stdout).
 fn run_or_skip(exe: &Path, ranks: usize, env: &[(&str, &std::ffi::OsStr)]) -> Option<String> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(ranks.to_string()).envs(env.iter().copied());
+    run_command(cmd, &exe.display().to_string(), ranks, "ranks passed")
+}
+
+/// Run `cmd` (the program `what` on `ranks` ranks) and check that it said
+/// "`<ranks> <passed>`"; `None` when every rank skipped.
+fn run_command(mut cmd: Command, what: &str, ranks: usize, passed: &str) -> Option<String> {
     // One multi-process run at a time: they compete for the same cores.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let child = Command::new(exe)
-        .arg(ranks.to_string())
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the test program");
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the test program");
     let (out, killed) = wait_limited(child);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !killed && out.status.code() == Some(SKIPPED) {
-        println!("{}: {}", exe.display(), stdout.trim());
+        println!("{what}: {}", stdout.trim());
         return None;
     }
-    let passed = format!("{ranks} ranks passed");
+    let passed = format!("{ranks} {passed}");
     assert!(
         !killed && out.status.success() && stdout.contains(&passed),
-        "{} with {ranks} ranks {}:\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-        exe.display(),
+        "{what} with {ranks} ranks {}:\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         if killed { "hung (killed)" } else { "failed" }
     );
     Some(stdout.into_owned())
@@ -158,11 +187,11 @@ fn layout_matches_ucc_abi_in_c_and_cxx() {
     // Compiling is the test: every size and offset is a static assertion.
     build(&cc, "layout");
     match compiler("CXX", "c++") {
-        None => println!("skipped the C++ half: no C++ compiler (c++, or $CXX)"),
+        None => skip("REQUIRE_CC", "the C++ half", "no C++ compiler (c++, or $CXX)"),
         Some(cxx) => {
             let out = Command::new(cxx)
                 .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", "c++", "-I"])
-                .arg(crate_dir().join("include"))
+                .arg(prefix().join("include"))
                 .arg(crate_dir().join("tests/c/layout.c"))
                 .output()
                 .expect("run the C++ compiler");
@@ -179,6 +208,48 @@ fn open_mpi_life_cycle_on_2_ranks() {
 #[test]
 fn open_mpi_life_cycle_on_4_ranks() {
     program("ompi_like", 4);
+}
+
+/// `mpicc` and `mpirun`, or `None` after saying why the MPI tests skip.
+fn mpi() -> Option<(String, String)> {
+    match (compiler("MPICC", "mpicc"), runs("mpirun")) {
+        (Some(mpicc), true) => Some((mpicc, "mpirun".to_string())),
+        _ => {
+            let why = "no mpicc or mpirun (Open MPI: apt-get install libopenmpi-dev openmpi-bin)";
+            skip("REQUIRE_MPI", "the MPI run of ompi_like.c", why);
+            None
+        }
+    }
+}
+
+/// Open MPI's coll/ucc as it really bootstraps: `ompi_like.c` built with
+/// mpicc (`-DHARNESS_MPI`: the OOB is `MPI_Iallgather` + `MPI_Test` on
+/// MPI_COMM_WORLD) and started by `mpirun -np ranks`.
+fn open_mpi_under_mpirun(ranks: usize) {
+    if cc().is_none() {
+        return;
+    }
+    let Some((mpicc, mpirun)) = mpi() else { return };
+    let exe = build_as(&mpicc, "ompi_like", "ompi_like_mpi", &["-DHARNESS_MPI"]);
+    let mut cmd = Command::new(mpirun);
+    // Oversubscribed (CI machines have few cores) and allowed to run as
+    // root (containers): both are mpirun's refusals, not the test's.
+    cmd.args(["--oversubscribe", "-np", &ranks.to_string()])
+        .arg(&exe)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = run_command(cmd, &format!("mpirun {}", exe.display()), ranks, "ranks passed (MPI)");
+    print!("{}", out.unwrap_or_else(|| panic!("{} skipped under mpirun", exe.display())));
+}
+
+#[test]
+fn open_mpi_life_cycle_under_mpirun_on_2_ranks() {
+    open_mpi_under_mpirun(2);
+}
+
+#[test]
+fn open_mpi_life_cycle_under_mpirun_on_4_ranks() {
+    open_mpi_under_mpirun(4);
 }
 
 #[test]
@@ -234,8 +305,7 @@ fn cuda_stream_engine_on_this_machines_driver() {
 fn exports_ucc_symbols_under_its_soname() {
     let lib = built_lib();
     let Ok(out) = Command::new("nm").args(["-D", "-S", "--defined-only"]).arg(&lib).output() else {
-        println!("skipped: no nm to list the library's symbols");
-        return;
+        return skip("REQUIRE_CC", "the symbol check", "no nm to list the library's symbols");
     };
     assert!(out.status.success(), "nm failed: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -312,6 +382,6 @@ fn exports_ucc_symbols_under_its_soname() {
     assert!(foreign.is_empty(), "exports beyond ucc_*: {foreign:?}");
     match Command::new("readelf").arg("-d").arg(&lib).output() {
         Ok(o) => assert!(String::from_utf8_lossy(&o.stdout).contains("[libucc.so.1]"), "soname is not libucc.so.1"),
-        Err(_) => println!("skipped the soname check: no readelf"),
+        Err(_) => skip("REQUIRE_CC", "the soname check", "no readelf"),
     }
 }

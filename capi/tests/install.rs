@@ -16,6 +16,13 @@ fn run(cmd: &mut Command) -> std::process::Output {
     out
 }
 
+/// Say that `what` skipped and why; under `REQUIRE_CC=1` (as `.ci/run`
+/// sets) a missing C toolchain or pkg-config is a failure instead.
+fn skip(what: &str, why: &str) {
+    assert!(!std::env::var("REQUIRE_CC").is_ok_and(|v| v == "1"), "REQUIRE_CC=1 but {what} cannot run: {why}");
+    println!("skipped {what}: {why}");
+}
+
 #[test]
 fn installs_library_headers_pkg_config_and_cmake_package() {
     let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-prefix-{}", std::process::id()));
@@ -41,7 +48,7 @@ fn installs_library_headers_pkg_config_and_cmake_package() {
         .args(["--cflags", "--libs", "ucc"])
         .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
         .output();
-    let Ok(pkg) = pkg.map_err(|e| println!("skipped the pkg-config half: {e}")) else { return };
+    let Ok(pkg) = pkg.map_err(|e| skip("the pkg-config half", &format!("no pkg-config ({e})"))) else { return };
     assert!(pkg.status.success(), "pkg-config: {}", String::from_utf8_lossy(&pkg.stderr));
     let flags = String::from_utf8_lossy(&pkg.stdout).into_owned();
     assert!(flags.contains("-lucc"), "{flags}");
@@ -57,7 +64,7 @@ fn installs_library_headers_pkg_config_and_cmake_package() {
     .expect("write the program");
     let exe = prefix.join("version");
     let built = Command::new(&cc).arg(&src).arg("-o").arg(&exe).args(flags.split_whitespace()).output();
-    let Ok(built) = built.map_err(|e| println!("skipped the compile half: no C compiler ({e})")) else { return };
+    let Ok(built) = built.map_err(|e| skip("the compile half", &format!("no C compiler ({e})"))) else { return };
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     // No rpath: the loader finds libucc.so.1 through LD_LIBRARY_PATH, as for UCC's users.
     let out = run(Command::new(&exe).env("LD_LIBRARY_PATH", &lib));

@@ -300,3 +300,43 @@ mod tests {
         assert_eq!(c.parse_or::<u32>("UNSET", 7).unwrap(), 7);
     }
 }
+
+/// Never-panic properties of the parsers of environment values (outside input).
+#[cfg(test)]
+mod parser_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn value_parsers_never_panic_and_keep_their_promises(
+            any in "\\PC{0,24}",
+            numberish in "[ +-]{0,2}[0-9]{0,25}(\\.[0-9]{0,4})?(e[+-]?[0-9]{1,3})?[ a-zA-Z]{0,4}",
+        ) {
+            for v in [any.as_str(), numberish.as_str()] {
+                if let Ok(b) = parse_bool(v) {
+                    prop_assert_eq!(parse_bool(&v.to_ascii_uppercase()).ok(), Some(b));
+                }
+                // A duration is never negative (Duration cannot be) and parses alike twice.
+                prop_assert_eq!(parse_duration(v).ok(), parse_duration(v).ok());
+                if let Ok(n) = parse_size(v) {
+                    // Only "inf" means u64::MAX without overflow checks.
+                    prop_assert!(n < u64::MAX || v.trim().eq_ignore_ascii_case("inf") || v.trim().starts_with(|c: char| c.is_ascii_digit()));
+                }
+            }
+        }
+
+        #[test]
+        fn sizes_with_units_are_exact_or_refused(n in any::<u64>(), unit in 0usize..5) {
+            let (suffix, shift) = [("", 0u32), ("k", 10), ("M", 20), ("G", 30), ("T", 40)][unit];
+            let r = parse_size(&format!("{n}{suffix}"));
+            match n.checked_mul(1u64 << shift) {
+                Some(v) => prop_assert_eq!(r.ok(), Some(v)),
+                None => prop_assert!(r.is_err()),
+            }
+        }
+    }
+}

@@ -118,3 +118,27 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Never-panic property of the configuration-file parser (outside input).
+#[cfg(test)]
+mod parser_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn config_text_never_panics_and_names_only_variables(
+            text in "((UCC_)?[A-Z_0-9a-z ]{0,12}(=[^\\n]{0,12})?|#[^\\n]{0,8}|\\PC{0,10})(\\n((UCC_)?[A-Z_0-9]{0,12}=[^\\n]{0,12}|\\PC{0,10})){0,6}",
+        ) {
+            if let Ok(pairs) = parse_config_text(&text, "fuzz") {
+                for (name, _) in pairs {
+                    let bare = name.strip_prefix("UCC_").unwrap_or(&name);
+                    prop_assert!(!bare.is_empty() && bare.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
+                }
+            }
+        }
+    }
+}

@@ -40,14 +40,36 @@ impl Event {
 
     /// Whether the captured work has run (`cuEventQuery`): `Ok(false)` for
     /// `CUDA_ERROR_NOT_READY`, which is the answer, not an error.
+    ///
+    /// Asked in the relaxed stream-capture mode (see [`relaxed_capture`]):
+    /// ferrocoll's progress queries its own events, recorded outside any
+    /// capture, and must not break a user's global-mode capture running on
+    /// this or another thread (CUDA counts an event query as "potentially
+    /// unsafe" there, fails it, and invalidates the capture).
     pub fn query(&self) -> Result<bool> {
         // SAFETY: the event is live (as in `record`).
-        match unsafe { sys::cuEventQuery(self.0) } {
+        match relaxed_capture(|| unsafe { sys::cuEventQuery(self.0) })? {
             sys::CUresult::CUDA_SUCCESS => Ok(true),
             sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
             r => Err(driver_error("cuEventQuery", r)),
         }
     }
+}
+
+/// Run `f` with this thread's stream-capture interaction mode set to
+/// relaxed (`cuThreadExchangeStreamCaptureMode`), and the previous mode
+/// restored after, whatever `f` returned: what CUDA's guidance (and
+/// PyTorch's NCCL watchdog) does around queries of events recorded outside
+/// a capture.
+pub fn relaxed_capture<R>(f: impl FnOnce() -> R) -> Result<R> {
+    crate::probe::loaded()?;
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: the driver passed the probe; the call swaps one thread-local value through a pointer we own.
+    check("cuThreadExchangeStreamCaptureMode", unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) })?;
+    let out = f();
+    // SAFETY: as above; puts back the mode the thread had.
+    check("cuThreadExchangeStreamCaptureMode", unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) })?;
+    Ok(out)
 }
 
 /// A pool of events of one context.

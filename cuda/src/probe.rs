@@ -47,6 +47,8 @@ pub const SYMBOLS: &[&str] = &[
     "cuStreamDestroy_v2",
     "cuStreamGetCtx",
     "cuStreamSynchronize",
+    "cuStreamIsCapturing",
+    "cuThreadExchangeStreamCaptureMode",
     "cuStreamWaitValue32_v2",
     "cuStreamWaitValue64_v2",
     "cuEventCreate",

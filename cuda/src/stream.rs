@@ -40,6 +40,17 @@ pub enum WaitCond {
     Geq,
 }
 
+/// A stream's capture state (`CUstreamCaptureStatus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capture {
+    /// Not capturing: work runs.
+    None,
+    /// Capturing: work is recorded into a graph.
+    Active,
+    /// A capture that an unsupported operation broke; it must be ended.
+    Invalidated,
+}
+
 impl WaitCond {
     fn flags(self) -> u32 {
         match self {
@@ -120,6 +131,21 @@ impl Stream {
     pub unsafe fn wait_value64(&self, addr: u64, value: u64, cond: WaitCond) -> Result<()> {
         // SAFETY: as in wait_value32.
         check("cuStreamWaitValue64", unsafe { sys::cuStreamWaitValue64_v2(self.raw, addr, value, cond.flags()) })
+    }
+
+    /// Whether the stream is being captured into a CUDA graph
+    /// (`cuStreamIsCapturing`). Work enqueued on a capturing stream is
+    /// recorded into the graph, not run: a collective must then either be
+    /// captured whole (stream-native) or refused at once.
+    pub fn capture_status(&self) -> Result<Capture> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: the stream is valid (type invariant); the call writes one status.
+        check("cuStreamIsCapturing", unsafe { sys::cuStreamIsCapturing(self.raw, &mut status) })?;
+        Ok(match status {
+            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Capture::None,
+            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => Capture::Active,
+            _ => Capture::Invalidated,
+        })
     }
 
     /// The handle for a driver call.

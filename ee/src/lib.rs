@@ -42,8 +42,11 @@
 //!
 //! ## Limits
 //!
-//! - The CUDA engine serves host-driven transports only; stream-native
-//!   executors (NCCL, device kernels enqueued on the stream) are not wired to it yet.
+//! - Stream-native collectives (TL/NCCL once its communicator exists) are
+//!   enqueued on the CUDA engine's stream itself (`Ee::native_post`): no
+//!   event, no flag; device kernels of ferrocoll's own are not wired yet.
+//! - A host-driven triggered post on a stream being captured into a CUDA
+//!   graph is refused at once (`NotSupported`, nothing enqueued).
 //! - A CUDA stream engine is refused (`NotSupported`, never a panic) where
 //!   `libcuda.so.1` cannot be loaded or the device cannot wait on memory
 //!   in a stream; `set_event` on it is `NotSupported` (its trigger is the stream).

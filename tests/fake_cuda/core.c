@@ -155,6 +155,7 @@ static void write_report(FILE *f) {
     fprintf(f, "streams.destroyed_busy=%ld\nkernels.launched=%ld\nkernels.run=%ld\n", LOAD(fc_n.destroyed_busy),
             LOAD(fc_n.kernels_launched), LOAD(fc_n.kernels_run));
     fprintf(f, "waits.blocked=%ld\nevents.not_ready=%ld\n", LOAD(fc_n.waits_blocked), LOAD(fc_n.events_not_ready));
+    fprintf(f, "copies.async_on_default_stream=%ld\n", LOAD(fc_n.async_default_stream_copies));
 #undef LOAD
 }
 

@@ -72,8 +72,16 @@
  *   (inline PTX is under #ifdef __CUDA_ARCH__ there and is never run).
  * - The driver's private export tables (cuGetExportTable answers "not
  *   found": NVRTC 13 asks for one for its cache, and then works without it).
+ * - Graph capture: cuStreamBeginCapture_v2/cuStreamEndCapture only set and
+ *   clear a stream's capture state, which cuStreamIsCapturing reports (for
+ *   the refusal of host-driven collectives on a capturing stream); work
+ *   enqueued meanwhile still runs, and the graph handed back is NULL. While
+ *   a capture in global mode runs, cuEventQuery from a thread whose mode
+ *   (cuThreadExchangeStreamCaptureMode) is not relaxed fails with
+ *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as
+ *   CUDA's "potentially unsafe" calls do.
  * - Timing, occupancy, launch limits beyond the block size, peer access,
- *   IPC, graphs, multi-dimensional grids, dynamic shared memory, cubins.
+ *   IPC, graphs (no instantiation or launch), multi-dimensional grids, dynamic shared memory, cubins.
  */
 #ifndef FAKE_CUDA_H
 #define FAKE_CUDA_H
@@ -123,6 +131,8 @@ enum {
     X(cuDevicePrimaryCtxRelease_v2) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2)   \
     X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuStreamCreate)                  \
     X(cuStreamDestroy_v2) X(cuStreamGetCtx) X(cuStreamSynchronize) X(cuStreamQuery)                \
+    X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)                        \
+    X(cuThreadExchangeStreamCaptureMode)                                                           \
     X(cuStreamWaitValue32_v2) X(cuStreamWaitValue64_v2) X(cuEventCreate) X(cuEventDestroy_v2)      \
     X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2)                \
     X(cuMemAlloc_v2) X(cuMemAllocManaged) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)       \
@@ -171,6 +181,7 @@ struct fc_counts {
     long pushes, pops;
     long retains[FC_MAX_DEVICES], releases[FC_MAX_DEVICES];
     long illegal_address, freed_in_use, overlapping_copies, destroyed_busy;
+    long async_default_stream_copies; /* asynchronous copies on the legacy or per-thread stream */
     long kernels_launched, kernels_run, waits_blocked, events_not_ready;
 };
 extern struct fc_counts fc_n;
@@ -237,6 +248,8 @@ struct fc_op {
 /* Resolve a stream handle (NULL/legacy, per-thread, or created); NULL and *err if invalid. */
 struct fc_stream *fc_stream_of(CUstream h, CUresult *err);
 struct fc_ctx *fc_stream_ctx(struct fc_stream *s);
+/* Whether s is a default stream (legacy or per-thread). */
+int fc_stream_is_default(const struct fc_stream *s);
 /* A zeroed op (calloc); fc_enqueue takes ownership. */
 struct fc_op *fc_op_new(enum fc_op_kind kind);
 /* Record memory the op touches (must be live when the op runs). Returns 0 if

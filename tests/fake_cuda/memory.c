@@ -270,6 +270,7 @@ static CUresult copy(uint64_t dst, uint64_t src, size_t n, CUstream h, int sync)
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (overlaps(dst, src, n)) FC_ADD(fc_n.overlapping_copies, 1);
+    if (!sync && fc_stream_is_default(s)) FC_ADD(fc_n.async_default_stream_copies, 1);
     uint64_t seq = fc_enqueue(s, op);
     if (sync) fc_wait_seq(s, seq);
     return __atomic_load_n(&fc_stream_ctx(s)->sticky, __ATOMIC_ACQUIRE);

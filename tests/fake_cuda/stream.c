@@ -23,6 +23,8 @@ struct fc_stream {
     struct fc_op *head, *tail, *running;
     uint64_t enqueued, completed; /* written under mu, read atomically */
     int dead, worker;
+    int capturing; /* 1 between cuStreamBeginCapture and cuStreamEndCapture (nothing is recorded), 2 once invalidated */
+    int capture_mode; /* the mode it was begun with */
     struct fc_stream *next; /* the list of streams with work or a future */
 };
 
@@ -63,6 +65,8 @@ static void unlink_stream(struct fc_stream *s) {
 }
 
 struct fc_ctx *fc_stream_ctx(struct fc_stream *s) { return s->ctx; }
+
+int fc_stream_is_default(const struct fc_stream *s) { return s->legacy || s->per_thread; }
 
 /* ---- the per-thread default streams, ended with their thread ---- */
 
@@ -396,6 +400,76 @@ CUresult cuStreamSynchronize(CUstream h) {
     RET(sticky(s->ctx));
 }
 
+/* Capture: only the state is kept (for cuStreamIsCapturing); work enqueued
+ * while "capturing" still runs, and no graph is recorded. Default streams
+ * cannot be captured (as in CUDA: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
+ * As in CUDA, while a stream is captured in global mode (0), a thread whose
+ * own interaction mode (cuThreadExchangeStreamCaptureMode) is not relaxed
+ * may not make "potentially unsafe" calls: here cuEventQuery, which then
+ * fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
+ * capture (cuStreamEndCapture then fails with ..._INVALIDATED). */
+static __thread int thread_capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+static int global_captures; /* streams being captured in global mode */
+
+CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
+    ENTER(cuStreamBeginCapture_v2);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) RET(err);
+    if (s->legacy || s->per_thread) RET(900);
+    if (mode < 0 || mode > 2) RET(CUDA_ERROR_INVALID_VALUE);
+    if (__atomic_exchange_n(&s->capturing, 1, __ATOMIC_ACQ_REL)) RET(CUDA_ERROR_INVALID_VALUE);
+    s->capture_mode = mode;
+    if (mode == 0) __atomic_add_fetch(&global_captures, 1, __ATOMIC_ACQ_REL);
+    RET(CUDA_SUCCESS);
+}
+
+CUresult cuStreamEndCapture(CUstream h, void **graph) {
+    ENTER(cuStreamEndCapture);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) RET(err);
+    if (!graph) RET(CUDA_ERROR_INVALID_VALUE);
+    int was = __atomic_exchange_n(&s->capturing, 0, __ATOMIC_ACQ_REL);
+    if (!was) RET(CUDA_ERROR_INVALID_VALUE);
+    if (s->capture_mode == 0) __atomic_sub_fetch(&global_captures, 1, __ATOMIC_ACQ_REL);
+    *graph = NULL;
+    RET(was == 2 ? 901 : CUDA_SUCCESS);
+}
+
+CUresult cuStreamIsCapturing(CUstream h, int *status) {
+    ENTER(cuStreamIsCapturing);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) RET(err);
+    if (!status) RET(CUDA_ERROR_INVALID_VALUE);
+    *status = __atomic_load_n(&s->capturing, __ATOMIC_ACQUIRE); /* NONE 0 / ACTIVE 1 / INVALIDATED 2 */
+    RET(CUDA_SUCCESS);
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+    ENTER(cuThreadExchangeStreamCaptureMode);
+    if (!mode || *mode < 0 || *mode > 2) RET(CUDA_ERROR_INVALID_VALUE);
+    int old = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = old;
+    RET(CUDA_SUCCESS);
+}
+
+/* Whether an unsafe call from this thread breaks a global-mode capture now;
+ * if so, every such capture is invalidated. */
+static int unsafe_call_breaks_capture(void) {
+    if (thread_capture_mode == 2 || !__atomic_load_n(&global_captures, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&streams_mu);
+    for (struct fc_stream *s = streams; s; s = s->next) {
+        int one = 1;
+        if (s->capture_mode == 0) __atomic_compare_exchange_n(&s->capturing, &one, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    pthread_mutex_unlock(&streams_mu);
+    fc_warn("an unsafe call (cuEventQuery) during a global-mode stream capture invalidated it");
+    return 1;
+}
+
 CUresult cuStreamQuery(CUstream h) {
     ENTER(cuStreamQuery);
     CUresult err = CUDA_SUCCESS;
@@ -523,6 +597,7 @@ CUresult cuEventQuery(CUevent h) {
     ENTER(cuEventQuery);
     struct fc_event *e = event_of(h);
     if (!e) RET(CUDA_ERROR_INVALID_HANDLE);
+    if (unsafe_call_breaks_capture()) RET(900); /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
     if (sticky(e->ctx)) RET(sticky(e->ctx));
     uint64_t seq;
     struct fc_stream *s = recorded(e, &seq);

@@ -234,9 +234,19 @@ pub struct Run {
 /// added (`FAKE_CUDA_*` knobs; inherited ones are removed). `Ok` when the
 /// child ran exactly that one test and it passed.
 pub fn run(test: &str, lib_dir: &Path, env: &[(&str, &str)]) -> Result<Run, String> {
+    run_with(test, lib_dir, &[], env)
+}
+
+/// As [`run`], with `more_dirs` after the fake driver's folder on the
+/// child's loader path (the fake NCCL's, `crate::fake_nccl`).
+pub fn run_with(test: &str, lib_dir: &Path, more_dirs: &[&Path], env: &[(&str, &str)]) -> Result<Run, String> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let fake = fake().map_err(|e| e.to_string())?;
     let mut path = lib_dir.as_os_str().to_os_string();
+    for dir in more_dirs {
+        path.push(":");
+        path.push(dir);
+    }
     if let Some(nvrtc) = nvrtc_dir() {
         path.push(":");
         path.push(nvrtc);
@@ -257,7 +267,7 @@ pub fn run(test: &str, lib_dir: &Path, env: &[(&str, &str)]) -> Result<Run, Stri
     let mut cmd = Command::new(exe);
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
     for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("FAKE_CUDA_") {
+        if k.to_string_lossy().starts_with("FAKE_CUDA_") || k.to_string_lossy().starts_with("FAKE_NCCL_") {
             cmd.env_remove(k);
         }
     }

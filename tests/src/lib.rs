@@ -8,6 +8,7 @@
 pub mod cases;
 pub mod dtypes;
 pub mod fake_cuda;
+pub mod fake_nccl;
 pub mod floats;
 pub mod gpu;
 pub mod kernels_emu;

@@ -389,7 +389,7 @@ fn bad_tune_strings_and_configuration() {
     let e = Context::new(&lib, ContextParams::default()).err().expect("bad timeout");
     assert!(e.to_string().contains("UCC_COLL_TIMEOUT") && e.to_string().contains("soon"), "{e}");
     let mut c = Config::new();
-    c.set("TLS", "^p2p,self,shm");
+    c.set("TLS", "^p2p,self,shm,nccl");
     let e = Lib::with_params(LibParams { config: c, ..LibParams::default() }).err().expect("no TLs");
     assert!(e.to_string().contains("leaves no transport"), "{e}");
 }
@@ -522,6 +522,58 @@ fn create_with(settings: [&[(&str, &str)]; 2]) -> Vec<ferrocoll::Result<()>> {
         })
         .collect();
     handles.into_iter().map(|h| h.join().expect("rank thread")).collect()
+}
+
+/// Two thread ranks, each creating a team with its own per-team overrides
+/// (`TeamParams::config`) over contexts configured alike: what each got.
+fn create_team_with(overrides: [&[(&str, &str)]; 2]) -> Vec<ferrocoll::Result<()>> {
+    let handles: Vec<_> = ThreadOob::group(2)
+        .into_iter()
+        .zip(overrides)
+        .map(|(oob, set)| {
+            let mut c = Config::new();
+            // A regression hangs for this long, not for the default 120 s.
+            c.set("TEAM_CREATE_TIMEOUT", "20s");
+            let set: Vec<(String, String)> = set.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            std::thread::spawn(move || {
+                let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() })?;
+                let ctx = Context::new(&lib, ContextParams::with_oob(oob))?;
+                let params = set.into_iter().fold(TeamParams::default(), |p, (k, v)| p.set(&k, v));
+                Team::create(&ctx, params).map(drop)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("rank thread")).collect()
+}
+
+#[test]
+fn members_that_override_a_tl_setting_differently_for_one_team_are_refused_naming_the_variable() {
+    let out =
+        create_team_with([&[("TL_P2P_TUNE", "allreduce:@ring:inf")], &[("TL_P2P_TUNE", "allreduce:@knomial:inf")]]);
+    for (rank, r) in out.iter().enumerate() {
+        let e = r.as_ref().expect_err("different per-team tune strings");
+        assert_eq!(e.status(), Status::InvalidParam, "{e}");
+        assert!(e.to_string().contains("UCC_TL_P2P_TUNE differs between the team's members"), "{e}");
+        assert!(
+            e.to_string().contains(&format!("on rank {rank} (this one), another value on rank {}", 1 - rank)),
+            "{e}"
+        );
+    }
+    // Set on one member only.
+    let out = create_team_with([&[("TL_P2P_ALLREDUCE_KN_RADIX", "8")], &[]]);
+    assert!(
+        out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_P2P_ALLREDUCE_KN_RADIX"))),
+        "{out:?}"
+    );
+    // The barrier radix too (the creation handshake does not use it, so it cannot hang there).
+    let out = create_team_with([&[("TL_P2P_BARRIER_KN_RADIX", "2")], &[("TL_P2P_BARRIER_KN_RADIX", "3")]]);
+    assert!(
+        out.iter().all(|r| r.as_ref().is_err_and(|e| e.to_string().contains("UCC_TL_P2P_BARRIER_KN_RADIX"))),
+        "{out:?}"
+    );
+    // Alike, or only settings that are each rank's own: fine.
+    assert!(create_team_with([&[("TL_P2P_TUNE", "allreduce:@ring:inf")]; 2]).iter().all(Result::is_ok));
+    assert!(create_team_with([&[("TL_P2P_TCP_CONNECT_TIMEOUT", "5s")], &[]]).iter().all(Result::is_ok));
 }
 
 #[test]

@@ -22,6 +22,10 @@ fn algorithms(coll: CollType, size: usize) -> Vec<(&'static str, &'static str)> 
         if tl.name() == "self" && size != 1 {
             continue;
         }
+        // Host memory only here: TL/NCCL serves CUDA memory (its cases run in gpu_nccl.rs).
+        if tl.name() == "nccl" {
+            continue;
+        }
         for a in tl.algorithms().iter().filter(|a| a.coll == coll) {
             out.push((tl.name(), a.name));
         }

@@ -150,6 +150,9 @@ where
 {
     let mut config = Config::new();
     config.set("TL_SELF_TUNE", "0");
+    // These tests are about the p2p TL's staging; TL/NCCL (which would take
+    // CUDA memory on a GPU with NCCL) is tested in gpu_nccl.rs.
+    config.set("TL_NCCL_TUNE", "0");
     let lib = Lib::with_components(LibParams { config, ..LibParams::default() }, components()).expect("library");
     let f = Arc::new(f);
     let leave = Arc::new(std::sync::Barrier::new(size));

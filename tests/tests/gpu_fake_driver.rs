@@ -39,13 +39,16 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrocoll::core::backend::Mc;
-use ferrocoll::{Config, CudaStreamEe, MemRef, MemType};
+use ferrocoll::{
+    BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, Config, CudaStreamEe, DataType, MemRef, MemType, ReduceOp,
+    Status,
+};
 use ferrocoll_cuda::sys::driver::{self as sys, CUstream, cudaError_enum as E};
 use ferrocoll_mc::{CudaMc, DEFAULT_DEVICE_CACHE_LIMIT};
 use ferrocoll_tests::fake_cuda::{self, Report};
 use ferrocoll_tests::native::required;
 use ferrocoll_tests::world;
-use gpu_support::stream::{ok, ordered_rounds};
+use gpu_support::stream::{Requests, ok, ordered_rounds, ordered_rounds_of};
 use gpu_support::{DevBuf, Kind};
 
 /// The driver settings of one scenario.
@@ -310,6 +313,82 @@ fn stream_engines_leave_no_stream_event_flag_or_context_behind() {
         |report, output| {
             assert!(report.calls("cuStreamWaitValue64_v2") > 0, "{output}");
             assert!(report.calls("cuEventRecord") >= 15, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// Staging copies of a collective on device memory run behind the thread
+/// that progresses it: with every stream operation taking seconds, posting
+/// and testing return at once, and the collective ends in its timeout with
+/// a message that names what it waited for (the copies used to be waited
+/// for with `cuStreamSynchronize` inside the post: a copy stuck behind
+/// other stream work hung the rank with no message).
+#[test]
+fn staging_copies_never_block_the_progress_thread() {
+    const TEST: &str = "staging_copies_never_block_the_progress_thread";
+    const DELAY: Duration = Duration::from_secs(4);
+    scenario(
+        TEST,
+        knobs().env("FAKE_CUDA_STREAM_DELAY_US", DELAY.as_micros()),
+        || {
+            world::run(1, &Config::new(), |team, _| {
+                let (src, dst) = (DevBuf::new(4096, Kind::Device), DevBuf::new(4096, Kind::Device));
+                let info = |b: &DevBuf| {
+                    CollBuffer::Info(BufferInfo {
+                        buffer: b.addr().cast(),
+                        count: 1024,
+                        datatype: DataType::Float32,
+                        mem_type: MemType::Cuda,
+                    })
+                };
+                let mut a = CollArgs::new(CollType::Allreduce);
+                a.op = ReduceOp::Sum;
+                (a.src, a.dst) = (info(&src), info(&dst));
+                a.flags = CollFlags::TIMEOUT;
+                a.timeout = 0.3;
+                let started = Instant::now();
+                // SAFETY: src and dst outlive the request (declared before it).
+                let mut req = unsafe { team.collective_init(&a) }.expect("init");
+                req.post().expect("post");
+                assert_eq!(req.test().expect("test"), Status::InProgress);
+                let took = started.elapsed();
+                assert!(took < DELAY / 2, "init, post and test took {took:?}: they waited for the device");
+                let e = req.wait().expect_err("a collective whose copies take seconds must time out");
+                assert_eq!(e.status(), Status::TimedOut, "{e}");
+                assert!(e.to_string().contains("staging copies"), "the timeout does not say what it waited for: {e}");
+            });
+        },
+        |report, output| {
+            assert!(report.calls("cuEventQuery") > 0, "the copy was not polled: {output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// A one-shot collective on device memory triggered on a stream hands its
+/// staging copies to the stream engine: they run on the engine's stream
+/// around the collective (none on a default stream, where they could queue
+/// behind the engine's own wait), the results are in stream order, and
+/// the host copies outlive the copies back (freed memory in use would be
+/// counted by the fake), also when the request is dropped at once.
+#[test]
+fn one_shot_triggered_collectives_stage_on_the_engine_stream() {
+    const TEST: &str = "one_shot_triggered_collectives_stage_on_the_engine_stream";
+    scenario(
+        TEST,
+        knobs().env("FAKE_CUDA_STREAM_DELAY_US", 100),
+        || {
+            world::run(2, &Config::new(), |team, _| {
+                ordered_rounds_of(team, MemType::Cuda, 6, 1 << 16, Requests::OneShot)
+            });
+            assert_eq!(counter("copies.async_on_default_stream"), 0, "a staging copy went to a default stream");
+        },
+        |report, output| {
+            assert!(
+                report.calls("cuMemcpyAsync") >= 2 * 6 * 2,
+                "the staging copies did not reach the driver: {output}"
+            );
             balanced(TEST, report, output);
         },
     );

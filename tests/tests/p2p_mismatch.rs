@@ -9,10 +9,16 @@
 //! What each rank sees depends on the algorithm: a rank that receives from
 //! a rank whose call differs fails at once, naming it; a rank whose large
 //! (rendezvous) message was refused fails when it next looks at that send;
-//! a rank that only waits for a rank that failed waits until its
-//! collective's timeout (the p2p TL does not tell the others yet). No rank
-//! returns Ok with data a correct run would not give, and the team works
-//! again for the next collective that every rank posts alike.
+//! a rank that only waits for a rank that failed, or for messages that a
+//! rank of another call sends under other step tags, fails when it looks
+//! for the notice the failed rank sends every member, or for the stray
+//! message; ranks that wait for each other with no message between them
+//! meet through the probe a receive sends after waiting a second. Every
+//! rank errors, except one whose part reads nothing from a rank of another
+//! call (a bcast root): none returns Ok with data a correct run would
+//! not give, none waits until a timeout (the collectives' timeout, long,
+//! only keeps a regression from hanging the test), and the team works again
+//! for the next collective that every rank posts alike.
 
 use std::time::{Duration, Instant};
 
@@ -20,12 +26,9 @@ use ferrocoll::{Coll, Config, Context, ContextParams, Lib, ReduceOp, Status, Tcp
 use ferrocoll_tests::procs::{Job, ROLE, RankOutput, free_port};
 use ferrocoll_tests::world;
 
-/// The timeout of a collective expected to complete or to fail at once:
-/// long enough never to fire in a healthy run.
+/// The timeout of every collective here: long enough never to fire in a
+/// healthy run; one that fires fails the test (see [`seen`]).
 const T: Duration = Duration::from_secs(30);
-/// The timeout of a collective that may wait for a rank that failed (what
-/// these tests wait at most, per case).
-const WAIT: Duration = Duration::from_secs(4);
 
 /// Configuration that leaves the p2p TL alone to serve teams of several ranks.
 fn p2p_only() -> Config {
@@ -63,8 +66,6 @@ enum Seen {
     Differ(String),
     /// A rank whose call differs refused its large (rendezvous) message.
     Refused(String),
-    /// It waited for a rank that had failed, until its timeout.
-    TimedOut,
 }
 
 /// Sort one rank's result; `Ok` or any other error fails the test.
@@ -77,18 +78,16 @@ fn seen(rank: usize, r: ferrocoll::Result<String>) -> Seen {
         Err(e) if e.status() == Status::InvalidParam && e.to_string().contains("posted for another call") => {
             Seen::Refused(e.to_string())
         }
-        Err(e) if e.status() == Status::TimedOut => Seen::TimedOut,
         Err(e) => panic!("rank {rank}: an error that does not name the calls: {e}"),
     }
 }
 
-/// One letter per rank: D(iffer), R(efused), T(imed out).
+/// One letter per rank: D(iffer), R(efused).
 fn letters(out: &[Seen]) -> String {
     out.iter()
         .map(|s| match s {
             Seen::Differ(_) => 'D',
             Seen::Refused(_) => 'R',
-            Seen::TimedOut => 'T',
         })
         .collect()
 }
@@ -105,6 +104,7 @@ fn check(out: &[Seen], call_of: impl Fn(usize) -> String, min_differ: usize) {
         differ += 1;
         let mine = call_of(rank);
         assert!(text.contains(&format!("this rank posted {mine}")), "rank {rank}: {text}");
+        assert_eq!(text.matches(" posted ").count(), 2, "rank {rank}: two calls, each said once: {text}");
         let named = (0..out.len()).any(|other| {
             let theirs = call_of(other);
             theirs != mine && text.contains(&format!("rank {other} posted {theirs}"))
@@ -134,7 +134,7 @@ fn sum_against_max(size: usize, odd: usize, alg: &str, n: usize) -> Vec<Seen> {
         let op = if me == odd { ReduceOp::Max } else { ReduceOp::Sum };
         let src: Vec<f32> = (0..n).map(|i| (i % 7) as f32 + me as f32).collect();
         let mut dst = vec![f32::NAN; n];
-        let r = run(team, Coll::allreduce(&src, &mut dst, op).timeout(WAIT));
+        let r = run(team, Coll::allreduce(&src, &mut dst, op).timeout(T));
         let seen = seen(me, r);
         allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
         seen
@@ -155,16 +155,17 @@ fn one_of(out: &[Seen], allowed: &[&str], what: &str) {
 fn sum_against_max_on_two_ranks_fails_naming_both_calls() {
     // 64 elements: eager messages; 100 000: rendezvous (larger than the eager limit).
     // knomial (radix 4) on two ranks: rank 1 hands its vector to rank 0 and waits
-    // for the result; rank 0 refuses it. Only a large message's sender learns so.
-    one_of(&sum_against_max(2, 1, "knomial", 64), &["DT"], "knomial, eager");
-    one_of(&sum_against_max(2, 1, "knomial", 100_000), &["DR"], "knomial, rendezvous");
+    // for the result; rank 0 refuses it and tells rank 1. A large message's
+    // sender may learn it from its refused send first.
+    one_of(&sum_against_max(2, 1, "knomial", 64), &["DD"], "knomial, eager");
+    one_of(&sum_against_max(2, 1, "knomial", 100_000), &["DR", "DD"], "knomial, rendezvous");
     // Exchanges of eager messages: each rank receives the other's.
     one_of(&sum_against_max(2, 1, "sra_knomial", 64), &["DD"], "sra_knomial, eager");
     one_of(&sum_against_max(2, 1, "ring", 64), &["DD"], "ring, eager");
     // Rendezvous: the first rank to take the other's message fails and retracts
     // its own. sra_knomial's reduce-scatter waits for its receives before its
-    // sends, so the other rank may wait for it; ring's steps watch both.
-    one_of(&sum_against_max(2, 1, "sra_knomial", 100_000), &["DD", "DT", "TD"], "sra_knomial, rendezvous");
+    // sends, so the other rank may wait for it, until the notice comes.
+    one_of(&sum_against_max(2, 1, "sra_knomial", 100_000), &["DD", "DR", "RD"], "sra_knomial, rendezvous");
     one_of(&sum_against_max(2, 1, "ring", 100_000), &["DD", "DR", "RD"], "ring, rendezvous");
 }
 
@@ -184,10 +185,10 @@ fn float_against_int(size: usize, odd: usize, n: usize) -> Vec<Seen> {
         let me = team.rank();
         let r = if me == odd {
             let mut dst = vec![-1i32; n];
-            run(team, Coll::allreduce(&vec![1i32; n], &mut dst, ReduceOp::Sum).timeout(WAIT))
+            run(team, Coll::allreduce(&vec![1i32; n], &mut dst, ReduceOp::Sum).timeout(T))
         } else {
             let mut dst = vec![f32::NAN; n];
-            run(team, Coll::allreduce(&vec![1.0f32; n], &mut dst, ReduceOp::Sum).timeout(WAIT))
+            run(team, Coll::allreduce(&vec![1.0f32; n], &mut dst, ReduceOp::Sum).timeout(T))
         };
         let seen = seen(me, r);
         allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
@@ -202,8 +203,8 @@ fn float_against_int(size: usize, odd: usize, n: usize) -> Vec<Seen> {
 #[test]
 fn float32_against_int32_of_the_same_count_fails() {
     // Default selection: knomial below 4 KiB, sra_knomial above (see the cases above).
-    one_of(&float_against_int(2, 0, 16), &["DT"], "knomial, eager");
-    one_of(&float_against_int(2, 0, 50_000), &["DD", "DT", "TD"], "sra_knomial, rendezvous");
+    one_of(&float_against_int(2, 0, 16), &["DD"], "knomial, eager");
+    one_of(&float_against_int(2, 0, 50_000), &["DD", "DR", "RD"], "sra_knomial, rendezvous");
     for n in [16, 50_000] {
         float_against_int(3, 1, n);
     }
@@ -218,14 +219,15 @@ fn counts_that_cut_into_equal_ring_blocks_fail_naming_both_counts() {
             let me = team.rank();
             let n = counts[me];
             let mut dst = vec![f32::NAN; n];
-            let seen = seen(me, run(team, Coll::allreduce(&vec![1.0f32; n], &mut dst, ReduceOp::Sum).timeout(WAIT)));
+            let seen = seen(me, run(team, Coll::allreduce(&vec![1.0f32; n], &mut dst, ReduceOp::Sum).timeout(T)));
             allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
             seen
         });
         check(&out, |r| format!("allreduce sum float32 of {} elements", counts[r]), 1);
         // Two ranks: each receives the other's first block. Three: rank 1
-        // receives rank 0's, rank 0 rank 2's; rank 2 waits for rank 1.
-        let allowed: &[&str] = if size == 2 { &["DD"] } else { &["DDT", "DDD"] };
+        // receives rank 0's, rank 0 rank 2's; rank 2 waits for rank 1, which
+        // tells it, or finds rank 1's message of the next step.
+        let allowed: &[&str] = &[&"DDD"[..size]];
         one_of(&out, allowed, &format!("ring, {size} ranks"));
     }
 }
@@ -240,12 +242,12 @@ fn bcast_against_allreduce_of_equal_bytes() {
             let r = if me == 0 {
                 // The root of a bcast reads nothing: its part may complete.
                 let mut buf: Vec<u8> = (0..4096).map(|i| i as u8).collect();
-                let r = run(team, Coll::bcast(&mut buf, 0).timeout(WAIT));
+                let r = run(team, Coll::bcast(&mut buf, 0).timeout(T));
                 assert!(buf.iter().enumerate().all(|(i, &b)| b == i as u8), "the root's buffer changed");
                 r
             } else {
                 let mut dst = vec![f32::NAN; 1024];
-                run(team, Coll::allreduce(&[1.0f32; 1024], &mut dst, ReduceOp::Sum).timeout(WAIT))
+                run(team, Coll::allreduce(&[1.0f32; 1024], &mut dst, ReduceOp::Sum).timeout(T))
             };
             // None: the root's bcast completed.
             let out = match r {
@@ -261,9 +263,11 @@ fn bcast_against_allreduce_of_equal_bytes() {
         let Some(Seen::Differ(text)) = &out[1] else { panic!("rank 1 must fail naming the root's call: {out:?}") };
         assert!(text.contains("rank 0 posted bcast root 0 of 4096 bytes"), "{text}");
         assert!(text.contains("this rank posted allreduce sum float32 of 1024 elements"), "{text}");
-        // Rank 2 waits for rank 1, which failed.
+        // Rank 2 waits for rank 1, which failed and told it whose call differs.
         if size == 3 {
-            assert!(matches!(out[2], Some(Seen::TimedOut)), "rank 2: {:?}", out[2]);
+            let Some(Seen::Differ(text)) = &out[2] else { panic!("rank 2 must fail naming the root's call: {out:?}") };
+            assert!(text.contains("rank 0 posted bcast root 0 of 4096 bytes"), "{text}");
+            assert!(text.contains("this rank posted allreduce sum float32 of 1024 elements"), "{text}");
         }
     }
 }
@@ -338,6 +342,7 @@ fn rank_body() {
     let Ok(role) = std::env::var(ROLE) else { return };
     let code = match role.as_str() {
         "sum_max" => sum_max_rank(),
+        "kinds" => kinds_rank(),
         other => {
             println!("FAIL unknown role {other}");
             1
@@ -359,7 +364,7 @@ fn sum_max_rank() -> i32 {
         let op = if me == 1 { ReduceOp::Max } else { ReduceOp::Sum };
         let src = vec![me as f32 + 1.0; n];
         let mut dst = vec![f32::NAN; n];
-        match Coll::allreduce(&src, &mut dst, op).timeout(WAIT).init(&team).and_then(|mut r| {
+        match Coll::allreduce(&src, &mut dst, op).timeout(T).init(&team).and_then(|mut r| {
             let alg = r.selected().to_string();
             r.run().map(|()| alg)
         }) {
@@ -369,6 +374,36 @@ fn sum_max_rank() -> i32 {
         let src = vec![1.0f32; n];
         let mut dst = vec![0.0f32; n];
         Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(T).run(&team)?;
+        let p = team.size() as f32;
+        println!("NEXT {}", if dst.iter().all(|&x| x == p) { "ok" } else { "wrong" });
+        Ok(())
+    };
+    match body() {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("FAIL {e}");
+            1
+        }
+    }
+}
+
+/// Allreduce on rank 0, a bcast from rank 0 on the others (default
+/// algorithms): they wait for each other with no message between them until
+/// a probe tells them; print what happened, then run a matching allreduce.
+fn kinds_rank() -> i32 {
+    let body = || -> ferrocoll::Result<()> {
+        let lib = Lib::new()?;
+        let ctx = Context::new(&lib, ContextParams::with_oob(TcpOob::from_env()?))?;
+        let team = Team::create(&ctx, TeamParams::default())?;
+        let (src, mut dst, mut buf) = ([1.0f32; 4], [0.0f32; 4], [7u8; 16]);
+        let coll =
+            if team.rank() == 0 { Coll::allreduce(&src, &mut dst, ReduceOp::Sum) } else { Coll::bcast(&mut buf, 0) };
+        match coll.timeout(T).run(&team) {
+            Ok(()) => println!("MISMATCH Ok"),
+            Err(e) => println!("MISMATCH {:?} {e}", e.status()),
+        }
+        let mut dst = vec![0.0f32; 64];
+        Coll::allreduce(&[1.0f32; 64], &mut dst, ReduceOp::Sum).timeout(T).run(&team)?;
         let p = team.size() as f32;
         println!("NEXT {}", if dst.iter().all(|&x| x == p) { "ok" } else { "wrong" });
         Ok(())
@@ -424,8 +459,6 @@ fn seen_in(o: &RankOutput, n: usize, how: &str) -> char {
         'D'
     } else if line.starts_with("MISMATCH InvalidParam") && line.contains("posted for another call") {
         'R'
-    } else if line.starts_with("MISMATCH TimedOut") {
-        'T'
     } else {
         panic!("{what}: {line}")
     }
@@ -447,7 +480,98 @@ fn processes_over_tcp_fail_naming_each_other() {
     assert_eq!(two_processes(true, 64), "DD");
     // A large send is written from the sender's buffer as soon as it is
     // posted, and a failed rank finishes what it began from a copy: both
-    // messages arrive. (One never begun is retracted: its receiver waits.)
+    // messages arrive. (One never begun is retracted: its receiver waits for
+    // the notice of the rank that failed.)
     let l = two_processes(true, 200_000);
-    assert!(["DD", "DT", "TD"].contains(&l.as_str()), "{l}");
+    assert!(["DD", "DR", "RD"].contains(&l.as_str()), "{l}");
+}
+
+/// The collectives [`differ_in_kind`] mixes, each of 4 float32 (16 bytes for bcast).
+const KINDS: [&str; 6] = ["allreduce", "bcast", "barrier", "allgather", "reduce", "gather"];
+
+/// Whether `kind` on `rank` reads nothing from the others (root 0): it may
+/// complete when the others posted another call, having done its part.
+fn reads_nothing(kind: &str, rank: usize) -> bool {
+    matches!((kind, rank), ("bcast", 0) | ("reduce" | "gather", 1..))
+}
+
+/// Rank `odd` posts collective `kinds[0]`, the others `kinds[1]` (default
+/// algorithms); one letter per rank: D (failed naming the calls) or O (Ok,
+/// allowed only where a correct run gives the same: a rank that reads
+/// nothing, or a bcast receiver that got the root's bytes).
+fn differ_in_kind(size: usize, odd: usize, kinds: [&'static str; 2]) -> String {
+    on_p2p(size, None, move |team| {
+        let me = team.rank();
+        let kind = if me == odd { kinds[0] } else { kinds[1] };
+        let src = [1.0f32; 4];
+        let mut dst = vec![f32::NAN; 4 * team.size()];
+        let mut buf = [if me == 0 { 9u8 } else { 7 }; 16];
+        let c = match kind {
+            "allreduce" => Coll::allreduce(&src, &mut dst[..4], ReduceOp::Sum),
+            "bcast" => Coll::bcast(&mut buf, 0),
+            "barrier" => Coll::barrier(),
+            "allgather" => Coll::allgather(&src, &mut dst),
+            "reduce" => Coll::reduce(&src, if me == 0 { Some(&mut dst[..4]) } else { None }, ReduceOp::Sum, 0),
+            _ => Coll::gather(&src, if me == 0 { Some(&mut dst[..]) } else { None }, 0),
+        };
+        let letter = match run(team, c.timeout(T)) {
+            Ok(_) if reads_nothing(kind, me) => 'O',
+            Ok(_) if kind == "bcast" && kinds[usize::from(odd != 0)] == "bcast" => {
+                assert_eq!(buf, [9; 16], "rank {me}: a bcast returned Ok without the root's bytes");
+                'O'
+            }
+            Ok(alg) => panic!("rank {me}: {kind} returned Ok ({alg}) while rank {odd} posted {}", kinds[0]),
+            Err(e) if e.status() == Status::InvalidParam && e.to_string().contains("calls differ") => 'D',
+            Err(e) => panic!("rank {me}: {kind} failed without naming the calls: {e}"),
+        };
+        allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
+        letter
+    })
+    .into_iter()
+    .collect()
+}
+
+#[test]
+fn ranks_that_post_different_collectives_never_wait_forever() {
+    // Different collectives choose different algorithms and step tags: their
+    // messages never match a receive, and some wait for each other with no
+    // message between them (a bcast receiver for the root, the root in an
+    // allreduce for it). They meet through stray messages, notices and probes.
+    for size in [2, 3] {
+        for a in KINDS {
+            for b in KINDS.into_iter().filter(|&b| b != a) {
+                let l = differ_in_kind(size, size - 1, [a, b]);
+                eprintln!("{size} ranks, {a} on rank {}, {b} elsewhere: {l}", size - 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn processes_whose_collectives_differ_fail_naming_each_other() {
+    // Over shared memory, and over TCP between emulated hosts.
+    for hosts in [false, true] {
+        let (tok, port) = (token(), free_port());
+        let job = Job::start("rank_body", "kinds", 2, 0..2, &tok, port, &|r| {
+            let mut v = vec![("UCC_TLS".to_string(), "p2p,self".to_string())];
+            if hosts {
+                v.push(("FERROCOLL_HOST_ID".into(), format!("host{r}")));
+            }
+            v
+        });
+        for o in job.finish(Duration::from_secs(120)) {
+            let what = format!("hosts {hosts}, rank {}", o.rank);
+            assert_eq!(o.success, Some(true), "{what}: {}\n{}", o.stdout, o.stderr);
+            assert_eq!(o.lines("NEXT "), ["NEXT ok"], "{what}: {}", o.stdout);
+            let line = o.lines("MISMATCH ").into_iter().next().unwrap_or_else(|| panic!("{what}: {}", o.stdout));
+            assert!(line.starts_with("MISMATCH InvalidParam") && line.contains("calls differ"), "{what}: {line}");
+            let (mine, theirs, other) = if o.rank == 0 {
+                ("allreduce sum float32 of 4 elements", "bcast root 0 of 16 bytes", 1)
+            } else {
+                ("bcast root 0 of 16 bytes", "allreduce sum float32 of 4 elements", 0)
+            };
+            assert!(line.contains(&format!("rank {other} posted {theirs}")), "{what}: {line}");
+            assert!(line.contains(&format!("this rank posted {mine}")), "{what}: {line}");
+        }
+    }
 }

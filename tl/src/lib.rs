@@ -6,6 +6,7 @@
 //! - [`self_`]: teams of one rank.
 //! - [`shm`]: collectives through a shared segment, for teams on one host.
 //! - [`p2p`]: the generic point-to-point algorithms over pluggable transports.
+//! - [`nccl`]: collectives on CUDA memory by NVIDIA's NCCL (loaded at run time).
 //!
 //! All of them stand on one skeleton (`base`): a registry of algorithms
 //! typed by collective, one team shape, configuration knobs as typed
@@ -14,6 +15,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub(crate) mod base;
+pub mod nccl;
 pub mod p2p;
 pub mod self_;
 pub mod shm;
@@ -24,5 +26,5 @@ use ferrocoll_core::backend::TlComponent;
 
 /// Every transport layer, in priority order for equal scores.
 pub fn default_tls() -> Vec<Arc<dyn TlComponent>> {
-    vec![Arc::new(self_::SelfTl), Arc::new(shm::ShmTl), Arc::new(p2p::P2pTl)]
+    vec![Arc::new(self_::SelfTl), Arc::new(shm::ShmTl), Arc::new(p2p::P2pTl), Arc::new(nccl::NcclTl)]
 }

@@ -267,6 +267,11 @@ impl Transport for InProcTransport {
         Poll::Ready(Ok(()))
     }
 
+    fn stray(&self, _src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        let q = self.inbox.lock();
+        q.iter().find_map(|(k, v)| v.iter().find(|e| key.stray_of(k, &e.sig, sig)).map(|e| (*k, e.sig)))
+    }
+
     fn progress(&self) -> Result<()> {
         Ok(())
     }
@@ -342,7 +347,18 @@ mod tests {
     use super::*;
     use ferrocoll_core::ReduceOp;
 
-    use crate::testing::{call, key, mem, sig};
+    use crate::testing::{assert_stray_rules, call, key, mem, sig};
+
+    #[test]
+    fn a_message_of_another_call_under_another_tag_is_found_and_left() {
+        let (a, b) = pair();
+        let mut m = vec![3u8; 64];
+        let _h = a.send(1, key(5), call(ReduceOp::Max), mem(&mut m)).unwrap();
+        assert_stray_rules(&b, b.stray(0, &key(0), &sig()));
+        let mut got = vec![0u8; 64];
+        assert!(matches!(b.try_recv(0, &key(5), &call(ReduceOp::Max), mem(&mut got)), Poll::Ready(Ok(()))));
+        assert!(b.stray(0, &key(0), &sig()).is_none(), "taken");
+    }
 
     fn pair() -> (InProcTransport, InProcTransport) {
         let (a, b) = (InProcTransport::new(), InProcTransport::new());

@@ -61,5 +61,5 @@ mod testing;
 
 pub use bootstrap::{TcpOob, TcpOobParams};
 pub use inproc::InProcTransport;
-pub use p2p::{MsgKey, SendHandle, Transport, TransportPeer};
+pub use p2p::{CallsDiffer, MsgKey, SendHandle, Transport, TransportPeer};
 pub use router::Router;

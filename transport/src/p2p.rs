@@ -56,6 +56,15 @@ impl MsgKey {
             mine.describe(),
             self.seq
         ))
+        .with_source(CallsDiffer { rank: self.src, theirs: *theirs })
+    }
+
+    /// Whether `other` (a message with the sender's signature `theirs`) is
+    /// of the same team, sequence number and sender as this key, whatever
+    /// its step tag, and of a call that does not agree with `mine` (see
+    /// [`Transport::stray`]).
+    pub fn stray_of(&self, other: &MsgKey, theirs: &Signature, mine: &Signature) -> bool {
+        other.team == self.team && other.seq == self.seq && other.src == self.src && !theirs.agrees(mine)
     }
 
     /// The error of a receive of `expect` bytes matched by a message of `len`.
@@ -65,6 +74,32 @@ impl MsgKey {
              do the ranks' counts and datatypes agree?",
             self.src, self.seq, self.tag
         ))
+    }
+}
+
+/// What a "calls differ" error knows, kept as its source so that the TL
+/// can tell the other ranks (see `ferrocoll_tl::p2p::Comm`): the rank whose
+/// call differs from this one's, and its call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallsDiffer {
+    /// The sender's team rank.
+    pub rank: u32,
+    /// What it posted.
+    pub theirs: Signature,
+}
+
+impl std::fmt::Display for CallsDiffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rank {} posted {}", self.rank, self.theirs.describe())
+    }
+}
+
+impl std::error::Error for CallsDiffer {}
+
+impl CallsDiffer {
+    /// The structured part of `e`, if it is a "calls differ" error.
+    pub fn of(e: &Error) -> Option<CallsDiffer> {
+        std::error::Error::source(e)?.downcast_ref::<CallsDiffer>().copied()
     }
 }
 
@@ -127,6 +162,17 @@ pub trait Transport: Send + Sync {
     /// releases a rendezvous sender with an error. Otherwise `Pending`, or an
     /// error if `src_ep` can no longer send.
     fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>>;
+
+    /// A message that has arrived from `src_ep` for the same team and
+    /// sequence number as `key`, of any step tag, whose sender's call does
+    /// not agree with `sig` ([`MsgKey::stray_of`]): its key and signature,
+    /// left where it is. Ranks whose calls differ may choose different
+    /// algorithms, whose messages never match a receive, so no receive ever
+    /// checks them; a receive that waits long asks this instead. It scans
+    /// the unexpected messages: call it rarely.
+    fn stray(&self, _src_ep: usize, _key: &MsgKey, _sig: &Signature) -> Option<(MsgKey, Signature)> {
+        None
+    }
 
     /// Name endpoint `cause` in the goodbye that [`Transport::close`] will
     /// send to every peer: the failure this process learned of first, which

@@ -111,6 +111,11 @@ impl Router {
         }
     }
 
+    /// See [`Transport::stray`].
+    pub fn stray(&self, src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        self.via(src_ep).ok()?.stray(src_ep, key, sig)
+    }
+
     /// Progress every transport.
     pub fn progress(&self) -> Result<()> {
         self.transports.iter().try_for_each(|t| t.progress())?;
@@ -151,6 +156,24 @@ impl Router {
             }
             None => mark?.report(ep),
         }
+    }
+
+    /// Of `eps`, the endpoint whose failure this process learned of first
+    /// (seen or reported: the order of `crate::cause`), as its index in
+    /// `eps` and why it failed ([`Router::failed`]). Survivors name the
+    /// failure that started it, not the lowest-ranked of its echoes.
+    pub fn first_failed(&self, eps: &[usize]) -> Option<(usize, Error)> {
+        let book = self.book.get().map(|(_, b)| b);
+        let mut first: Option<(u64, usize, Error)> = None;
+        for (i, &ep) in eps.iter().enumerate() {
+            let Some(e) = self.failed(ep) else { continue };
+            // Unordered (no mark: not routed) comes last.
+            let order = book.and_then(|b| b.get(ep)).and_then(FailureMark::order).unwrap_or(u64::MAX);
+            if first.as_ref().is_none_or(|(o, _, _)| order < *o) {
+                first = Some((order, i, e));
+            }
+        }
+        first.map(|(_, i, e)| (i, e))
     }
 
     /// Close every transport; their goodbyes name the failure this process
@@ -243,5 +266,56 @@ mod tests {
             rs[1].progress().unwrap();
         }
         assert!((0..4).all(|ep| rs[1].failed(ep).is_none()));
+    }
+
+    #[test]
+    fn the_failure_learned_first_is_named_first_whatever_its_rank() {
+        let rs = tcp_group(4);
+        // Endpoint 0 learns that 2 failed, then that 1 did.
+        rs[3].transports[0].set_cause(2);
+        rs[3].close();
+        failure_of(&rs[0], 2);
+        rs[2].transports[0].set_cause(1);
+        rs[2].close();
+        failure_of(&rs[0], 1);
+        let (i, e) = rs[0].first_failed(&[0, 1, 2, 3]).expect("failures are known");
+        assert_eq!(i, 2, "{e}");
+        assert!(e.to_string().contains("endpoint 2 failed"), "{e}");
+        // Among a subset, its own first.
+        assert_eq!(rs[0].first_failed(&[1, 3]).map(|f| f.0), Some(0));
+        assert!(rs[0].first_failed(&[0, 3]).is_none());
+    }
+}
+
+/// Never-panic property of the address decoder (bytes from peers).
+#[cfg(test)]
+mod decode_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn addresses_never_panic_and_round_trip(
+            bytes in proptest::collection::vec(any::<u8>(), 0..64),
+            parts in proptest::collection::vec(("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..16)), 0..4),
+        ) {
+            let _ = decode(&bytes);
+            let mut blob = vec![parts.len() as u8];
+            for (name, addr) in &parts {
+                blob.push(name.len() as u8);
+                blob.extend_from_slice(name.as_bytes());
+                blob.extend_from_slice(&(addr.len() as u32).to_le_bytes());
+                blob.extend_from_slice(addr);
+            }
+            let back = decode(&blob).expect("a well-formed address");
+            prop_assert_eq!(back, parts.clone());
+            // Every truncation is refused, never read past.
+            for cut in 0..blob.len() {
+                prop_assert!(decode(&blob[..cut]).is_err());
+            }
+        }
     }
 }

@@ -39,3 +39,16 @@ pub(crate) fn pattern(len: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The rules of [`Transport::stray`](crate::Transport::stray) that every
+/// transport keeps, checked on endpoint `t`, which holds, from endpoint 0,
+/// one message of `key(5)` posted as `call(ReduceOp::Max)` (`found`: what
+/// `t.stray(0, &key(0), &sig())` said). The message stays where it is.
+pub(crate) fn assert_stray_rules(t: &dyn crate::Transport, found: Option<(MsgKey, Signature)>) {
+    assert_eq!(found, Some((key(5), call(ReduceOp::Max))), "another tag, and a call that differs");
+    assert_eq!(t.stray(0, &key(0), &sig()), found, "left in place");
+    assert!(t.stray(0, &key(0), &call(ReduceOp::Max)).is_none(), "a call that agrees");
+    assert!(t.stray(0, &MsgKey { seq: 2, ..key(0) }, &sig()).is_none(), "another collective");
+    assert!(t.stray(0, &MsgKey { team: 8, ..key(0) }, &sig()).is_none(), "another team");
+    assert!(t.stray(0, &MsgKey { src: 1, ..key(0) }, &sig()).is_none(), "another sender");
+}

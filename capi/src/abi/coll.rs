@@ -25,6 +25,17 @@ pub const ARGS_FIELD_DST_MEMH: u64 = 1 << 6;
 pub const ARGS_FLAGS_KNOWN: u64 = 0xff;
 /// The memory-handle flags, accepted and ignored.
 pub const ARGS_FLAGS_MEMH: u64 = (1 << 8) | (1 << 9);
+/// `UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_CPU` (`ucc_coll_args_hints_t`).
+pub const ARGS_HINT_OPTIMIZE_OVERLAP_CPU: u64 = 1 << 24;
+/// `UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_GPU`.
+pub const ARGS_HINT_OPTIMIZE_OVERLAP_GPU: u64 = 1 << 25;
+/// `UCC_COLL_ARGS_HINT_OPTIMIZE_LATENCY` (Open MPI's coll/ucc and MPICH set
+/// it on every blocking collective).
+pub const ARGS_HINT_OPTIMIZE_LATENCY: u64 = 1 << 26;
+/// The hint bits: preferences that never change a result, accepted and
+/// (ferrocoll's selection is by size and team, not by hint) ignored.
+pub const ARGS_HINTS: u64 =
+    ARGS_HINT_OPTIMIZE_OVERLAP_CPU | ARGS_HINT_OPTIMIZE_OVERLAP_GPU | ARGS_HINT_OPTIMIZE_LATENCY;
 
 /// `ucc_coll_buffer_info_t`.
 #[repr(C)]

@@ -3,7 +3,8 @@
  * (ucc_mc_*, ucc_str_to_memunits, ucc_dt_predefined_sizes,
  * ucc_memory_type_names, the executor calls it probes), buffers from
  * ucc_mc_alloc, and persistent collectives posted again and again, each
- * iteration's result checked.
+ * iteration's result checked; memory handles made and exchanged as its
+ * map modes make them, and the context's address.
  */
 #include "harness.h"
 
@@ -136,6 +137,151 @@ static int persistent_bcast(int rank, int size, ucc_team_h team, ucc_context_h c
     return 0;
 }
 
+/* Every rank's `bytes` bytes at src, gathered into dst (rank order). */
+static int allgather_bytes(const void *src, void *dst, size_t bytes, ucc_team_h team, ucc_context_h ctx, int size)
+{
+    ucc_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.coll_type = UCC_COLL_TYPE_ALLGATHER;
+    a.src.info  = (ucc_coll_buffer_info_t){(void *)src, bytes, UCC_DT_UINT8, UCC_MEMORY_TYPE_HOST};
+    a.dst.info  = (ucc_coll_buffer_info_t){dst, bytes * (size_t)size, UCC_DT_UINT8, UCC_MEMORY_TYPE_HOST};
+    return run_coll(&a, team, ctx);
+}
+
+/* The context's address: a blob and its length, the same pointer on every
+ * call, naming this endpoint and a job every endpoint agrees on. */
+static int context_address(int rank, int size, ucc_team_h team, ucc_context_h ctx)
+{
+    ucc_context_attr_t ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.mask = UCC_CONTEXT_ATTR_FIELD_CTX_ADDR | UCC_CONTEXT_ATTR_FIELD_CTX_ADDR_LEN;
+    CHECK_OK(ucc_context_get_attr(ctx, &ca));
+    CHECK(ca.ctx_addr != NULL && ca.ctx_addr_len > 20);
+    ucc_context_attr_t again;
+    memset(&again, 0, sizeof(again));
+    again.mask = UCC_CONTEXT_ATTR_FIELD_CTX_ADDR_LEN;
+    CHECK_OK(ucc_context_get_attr(ctx, &again));
+    CHECK(again.ctx_addr == NULL && again.ctx_addr_len == ca.ctx_addr_len);
+    again.mask = UCC_CONTEXT_ATTR_FIELD_CTX_ADDR;
+    CHECK_OK(ucc_context_get_attr(ctx, &again));
+    CHECK(again.ctx_addr == ca.ctx_addr);
+    /* Exchanged as a client would (same length everywhere: the job id is agreed). */
+    size_t         len = ca.ctx_addr_len;
+    unsigned char *all = malloc(len * (size_t)size);
+    CHECK(all != NULL);
+    if (allgather_bytes(ca.ctx_addr, all, len, team, ctx, size)) return 1;
+    CHECK(memcmp(all + (size_t)rank * len, ca.ctx_addr, len) == 0);
+    for (int r = 0; r < size; r++) {
+        const unsigned char *a = all + (size_t)r * len;
+        uint32_t             ep, n;
+        memcpy(&ep, a + 8, 4);
+        memcpy(&n, a + 12, 4);
+        CHECK(memcmp(a, "fcucctx1", 8) == 0);
+        if (ep != (uint32_t)r || n != (uint32_t)size) FAIL("address %d names endpoint %u of %u", r, ep, n);
+        CHECK(memcmp(a + 16, all + 16, len - 16) == 0); /* the same job */
+    }
+    free(all);
+    return 0;
+}
+
+/* Memory handles as UCC's perftest map modes and tests make them: export,
+ * exchange the bytes, import the peers' copies, run collectives beside
+ * them, unmap. */
+static int mem_maps(int rank, int size, ucc_team_h team, ucc_context_h ctx)
+{
+    enum { COUNT = 64 };
+    ucc_mc_buffer_header_t *h;
+    ucc_mem_map_t           seg;
+    ucc_mem_map_params_t    mp;
+    ucc_mem_map_mem_h       memh = NULL;
+    size_t                  memh_size = 0;
+    CHECK_OK(ucc_mc_alloc(&h, COUNT * 4, UCC_MEMORY_TYPE_HOST));
+    seg.address   = h->addr;
+    seg.len       = COUNT * 4;
+    mp.segments   = &seg;
+    mp.n_segments = 1;
+    CHECK_OK(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, &memh_size, &memh));
+    CHECK(memh != NULL && memh_size > 0);
+
+    /* Every rank imports a copy of every other rank's handle. */
+    unsigned char     *all = malloc(memh_size * (size_t)size);
+    ucc_mem_map_mem_h *global = calloc((size_t)size, sizeof(*global));
+    CHECK(all != NULL && global != NULL);
+    if (allgather_bytes(memh, all, memh_size, team, ctx, size)) return 1;
+    for (int r = 0; r < size; r++) {
+        size_t dummy = 12345;
+        if (r == rank) {
+            global[r] = memh;
+            continue;
+        }
+        global[r] = malloc(memh_size);
+        CHECK(global[r] != NULL);
+        memcpy(global[r], all + (size_t)r * memh_size, memh_size);
+        CHECK_OK(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_IMPORT, &mp, &dummy, &global[r]));
+        CHECK(dummy == 0);
+    }
+
+    /* A collective with handles in its arguments: they are ignored. */
+    int32_t *buf = h->addr, out[COUNT];
+    for (int i = 0; i < COUNT; i++) buf[i] = rank + i, out[i] = -1;
+    ucc_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.mask                  = UCC_COLL_ARGS_FIELD_MEM_MAP_SRC_MEMH | UCC_COLL_ARGS_FIELD_MEM_MAP_DST_MEMH |
+                              UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags                 = UCC_COLL_ARGS_FLAG_SRC_MEMH_GLOBAL;
+    a.coll_type             = UCC_COLL_TYPE_ALLREDUCE;
+    a.op                    = UCC_OP_SUM;
+    a.src.info              = (ucc_coll_buffer_info_t){buf, COUNT, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.dst.info              = (ucc_coll_buffer_info_t){out, COUNT, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.src_memh.global_memh  = global;
+    a.dst_memh.local_memh   = memh;
+    if (run_coll(&a, team, ctx)) return 1;
+    for (int i = 0; i < COUNT; i++)
+        if (out[i] != size * (size - 1) / 2 + size * i) FAIL("allreduce beside memory handles [%d] = %d", i, out[i]);
+    /* Mapped buffers (one-sided collectives) are what ferrocoll does not do. */
+    ucc_coll_req_h req;
+    a.flags |= UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS;
+    CHECK_STATUS(ucc_collective_init(&a, &req, team), UCC_ERR_NOT_SUPPORTED);
+
+    /* Malformed calls. */
+    ucc_mem_map_mem_h bad = NULL;
+    size_t            bad_size;
+    unsigned char     junk[64];
+    mp.n_segments = 2;
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, &bad_size, &bad), UCC_ERR_INVALID_PARAM);
+    mp.n_segments = 1;
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT, NULL, &bad_size, &bad), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, NULL, &bad), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_mem_map(NULL, UCC_MEM_MAP_MODE_EXPORT, &mp, &bad_size, &bad), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_mem_map(ctx, (ucc_mem_map_mode_t)9, &mp, &bad_size, &bad), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT_OFFLOAD, &mp, &bad_size, &bad), UCC_ERR_NOT_SUPPORTED);
+    CHECK(bad == NULL);
+    memset(junk, 0x5a, sizeof(junk));
+    bad = junk;
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_IMPORT, &mp, &bad_size, &bad), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_mem_unmap(&bad), UCC_ERR_INVALID_PARAM);
+    bad = memh; /* the exported handle itself, not a copy */
+    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_IMPORT, &mp, &bad_size, &bad), UCC_ERR_INVALID_PARAM);
+
+    /* Unmap: imported copies stay their owner's; the exported handle is freed. */
+    for (int r = 0; r < size; r++) {
+        if (r == rank) continue;
+        ucc_mem_map_mem_h copy = global[r];
+        CHECK_OK(ucc_mem_unmap(&global[r]));
+        CHECK(global[r] == copy);
+        CHECK_STATUS(ucc_mem_unmap(&global[r]), UCC_ERR_INVALID_PARAM); /* twice */
+        free(copy);
+    }
+    CHECK_OK(ucc_mem_unmap(&memh));
+    CHECK(memh == NULL);
+    CHECK_STATUS(ucc_mem_unmap(&memh), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_mem_unmap(NULL), UCC_ERR_INVALID_PARAM);
+    free(global);
+    free(all);
+    CHECK_OK(ucc_mc_free(h));
+    return 0;
+}
+
 static int body(int rank, int size)
 {
     ucc_lib_config_h lib_config;
@@ -168,11 +314,8 @@ static int body(int rank, int size)
     ca.mask = UCC_CONTEXT_ATTR_FIELD_TYPE | UCC_CONTEXT_ATTR_FIELD_WORK_BUFFER_SIZE;
     CHECK_OK(ucc_context_get_attr(ctx, &ca));
     CHECK(ca.type == UCC_CONTEXT_EXCLUSIVE && ca.global_work_buffer_size == 0);
-    ca.mask = UCC_CONTEXT_ATTR_FIELD_CTX_ADDR;
-    CHECK_STATUS(ucc_context_get_attr(ctx, &ca), UCC_ERR_NOT_SUPPORTED);
-    ucc_mem_map_mem_h memh = NULL;
-    size_t            memh_size;
-    CHECK_STATUS(ucc_mem_map(ctx, UCC_MEM_MAP_MODE_EXPORT, NULL, &memh_size, &memh), UCC_ERR_NOT_SUPPORTED);
+    if (context_address(rank, size, team, ctx)) return 1;
+    if (mem_maps(rank, size, team, ctx)) return 1;
     ucc_datatype_t dt;
     CHECK_STATUS(ucc_dt_create_generic(NULL, NULL, &dt), UCC_ERR_NOT_SUPPORTED);
     ucc_team_h child;

@@ -8,6 +8,10 @@
  * Each test program defines `static int body(int rank, int size)` and
  * calls run_ranks(argc, argv, body) from main: `prog N` runs N ranks. A body
  * returns 0 (passed), SKIP (what it needs is missing), or 1.
+ *
+ * Built with -DHARNESS_MPI (by mpicc), the ranks are MPI's instead
+ * (`mpirun -np N prog`) and the OOB is MPI_Iallgather + MPI_Test on
+ * MPI_COMM_WORLD, as Open MPI's coll/ucc bootstraps UCC.
  */
 #ifndef FERROCOLL_CAPI_HARNESS_H
 #define FERROCOLL_CAPI_HARNESS_H
@@ -26,6 +30,10 @@
 #include <unistd.h>
 
 #include <ucc/api/ucc.h>
+
+#ifdef HARNESS_MPI
+#include <mpi.h>
+#endif
 
 /* UCC internals that UCC's own tools use (not in ucc.h). */
 typedef struct ucc_mc_buffer_header {
@@ -99,6 +107,9 @@ struct oob_req {
     uint64_t         round;
     void            *recv;
     size_t           size;
+#ifdef HARNESS_MPI
+    MPI_Request mpi;
+#endif
 };
 
 static inline struct oob_shared *oob_map(void)
@@ -112,6 +123,31 @@ static inline struct oob_shared *oob_map(void)
     return p;
 }
 
+#ifdef HARNESS_MPI
+/* Open MPI's coll/ucc OOB: a non-blocking allgather of bytes on the
+ * communicator, tested with MPI_Test (every endpoint is a rank of
+ * MPI_COMM_WORLD here; the shared mapping is not used). */
+static inline ucc_status_t oob_allgather(void *src, void *recv, size_t size, void *coll_info, void **request)
+{
+    struct oob_req *q = malloc(sizeof(*q));
+    if (!q) return UCC_ERR_NO_MEMORY;
+    q->info = coll_info;
+    if (MPI_Iallgather(src, (int)size, MPI_BYTE, recv, (int)size, MPI_BYTE, MPI_COMM_WORLD, &q->mpi) != MPI_SUCCESS) {
+        free(q);
+        return UCC_ERR_NO_MESSAGE;
+    }
+    *request = q;
+    return UCC_OK;
+}
+
+static inline ucc_status_t oob_test(void *request)
+{
+    struct oob_req *q    = request;
+    int             done = 0;
+    if (MPI_Test(&q->mpi, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return UCC_ERR_NO_MESSAGE;
+    return done ? UCC_OK : UCC_INPROGRESS;
+}
+#else
 /* Rounds are sequential on every rank (a rank posts round k+1 only after
  * round k completed for it), so slot k % OOB_ROUNDS is free again by the
  * time round k + OOB_ROUNDS is posted. */
@@ -143,6 +179,8 @@ static inline ucc_status_t oob_test(void *request)
     for (int i = 0; i < in->size; i++) memcpy((char *)q->recv + i * q->size, r->data[i], q->size);
     return UCC_OK;
 }
+
+#endif
 
 static inline ucc_status_t oob_free(void *request)
 {
@@ -208,6 +246,34 @@ static inline int destroy_team(ucc_team_h team)
 
 /* ---- launcher ---------------------------------------------------------- */
 
+#ifdef HARNESS_MPI
+/* The ranks are mpirun's: run the body on each, agree on the outcome. */
+static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int size))
+{
+    int rank, size, rc, worst = 0;
+    (void)argc;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    g_rank = rank;
+    if (size > OOB_MAX_RANKS) {
+        fprintf(stderr, "%s: at most %d ranks\n", argv[0], OOB_MAX_RANKS);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    /* A rank that hangs is killed (mpirun then ends the others). */
+    alarm(120);
+    rc = body(rank, size);
+    if (rc != 0 && rc != SKIP) {
+        fflush(NULL);
+        MPI_Abort(MPI_COMM_WORLD, 1); /* the others may wait in a collective */
+    }
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0 && worst == 0) printf("%s: %d ranks passed (MPI)\n", argv[0], size);
+    fflush(NULL);
+    MPI_Finalize();
+    return worst;
+}
+#else
 static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int size))
 {
     int size = argc > 1 ? atoi(argv[1]) : 2;
@@ -265,5 +331,6 @@ static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int siz
     if (!failed) printf("%s: %d ranks passed\n", argv[0], size);
     return failed;
 }
+#endif
 
 #endif

@@ -19,6 +19,16 @@ static int coll_args_init(ucc_coll_args_t *a, ucc_coll_type_t t)
     return 0;
 }
 
+/* Open MPI's (and MPICH's) blocking path: the arguments gain the flags
+ * field and the latency hint (COLL_UCC_REQ_INIT without a request), then
+ * init, post, test + progress, finalize. */
+static int run_blocking(ucc_coll_args_t *a, ucc_team_h team, ucc_context_h ctx)
+{
+    a->mask |= UCC_COLL_ARGS_FIELD_FLAGS;
+    a->flags |= UCC_COLL_ARGS_HINT_OPTIMIZE_LATENCY;
+    return run_coll(a, team, ctx);
+}
+
 static void info(ucc_coll_buffer_info_t *b, void *buf, uint64_t count, ucc_datatype_t dt)
 {
     b->buffer   = buf;
@@ -44,13 +54,13 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
 
     /* barrier, fanin, fanout */
     coll_args_init(&a, UCC_COLL_TYPE_BARRIER);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     coll_args_init(&a, UCC_COLL_TYPE_FANIN);
     a.root = 0;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     coll_args_init(&a, UCC_COLL_TYPE_FANOUT);
     a.root = (uint64_t)size - 1;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
 
     /* allreduce sum */
     for (int i = 0; i < N; i++) src[i] = val(rank, i), dst[i] = -1;
@@ -58,7 +68,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     info(&a.src.info, src, N, UCC_DT_INT32);
     info(&a.dst.info, dst, N, UCC_DT_INT32);
     a.op = UCC_OP_SUM;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int i = 0; i < N; i++) {
         int32_t want = 0;
         for (int r = 0; r < size; r++) want += val(r, i);
@@ -73,7 +83,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
     info(&a.dst.info, d, N, UCC_DT_FLOAT64);
     a.op = UCC_OP_MAX;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int i = 0; i < N; i++) {
         double want = 0;
         for (int r = 0; r < size; r++) want = (double)((r * 7 + i) % size) + 0.5 > want ? (double)((r * 7 + i) % size) + 0.5 : want;
@@ -88,7 +98,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     if (rank == size - 1) info(&a.dst.info, dst, N, UCC_DT_INT32);
     else memset(&a.dst, 0xa5, sizeof(a.dst)); /* garbage: must not be read */
     a.op = UCC_OP_SUM;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     if (rank == size - 1)
         for (int i = 0; i < N; i++) {
             int32_t want = 0;
@@ -103,7 +113,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     a.root = (uint64_t)root;
     info(&a.src.info, src, N, UCC_DT_INT32);
     memset(&a.dst, 0xa5, sizeof(a.dst));
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int i = 0; i < N; i++)
         if (src[i] != val(root, i)) FAIL("bcast[%d] = %d", i, src[i]);
 
@@ -113,7 +123,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     coll_args_init(&a, UCC_COLL_TYPE_ALLGATHER);
     info(&a.src.info, src, N, UCC_DT_INT32);
     info(&a.dst.info, dst, (uint64_t)N * size, UCC_DT_INT32);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int r = 0; r < size; r++)
         for (int i = 0; i < N; i++)
             if (dst[r * N + i] != val(r, i)) FAIL("allgather[%d][%d] = %d", r, i, dst[r * N + i]);
@@ -125,7 +135,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     coll_args_init(&a, UCC_COLL_TYPE_ALLGATHERV);
     info(&a.src.info, src, (uint64_t)rank + 1, UCC_DT_INT32);
     info_v(&a.dst.info_v, dst, rcounts, rdispls, UCC_DT_INT32);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int r = 0; r < size; r++)
         for (uint32_t i = 0; i < rcounts[r]; i++)
             if (dst[rdispls[r] + i] != val(r, (int)i)) FAIL("allgatherv[%d][%u] = %d", r, i, dst[rdispls[r] + i]);
@@ -137,7 +147,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     coll_args_init(&a, UCC_COLL_TYPE_ALLTOALL);
     info(&a.src.info, src, (uint64_t)3 * size, UCC_DT_INT32);
     info(&a.dst.info, dst, (uint64_t)3 * size, UCC_DT_INT32);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int p = 0; p < size; p++)
         for (int i = 0; i < 3; i++)
             if (dst[p * 3 + i] != p * 100 + rank * 10 + i) FAIL("alltoall from %d [%d] = %d", p, i, dst[p * 3 + i]);
@@ -153,7 +163,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     coll_args_init(&a, UCC_COLL_TYPE_ALLTOALLV);
     info_v(&a.src.info_v, src, counts, displs, UCC_DT_INT32);
     info_v(&a.dst.info_v, dst, rcounts, rdispls, UCC_DT_INT32);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int p = 0; p < size; p++)
         for (uint32_t i = 0; i < rcounts[p]; i++)
             if (dst[rdispls[p] + i] != p * 100 + rank * 10 + (int)i) FAIL("alltoallv from %d [%u]", p, i);
@@ -165,7 +175,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     info(&a.src.info, src, (uint64_t)4 * size, UCC_DT_INT32);
     info(&a.dst.info, dst, 4, UCC_DT_INT32);
     a.op = UCC_OP_SUM;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int i = 0; i < 4; i++) {
         int32_t want = 0;
         for (int r = 0; r < size; r++) want += val(r, rank * 4 + i);
@@ -183,7 +193,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     info(&a.src.info, src, total, UCC_DT_INT32);
     info_v(&a.dst.info_v, dst, rcounts, NULL, UCC_DT_INT32);
     a.op = UCC_OP_SUM;
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (uint32_t i = 0; i < rcounts[rank]; i++) {
         int32_t want = 0;
         for (int r = 0; r < size; r++) want += val(r, (int)(mine + i));
@@ -198,7 +208,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     info(&a.src.info, src, N, UCC_DT_INT32);
     if (rank == 0) info(&a.dst.info, dst, (uint64_t)N * size, UCC_DT_INT32);
     else memset(&a.dst, 0xa5, sizeof(a.dst));
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     if (rank == 0)
         for (int r = 0; r < size; r++)
             for (int i = 0; i < N; i++)
@@ -213,7 +223,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     info(&a.src.info, src, (uint64_t)(2 * rank + 1), UCC_DT_INT32);
     if (rank == size - 1) info_v(&a.dst.info_v, dst, rcounts, rdispls, UCC_DT_INT32);
     else memset(&a.dst, 0xa5, sizeof(a.dst));
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     if (rank == size - 1)
         for (int r = 0; r < size; r++)
             for (uint32_t i = 0; i < rcounts[r]; i++)
@@ -227,7 +237,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     if (rank == 0) info(&a.src.info, src, (uint64_t)N * size, UCC_DT_INT32);
     else memset(&a.src, 0xa5, sizeof(a.src));
     info(&a.dst.info, dst, N, UCC_DT_INT32);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int i = 0; i < N; i++)
         if (dst[i] != val(rank, i)) FAIL("scatter[%d] = %d", i, dst[i]);
 
@@ -243,7 +253,7 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
     if (rank == root) info_v(&a.src.info_v, src, counts, displs, UCC_DT_INT32);
     else memset(&a.src, 0xa5, sizeof(a.src));
     info(&a.dst.info, dst, (uint64_t)rank + 3, UCC_DT_INT32);
-    if (run_coll(&a, team, ctx)) return 1;
+    if (run_blocking(&a, team, ctx)) return 1;
     for (int i = 0; i < rank + 3; i++)
         if (dst[i] != val(rank, i)) FAIL("scatterv[%d] = %d", i, dst[i]);
     return 0;

@@ -7,10 +7,12 @@
 //! ended ([`EeTrigger::complete`]: the output dependency), and queues the
 //! events that core produces for the user ([`EeTrigger::emit`]).
 
+use std::any::Any;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use crate::buffer::MemRef;
 use crate::engine::{TaskDiag, TaskFuture};
 use crate::error::Result;
 use crate::types::{EeType, Event, EventType};
@@ -29,6 +31,22 @@ pub trait Ee: Send + Sync {
     /// the engine cannot trigger on is an `InvalidParam` naming it.
     fn trigger(&self, ev: &Event, request: u64) -> Result<Box<dyn EeTrigger>>;
 
+    /// Arm a trigger as [`Ee::trigger`] does, and also run `copies` in the
+    /// engine's own order: `copies.before` ahead of the input dependency,
+    /// `copies.after` behind the output dependency. For a stream engine
+    /// this puts a collective's staging copies on the user's stream, so that
+    /// nothing the collective needs waits on another stream behind the
+    /// stream's wait for the collective. `Ok(None)` (the default): the
+    /// engine does not run copies, and the task makes them itself.
+    fn trigger_with_copies(
+        &self,
+        _ev: &Event,
+        _request: u64,
+        _copies: &EngineCopies,
+    ) -> Result<Option<Box<dyn EeTrigger>>> {
+        Ok(None)
+    }
+
     /// The user signals an event (`ucc_ee_set_event`), e.g. `ComputeComplete`.
     fn set_event(&self, ev: Event) -> Result<()>;
 
@@ -41,6 +59,16 @@ pub trait Ee: Send + Sync {
     /// Block until an event arrives and return it (`ucc_ee_wait`);
     /// `TimedOut` after `timeout`.
     fn wait(&self, timeout: Duration) -> Result<Event>;
+
+    /// For a stream-native collective ([`CollTask::native_on_stream`](crate::backend::CollTask::native_on_stream)):
+    /// the engine's stream (a `CUstream` as an address) and a trigger that
+    /// is ready at once, releases nothing and only reports the engine's
+    /// events; an event it cannot trigger on is an error, as for
+    /// [`Ee::trigger`]. `None` for engines without a stream (the CPU
+    /// engine): the collective then takes the host-driven path.
+    fn native_post(&self, _ev: &Event, _request: u64) -> Option<Result<(usize, Box<dyn EeTrigger>)>> {
+        None
+    }
 }
 
 /// The engine's side of one triggered post.
@@ -67,6 +95,26 @@ pub trait EeTrigger: Send {
     /// The collective ended (`succeeded`: without error) or will never run:
     /// release whatever waits on it (the output dependency).
     fn complete(&mut self, succeeded: bool);
+}
+
+/// Copies a collective makes around each execution (a TL's staging of
+/// device buffers through host memory), for an engine that can run them
+/// in its own order ([`Ee::trigger_with_copies`]). Each copy is `(dst, src)`,
+/// equal lengths, not overlapping.
+pub struct EngineCopies {
+    /// Before the collective starts (its inputs into the memory it runs on).
+    pub before: Vec<(MemRef, MemRef)>,
+    /// After it ended (its outputs back).
+    pub after: Vec<(MemRef, MemRef)>,
+    /// Owns the memory of every copy: the engine holds it until it has run
+    /// `after` (which may be after the collective and its request are gone).
+    pub keep: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for EngineCopies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineCopies").field("before", &self.before).field("after", &self.after).finish()
+    }
 }
 
 /// How a triggered task gets its collective once the trigger fired: the

@@ -69,6 +69,60 @@ impl std::fmt::Debug for Scratch {
     }
 }
 
+/// A copy in flight on a device, as a memory component reports it.
+pub trait CopyInFlight: Send {
+    /// Whether the copy has finished (an error if it failed).
+    fn is_done(&mut self) -> Result<bool>;
+}
+
+/// A copy started by [`Mc::copy_start`]: poll [`PendingCopy::is_done`]
+/// until it says true. Dropping one that is not done waits for the copy
+/// (the memory it writes may be freed right after), so drop it only once
+/// done, or on a path that may block.
+pub struct PendingCopy {
+    in_flight: Option<Box<dyn CopyInFlight>>,
+}
+
+impl PendingCopy {
+    /// A copy that has already finished.
+    pub fn done() -> PendingCopy {
+        PendingCopy { in_flight: None }
+    }
+
+    /// A copy that finishes when `in_flight` says so.
+    pub fn in_flight(in_flight: Box<dyn CopyInFlight>) -> PendingCopy {
+        PendingCopy { in_flight: Some(in_flight) }
+    }
+
+    /// Whether the copy has finished (an error if it failed). Cheap: a
+    /// look at the device's progress, no wait.
+    pub fn is_done(&mut self) -> Result<bool> {
+        let Some(copy) = &mut self.in_flight else { return Ok(true) };
+        let done = copy.is_done()?;
+        if done {
+            self.in_flight = None;
+        }
+        Ok(done)
+    }
+}
+
+impl Drop for PendingCopy {
+    fn drop(&mut self) {
+        let Some(copy) = &mut self.in_flight else { return };
+        // The copy may still write memory its owner frees once we return:
+        // wait for it. An error means the device will not write any more.
+        while let Ok(false) = copy.is_done() {
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingCopy").field("in_flight", &self.in_flight.is_some()).finish()
+    }
+}
+
 /// A memory component (UCC's MC): everything ferrocoll does to memory of one type.
 pub trait Mc: Send + Sync {
     /// Short name (`host`, `cuda`).
@@ -97,6 +151,17 @@ pub trait Mc: Send + Sync {
 
     /// Copy `src` to `dst` (same length; they may overlap).
     fn copy(&self, dst: MemRef, src: MemRef) -> Result<()>;
+
+    /// Start copying `src` to `dst` (same length; they may overlap) and
+    /// return at once; the copy is done when the returned [`PendingCopy`]
+    /// says so. For components whose copies run on a device, so that the
+    /// thread that progresses collectives never blocks on the device. Both
+    /// ranges must stay valid until the copy is done or the `PendingCopy`
+    /// dropped (its drop waits for the copy). The default copies at once.
+    fn copy_start(&self, dst: MemRef, src: MemRef) -> Result<PendingCopy> {
+        self.copy(dst, src)?;
+        Ok(PendingCopy::done())
+    }
 
     /// `dst = op(srcs[0], srcs[1], ...)` element-wise. `srcs[0]` may be `dst`
     /// itself (exactly the same range): then dst is also the first operand.

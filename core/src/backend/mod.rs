@@ -6,8 +6,8 @@ mod mc;
 mod tl;
 
 pub(crate) use ee::{Armed, StartFn, triggered_task};
-pub use ee::{Ee, EeTrigger};
-pub use mc::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
+pub use ee::{Ee, EeTrigger, EngineCopies};
+pub use mc::{CopyInFlight, Mc, McSet, PendingCopy, ReduceSpec, Scratch, ScratchOwner};
 pub use tl::{
     AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture, TlTeamParams,
 };

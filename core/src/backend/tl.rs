@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::args::CollInit;
-use crate::backend::McSet;
+use crate::backend::{EngineCopies, McSet};
 use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
 use crate::error::Result;
@@ -91,6 +91,13 @@ pub struct TlTeamParams {
     /// The members' nodes and switch groups, as every member computed them
     /// (for hierarchical algorithms; see `topo::subgroups`).
     pub layout: Arc<Layout>,
+    /// The variables of the team's TLs that every member must set alike
+    /// (`TlComponent::agreed_fields`) with this member's values (the
+    /// context's, or the team's overrides), in an order alike on every
+    /// member. The context's values were compared at team creation; a TL
+    /// that meets the others while it creates its team compares these,
+    /// which also covers the per-team overrides (the p2p TL does).
+    pub agreed: Arc<[(String, String)]>,
 }
 
 /// The future of a TL team creation.
@@ -142,10 +149,38 @@ pub struct PostInfo {
     pub seq: u64,
     /// Where the task records what it waits for.
     pub diag: Arc<TaskDiag>,
+    /// The CUDA stream (a `CUstream`, as an address) of the execution engine
+    /// on which a stream-native task enqueues this post: set only for a
+    /// triggered post whose task said it is
+    /// [`native_on_stream`](CollTask::native_on_stream) and whose engine
+    /// has a stream ([`Ee::native_post`](crate::backend::Ee::native_post)).
+    pub stream: Option<usize>,
+    /// Whether the execution engine runs the task's [`CollTask::engine_copies`]
+    /// for this post (then the task must not make them).
+    pub engine_copies: bool,
 }
 
 /// A prepared collective: produces one future per post (persistent requests post many times).
 pub trait CollTask: Send + Sync {
     /// The future of one execution.
     fn start(&self, post: &PostInfo) -> Result<TaskFuture>;
+
+    /// Whether a triggered post on a stream engine can enqueue this
+    /// collective on the engine's stream itself, now (TL/NCCL once its
+    /// communicator exists): the post then gets the stream in
+    /// [`PostInfo::stream`], the future's first poll (at post) must enqueue
+    /// the work there, and the engine neither waits for an event nor blocks
+    /// the stream on a flag — stream order is the dependency, and a stream
+    /// being captured into a CUDA graph captures the collective. `false`
+    /// (host-driven TLs) keeps the engine's trigger.
+    fn native_on_stream(&self) -> bool {
+        false
+    }
+
+    /// The copies the task makes around each execution, if an execution
+    /// engine may make them instead (see [`EngineCopies`]); `None` (the
+    /// default) if it makes none or must make them itself.
+    fn engine_copies(&self) -> Option<EngineCopies> {
+        None
+    }
 }

@@ -64,8 +64,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Ask for a dump of every team of the process at the next progress.
 /// Async-signal-safe: one atomic store.
 pub fn request_dump() {
-    // Relaxed: a request flag; the dump reads nothing the requester wrote.
-    DUMP_REQUESTED.store(true, Ordering::Relaxed);
+    // Release: the dumper that Acquire-swaps the flag sees the reason a
+    // requester stored before it (request_dump_because).
+    DUMP_REQUESTED.store(true, Ordering::Release);
 }
 
 /// Ask for a dump of every team of the process at the next progress, saying why
@@ -77,8 +78,9 @@ pub fn request_dump_because(reason: String) {
 
 /// Dump every team of the process if a dump was requested (called by every progress).
 pub fn dump_if_requested() {
-    // Relaxed: see request_dump; the swap makes one caller do it.
-    if DUMP_REQUESTED.load(Ordering::Relaxed) && DUMP_REQUESTED.swap(false, Ordering::Relaxed) {
+    // Relaxed look first (every progress calls this); the Acquire swap
+    // makes one caller do it and pairs with request_dump's Release.
+    if DUMP_REQUESTED.load(Ordering::Relaxed) && DUMP_REQUESTED.swap(false, Ordering::Acquire) {
         let reason = lock(&DUMP_REASON).take().unwrap_or_else(|| "requested (signal or launcher)".to_string());
         let live: Vec<Arc<FlightRecorder>> = {
             let mut all = lock(&RECORDERS);

@@ -63,11 +63,22 @@ pub struct TaskDiag {
     send: Wait,
     /// What a triggered task waits for before it starts (set and cleared by core).
     trigger: Mutex<Option<Arc<str>>>,
+    /// Device work the task waits for (e.g. staging copies), set by its TL.
+    device: Mutex<Option<&'static str>>,
+    /// What a task waits for that is neither a message nor its trigger
+    /// (TL/NCCL: its communicator's creation, the stream work it enqueued).
+    work: Mutex<Option<Arc<str>>>,
 }
 
 impl Default for TaskDiag {
     fn default() -> Self {
-        TaskDiag { recv: Wait(AtomicU64::new(NONE)), send: Wait(AtomicU64::new(NONE)), trigger: Mutex::new(None) }
+        TaskDiag {
+            recv: Wait(AtomicU64::new(NONE)),
+            send: Wait(AtomicU64::new(NONE)),
+            trigger: Mutex::new(None),
+            device: Mutex::new(None),
+            work: Mutex::new(None),
+        }
     }
 }
 
@@ -104,12 +115,31 @@ impl TaskDiag {
         *self.trigger.lock().unwrap_or_else(|p| p.into_inner()) = what;
     }
 
+    /// Record that the task waits for device work (`what`: "the GPU to
+    /// finish staging copies"), or no longer does (`None`).
+    pub fn waiting_for_device(&self, what: Option<&'static str>) {
+        *self.device.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    }
+
+    /// Record that the task waits for `what` (neither a message nor its
+    /// trigger: a device's work, a library's set-up), or no longer does.
+    pub fn waiting_for_work(&self, what: Option<Arc<str>>) {
+        *self.work.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    }
+
     /// A phrase for messages: ", waiting for a message from rank 3 (step tag 2)",
     /// ", waiting for rank 3 to take a message (step tag 2)" (both, joined by
-    /// "and", when both are recorded), ", waiting for its trigger: …" or "".
+    /// "and", when both are recorded), ", waiting for its trigger: …",
+    /// ", waiting for the GPU to …" or "".
     pub fn describe(&self) -> String {
         if let Some(what) = &*self.trigger.lock().unwrap_or_else(|p| p.into_inner()) {
             return format!(", waiting for its trigger: {what}");
+        }
+        if let Some(what) = *self.device.lock().unwrap_or_else(|p| p.into_inner()) {
+            return format!(", waiting for {what}");
+        }
+        if let Some(what) = &*self.work.lock().unwrap_or_else(|p| p.into_inner()) {
+            return format!(", waiting for {what}");
         }
         let recv = self.recv.get().map(|(p, t)| format!("a message from rank {p} (step tag {t})"));
         let send = self.send.get().map(|(p, t)| format!("rank {p} to take a message (step tag {t})"));

@@ -9,11 +9,30 @@
 //!   knobs) must be equal on every member, or ranks would choose different
 //!   algorithms — or run one with different radixes — for one collective.
 //!
-//! Per-team overrides (`TeamParams::config`) are each rank's own and are not
-//! compared: members must pass the same ones.
+//! Per-team overrides (`TeamParams::config`) are each rank's own, unknown
+//! to the others at context creation: [`team_settings`] hands the team's
+//! agreed variables with this member's values to the TLs, and a TL that
+//! meets the other members while it creates its team compares them (the
+//! p2p TL, in its creation handshake), refusing the team on every member,
+//! naming the variable, if they differ.
+
+use std::sync::Arc;
 
 use super::context::ContextInner;
+use crate::config::Config;
 use crate::error::{Error, Result};
+
+/// The agreed variables of the TLs `tls` (indices into the context's) with
+/// their values in `config` (the context's merged with the team's
+/// overrides; unset is empty), in the TLs' order: alike on every member
+/// that agrees.
+pub(crate) fn team_settings(ctx: &ContextInner, tls: &[usize], config: &Config) -> Arc<[(String, String)]> {
+    tls.iter()
+        .filter_map(|&i| ctx.tls.get(i))
+        .flat_map(|tl| tl.component.agreed_fields())
+        .map(|var| (var.to_string(), config.get(var).unwrap_or_default().to_string()))
+        .collect()
+}
 
 /// Indices (into the context's TLs) of the TLs every member in `eps` has;
 /// each one left out is logged at debug level, with the member that lacks it.

@@ -187,7 +187,8 @@ impl<'a> Request<'a> {
             Some(task) => {
                 let diag = self.diag.clone();
                 diag.clear();
-                let fut = task.start(&PostInfo { seq, diag: diag.clone() }).map_err(|e| e.prefixed(&desc))?;
+                let post = PostInfo { seq, diag: diag.clone(), engine_copies: false, stream: None };
+                let fut = task.start(&post).map_err(|e| e.prefixed(&desc))?;
                 let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
                 self.team.recorder.record(&slot);
                 // One poll now sends the first messages without waiting for progress.

@@ -217,7 +217,7 @@ impl Team {
             eps.iter().map(|e| c.procs.get(*e).map_or(("", ""), |p| (p.host.as_str(), p.switch.as_str()))).collect();
         let layout = Arc::new(Layout::new(&places));
         let subgroups = layout.subgroups(rank, None)?;
-        let tl_params = TlTeamParams {
+        let mut tl_params = TlTeamParams {
             team_id: id,
             rank,
             size: eps.len(),
@@ -225,9 +225,11 @@ impl Team {
             config: config.clone(),
             diag: diag.clone(),
             layout: layout.clone(),
+            agreed: Arc::new([]),
         };
         let common = agreement::common_tls(c, &tl_params.eps);
         agreement::check_settings(c, &tl_params.eps, &common).map_err(|e| e.prefixed(format!("team {id:#x}")))?;
+        tl_params.agreed = agreement::team_settings(c, &common, &config);
         let mut pending = Vec::new();
         for tl in common.iter().filter_map(|&i| c.tls.get(i)) {
             match tl.context.team_create(&tl_params) {

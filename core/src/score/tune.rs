@@ -204,3 +204,30 @@ mod tests {
         assert!(t[0].applies_to_team_size(2) && !t[0].applies_to_team_size(3) && t[0].applies_to_team_size(99));
     }
 }
+
+/// Never-panic property of the tune-string parser (`UCC_TL_*_TUNE`, outside input).
+#[cfg(test)]
+mod parser_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn tune_strings_never_panic(
+            any in "\\PC{0,40}",
+            shaped in "([a-z_]{0,10}|@[a-z_0-9]{0,8}|[0-9]{0,22}[kKmMgG]?(-[0-9]{0,22}[kKmMgG]?)?|inf|\\^[0-9]{0,3}|[0-9-]{0,5}|:|#){0,8}",
+        ) {
+            for s in [any.as_str(), shaped.as_str()] {
+                if let Ok(tokens) = parse_tune(s) {
+                    for t in &tokens {
+                        let _ = t.ranges_or_all();
+                        let _ = t.applies_to_team_size(usize::MAX);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -81,8 +81,13 @@ impl Flag {
     fn store(&self, value: u64) {
         // BYTES >= 8 bytes were allocated in `new`, so word 0 always exists.
         let Some(flag) = self.mem.atomic_u64(0) else { return };
-        // Release: the collective's results (written by this thread, or seen
-        // by it as the task ended) are visible before the device sees the flag.
+        // The collective's results (written by this thread, or seen by it as
+        // the task ended; host copies the stream then copies to the device)
+        // must be visible to the device before the flag is. x86 stores reach
+        // devices in order; on aarch64 a release store orders them for CPUs
+        // (inner shareable) only, and devices need a barrier over the outer
+        // shareable domain first, as Linux's dma_wmb() does.
+        device_write_barrier();
         flag.store(value, Ordering::Release);
     }
 
@@ -101,6 +106,18 @@ impl Flag {
         let value = o.end_all();
         self.store(value);
     }
+}
+
+/// Order this thread's earlier stores to memory before its later ones, as
+/// a device (DMA over PCIe or C2C) observes them.
+#[inline]
+fn device_write_barrier() {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a data memory barrier; it reads and writes no memory and
+    // changes no register.
+    unsafe {
+        std::arch::asm!("dmb oshst", options(nostack, preserves_flags))
+    };
 }
 
 #[cfg(test)]

@@ -26,10 +26,24 @@
 //! wait that is already met), creation is `NotSupported` naming the
 //! attribute; there is no wait-kernel fallback.
 //!
-//! Limits: the collective's buffers are touched by the host (pinned host
+//! Stream-native collectives (TL/NCCL) skip both dependencies: the engine
+//! hands them its stream (`native_post`) and they enqueue there at post.
+//! A host-driven post on a stream being captured into a CUDA graph is
+//! refused at once (`cuStreamIsCapturing`), so the capture is not corrupted.
+//!
+//! Staging copies: a one-shot collective whose TL stages device buffers
+//! through pinned host memory hands those copies to the engine
+//! (`trigger_with_copies`), which enqueues them on the stream itself —
+//! device → host before the input event, host → device after the wait —
+//! so that the collective never needs work on another stream while the
+//! stream waits for it (the driver documents that work ordered only
+//! through stream memory waits may be serialised by the hardware into a
+//! deadlock). The host copies are kept until the stream is past them
+//! (`retire.rs`). Persistent requests make their copies themselves.
+//!
+//! Limits: a host-driven collective's buffers are touched by the host (pinned host
 //! memory, or device memory through the TL's staging), not by kernels on
-//! the stream; stream-native executors (NCCL, our kernels) are not wired
-//! to the engine yet. The engine makes its stream's context current on
+//! the stream; our own kernels are not wired to the engine yet. The engine makes its stream's context current on
 //! whichever thread calls it. When the engine and the last request
 //! triggered on it are gone, the stream is synchronised before the flag is
 //! freed: use one engine per stream. Default streams are refused (the
@@ -39,6 +53,7 @@
 //! `NotSupported` at creation, never a panic.
 
 mod flag;
+mod retire;
 mod stream;
 mod trigger;
 

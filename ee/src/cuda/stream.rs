@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use ferrocoll_core::backend::EngineCopies;
 use ferrocoll_core::{Ee, EeTrigger, EeType, Error, Event, EventType, Result, Status};
 use ferrocoll_cuda::{Attribute, Context, DeviceId, EventPool, PrimaryContext, Stream, WaitCond, current_device};
 
 use super::flag::Flag;
-use super::trigger::StreamTrigger;
+use super::retire::Retiring;
+use super::trigger::{NativeTrigger, StreamTrigger};
 use crate::queue::Outbound;
 
 /// Numbers engines for messages.
@@ -34,6 +36,8 @@ pub(crate) struct Shared {
     wide: bool,
     pub(crate) flag: Flag,
     pub(crate) events: EventPool,
+    /// Owners of host copies the stream's staging copies still use.
+    pub(crate) retiring: Retiring,
     pub(crate) outbound: Outbound,
     /// What its triggers wait for, made once for timeout messages.
     pub(crate) waiting_for: Arc<str>,
@@ -71,6 +75,8 @@ impl Drop for Shared {
                 ferrocoll_core::log_warn!("{} at teardown: {e}", self.describe());
             }
         }
+        // The stream ran everything (or failed, and runs nothing more).
+        self.retiring.drain(&self.events);
     }
 }
 
@@ -162,6 +168,7 @@ impl CudaStreamEe {
             wide: wide != 0,
             flag: Flag::new(ctx)?,
             events: EventPool::new(ctx),
+            retiring: Retiring::default(),
             outbound: Outbound::default(),
             waiting_for,
             engine,
@@ -197,6 +204,19 @@ impl CudaStreamEe {
         self.shared.wide
     }
 
+    /// `ev` can trigger a collective here: only `ComputeComplete` (the work
+    /// enqueued on the stream before the post).
+    fn check_trigger(&self, ev: &Event) -> Result<()> {
+        if ev.ev_type != EventType::ComputeComplete {
+            return Err(Error::invalid_param(format!(
+                "{ev} cannot trigger a collective on {}: its trigger is the completion of the work enqueued on \
+                 the stream before triggered_post, given as ComputeComplete",
+                self.shared.describe()
+            )));
+        }
+        Ok(())
+    }
+
     /// The next event for the user, if any (`ucc_ee_get_event`).
     pub fn get_event(&self) -> Option<Event> {
         self.shared.outbound.get()
@@ -223,14 +243,23 @@ impl Ee for CudaStreamEe {
     }
 
     fn trigger(&self, ev: &Event, _request: u64) -> Result<Box<dyn EeTrigger>> {
-        if ev.ev_type != EventType::ComputeComplete {
-            return Err(Error::invalid_param(format!(
-                "{ev} cannot trigger a collective on {}: its trigger is the completion of the work enqueued on \
-                 the stream before triggered_post, given as ComputeComplete",
-                self.shared.describe()
-            )));
-        }
-        StreamTrigger::arm(&self.shared).map(|t| Box::new(t) as Box<dyn EeTrigger>)
+        self.check_trigger(ev)?;
+        StreamTrigger::arm(&self.shared, None).map(|t| Box::new(t) as Box<dyn EeTrigger>)
+    }
+
+    fn trigger_with_copies(
+        &self,
+        ev: &Event,
+        _request: u64,
+        copies: &EngineCopies,
+    ) -> Result<Option<Box<dyn EeTrigger>>> {
+        self.check_trigger(ev)?;
+        StreamTrigger::arm(&self.shared, Some(copies)).map(|t| Some(Box::new(t) as Box<dyn EeTrigger>))
+    }
+
+    fn native_post(&self, ev: &Event, _request: u64) -> Option<Result<(usize, Box<dyn EeTrigger>)>> {
+        let trigger = Box::new(NativeTrigger { shared: self.shared.clone() }) as Box<dyn EeTrigger>;
+        Some(self.check_trigger(ev).map(|()| (self.shared.engine.stream.as_raw() as usize, trigger)))
     }
 
     fn set_event(&self, ev: Event) -> Result<()> {

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use ferrocoll_core::{EeTrigger, Event, Result};
+use ferrocoll_core::backend::EngineCopies;
+use ferrocoll_core::{EeTrigger, Error, Event, MemRef, Result};
+use ferrocoll_cuda::{Capture, Stream, memory};
 
 use super::stream::Shared;
 
@@ -21,26 +23,127 @@ pub(crate) struct StreamTrigger {
 
 impl StreamTrigger {
     /// Record the input-dependency event, then enqueue the wait for the
-    /// output dependency, both on the engine's stream.
-    pub(crate) fn arm(shared: &Arc<Shared>) -> Result<StreamTrigger> {
-        // Held across both calls, so that waits reach the stream in sequence order.
+    /// output dependency, both on the engine's stream; with `copies`, the
+    /// copies `before` ahead of the event and `after` behind the wait, and
+    /// an event behind them that tells when their memory may go.
+    ///
+    /// Refused at once (`NotSupported`, nothing enqueued) while the stream
+    /// is being captured into a CUDA graph: the event query and the flag
+    /// are host work that a replayed graph would not redo, so the capture
+    /// would hold a wait for a flag value no one raises again.
+    ///
+    /// Never waits on the stream, also on errors: the stream may be held by
+    /// an earlier post that only this thread's progress can end. Memory of
+    /// copies enqueued by a post that then failed is kept until the engine
+    /// is dropped.
+    pub(crate) fn arm(shared: &Arc<Shared>, copies: Option<&EngineCopies>) -> Result<StreamTrigger> {
+        // Held across the calls, so that waits reach the stream in sequence order.
         let mut order = shared.flag.lock();
         shared.ctx.make_current()?;
-        let event = shared.events.take()?;
-        if let Err(e) = event.record(&shared.engine.stream) {
+        refuse_capture(shared)?;
+        shared.retiring.reap(&shared.events);
+        let stream = &shared.engine.stream;
+        let keep_on_error = |e: Error| {
+            if let Some(c) = copies {
+                shared.retiring.push(None, c.keep.clone());
+            }
+            e
+        };
+        if let Some(c) = copies {
+            enqueue_copies(&c.before, stream)
+                .map_err(|e| keep_on_error(e.prefixed("the staging copies before the collective")))?;
+        }
+        let event = shared.events.take().map_err(keep_on_error)?;
+        if let Err(e) = event.record(stream) {
             shared.events.put(event);
-            return Err(e);
+            return Err(keep_on_error(e));
         }
         let seq = order.issue();
-        if let Err(e) = shared.enqueue_wait(seq) {
-            drop(order);
+        let undo = |event: ferrocoll_cuda::Event, e: Error| {
             // Nothing waits for this number: let later ones pass it.
             shared.flag.release(seq);
             shared.events.put(event);
-            return Err(e);
+            keep_on_error(e)
+        };
+        if let Err(e) = shared.enqueue_wait(seq) {
+            drop(order);
+            return Err(undo(event, e));
+        }
+        if let Some(c) = copies {
+            if let Err(e) = enqueue_copies(&c.after, stream) {
+                drop(order);
+                return Err(undo(event, e.prefixed("the staging copies after the collective")));
+            }
+            // An event that cannot be had or recorded keeps the memory to the end.
+            let behind = shared.events.take().ok().and_then(|ev| match ev.record(stream) {
+                Ok(()) => Some(ev),
+                Err(_) => {
+                    shared.events.put(ev);
+                    None
+                }
+            });
+            shared.retiring.push(behind, c.keep.clone());
         }
         Ok(StreamTrigger { shared: shared.clone(), event: Some(event), seq, completed: false })
     }
+}
+
+/// `NotSupported` naming the engine if its stream is being captured.
+fn refuse_capture(shared: &Shared) -> Result<()> {
+    match shared.engine.stream.capture_status()? {
+        Capture::None => Ok(()),
+        state => Err(Error::not_supported(format!(
+            "{} is being captured into a CUDA graph ({state:?}): the collective selected for it is driven from \
+             the host (an event, a wait on a host-mapped flag, progress on the CPU), which a replay of the graph \
+             would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
+             collective (TL/NCCL on CUDA memory, once its communicator exists) or post this one outside the capture",
+            shared.describe()
+        ))),
+    }
+}
+
+/// The engine's side of a stream-native post (TL/NCCL): ready at once,
+/// nothing to release (the collective is in the stream's order itself);
+/// it only reports the engine's events.
+pub(crate) struct NativeTrigger {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl EeTrigger for NativeTrigger {
+    fn poll_ready(&mut self) -> Poll<Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn waiting_for(&self) -> Arc<str> {
+        self.shared.waiting_for.clone()
+    }
+
+    fn emit(&self, ev: Event) {
+        self.shared.outbound.post(ev);
+    }
+
+    fn complete(&mut self, _succeeded: bool) {}
+}
+
+/// Enqueue copies `(dst, src)` on `stream` (its context current).
+fn enqueue_copies(copies: &[(MemRef, MemRef)], stream: &Stream) -> Result<()> {
+    for (dst, src) in copies {
+        if dst.len() != src.len() || dst.overlaps(src) {
+            return Err(Error::internal(format!(
+                "an engine copy of {} bytes into {} bytes (or overlapping)",
+                src.len(),
+                dst.len()
+            )));
+        }
+        // SAFETY: EngineCopies' contract: both ranges are live, equal in
+        // length and disjoint (checked above), of memory the driver
+        // addresses (device, managed or pinned host); `keep` owns the host
+        // side and is held by the engine until the stream is past these
+        // copies (Retiring), and the user's side is the request's buffer,
+        // which stream order protects like any work on the user's stream.
+        unsafe { memory::copy_async(dst.addr() as u64, src.addr() as u64, dst.len(), stream) }?;
+    }
+    Ok(())
 }
 
 impl EeTrigger for StreamTrigger {
@@ -78,6 +181,9 @@ impl EeTrigger for StreamTrigger {
         }
         // Whatever the outcome: the stream must not stay blocked.
         self.shared.flag.release(self.seq);
+        if self.shared.ctx.make_current().is_ok() {
+            self.shared.retiring.reap(&self.shared.events);
+        }
     }
 }
 

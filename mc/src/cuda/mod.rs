@@ -55,8 +55,11 @@ mod reduce;
 #[cfg(test)]
 mod tests;
 
-use ferrocoll_core::backend::{Mc, ReduceSpec, Scratch};
+use ferrocoll_core::backend::{Mc, PendingCopy, ReduceSpec, Scratch};
 use ferrocoll_core::{MemRef, MemType, Result};
+use std::sync::Arc;
+
+use ferrocoll_cuda::{EventPool, PerDevice};
 
 pub use device::DEFAULT_DEVICE_CACHE_LIMIT;
 pub use pinned::PinnedHost;
@@ -76,6 +79,9 @@ use device::{Devices, devices};
 pub struct CudaMc {
     devices: &'static Devices,
     kind: MemType,
+    /// Events of started copies, per device: the component's, not the
+    /// process's (unlike the pools), so that they are destroyed with it.
+    copy_events: Arc<PerDevice<Arc<EventPool>>>,
 }
 
 impl CudaMc {
@@ -83,12 +89,13 @@ impl CudaMc {
     /// driver and at least one device; `Err(NotSupported)` naming what is
     /// missing otherwise (never a panic). Creates no context yet.
     pub fn probe() -> Result<CudaMc> {
-        Ok(CudaMc { devices: devices()?, kind: MemType::Cuda })
+        let devices = devices()?;
+        Ok(CudaMc { devices, kind: MemType::Cuda, copy_events: Arc::new(PerDevice::new(devices.count())) })
     }
 
     /// The twin component for CUDA managed memory (same devices, pools and kernels).
     pub fn managed(&self) -> CudaMc {
-        CudaMc { devices: self.devices, kind: MemType::CudaManaged }
+        CudaMc { kind: MemType::CudaManaged, ..self.clone() }
     }
 
     /// Number of CUDA devices the driver sees.
@@ -161,6 +168,10 @@ impl Mc for CudaMc {
 
     fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
         copy::copy(self.devices, dst, src)
+    }
+
+    fn copy_start(&self, dst: MemRef, src: MemRef) -> Result<PendingCopy> {
+        copy::copy_start(self.devices, &self.copy_events, dst, src)
     }
 
     fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {

@@ -122,6 +122,24 @@ impl Drop for Buf {
 /// # Safety
 /// The buffers must outlive the request.
 pub unsafe fn allreduce(team: &Team, src: &Buf, dst: &Buf, timeout: Duration) -> Request<'static> {
+    // SAFETY: forwarded to our caller.
+    unsafe { allreduce_with(team, src, dst, timeout, CollFlags::PERSISTENT) }
+}
+
+/// A one-shot allreduce (sum of u32).
+///
+/// # Safety
+/// The buffers must outlive the request.
+pub unsafe fn allreduce_once(team: &Team, src: &Buf, dst: &Buf, timeout: Duration) -> Request<'static> {
+    // SAFETY: forwarded to our caller.
+    unsafe { allreduce_with(team, src, dst, timeout, CollFlags::default()) }
+}
+
+/// An allreduce (sum of u32) with `flags` (and a timeout).
+///
+/// # Safety
+/// The buffers must outlive the request.
+unsafe fn allreduce_with(team: &Team, src: &Buf, dst: &Buf, timeout: Duration, flags: CollFlags) -> Request<'static> {
     let info = |b: &Buf| {
         CollBuffer::Info(BufferInfo {
             buffer: b.coll.cast(),
@@ -134,7 +152,7 @@ pub unsafe fn allreduce(team: &Team, src: &Buf, dst: &Buf, timeout: Duration) ->
     args.src = info(src);
     args.dst = info(dst);
     args.op = ReduceOp::Sum;
-    args.flags = CollFlags::PERSISTENT | CollFlags::TIMEOUT;
+    args.flags = flags | CollFlags::TIMEOUT;
     args.timeout = timeout.as_secs_f64();
     // SAFETY: forwarded to our caller.
     unsafe { team.collective_init(&args) }.expect("allreduce init")
@@ -179,17 +197,41 @@ pub fn drains_within(stream: CUstream, limit: Duration) -> bool {
 /// collective's buffers are: pinned host memory (`Host`) or device memory
 /// (`Cuda`, staged by the p2p TL).
 pub fn ordered_rounds(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: usize) {
+    ordered_rounds_of(team, mem_type, rounds, busy_bytes, Requests::Alternating);
+}
+
+/// Which requests [`ordered_rounds_of`] triggers: persistent and one-shot
+/// ones differ (a one-shot collective on device memory hands its staging
+/// copies to the stream engine, a persistent one makes them itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requests {
+    /// One one-shot request per round.
+    OneShot,
+    /// A persistent request in even rounds, a one-shot one in odd rounds.
+    Alternating,
+}
+
+/// [`ordered_rounds`] with a choice of requests.
+pub fn ordered_rounds_of(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: usize, requests: Requests) {
     const N: usize = 4096;
     let size = team.size();
     let (ee, stream) = engine();
     let (src, dst, out) = (Buf::new(mem_type, N), Buf::new(mem_type, N), Buf::pinned(N));
     let busy = Buf::device(busy_bytes / 4);
     let stage = Buf::device(N);
-    // SAFETY: the buffers outlive the request (dropped before them, below).
-    let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
+    // SAFETY: the buffers outlive the requests (dropped before them, below).
+    let mut persistent = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
     let value = |rank: usize, round: u32| (rank as u32 + 1) * 1000 + round;
     for round in 0..rounds {
-        let what = format!("{mem_type} memory, rank {} of {size}, round {round}", team.rank());
+        let mut once;
+        let req = if requests == Requests::OneShot || round % 2 == 1 {
+            // SAFETY: as for `persistent`.
+            once = unsafe { allreduce_once(team, &src, &dst, TEST_TIMEOUT) };
+            &mut once
+        } else {
+            &mut persistent
+        };
+        let what = format!("{mem_type} memory, rank {} of {size}, round {round} ({requests:?})", team.rank());
         out.fill(POISON);
         busy.memset(round, stream);
         dst.memset(POISON, stream);

@@ -134,3 +134,41 @@ mod tests {
         }
     }
 }
+
+/// Never-panic property of the knob reader (values from the environment).
+#[cfg(test)]
+mod parser_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Conf {
+        n: usize,
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn values_in_range_or_refused_naming_the_variable(
+            v in "([ +-]?[0-9]{0,25}[ kKmMgGtTbB]{0,2}|\\PC{0,12}|inf)",
+            bytes in any::<bool>(),
+        ) {
+            let knobs = [Knob::<Conf> {
+                field: ConfigField { name: "UCC_TL_X_KNOB", default: "4", doc: "" },
+                unit: if bytes { Unit::Bytes } else { Unit::Count },
+                min: 2,
+                max: 1 << 40,
+                slot: |c| &mut c.n,
+            }];
+            let mut c = Config::new();
+            c.set("TL_X_KNOB", v.clone());
+            let mut into = Conf::default();
+            match read(&c, &knobs, &mut into, &|_| None) {
+                Ok(()) => prop_assert!((2..=1 << 40).contains(&into.n), "{v:?} gave {}", into.n),
+                Err(e) => prop_assert!(e.to_string().contains("UCC_TL_X_KNOB"), "{e}"),
+            }
+        }
+    }
+}

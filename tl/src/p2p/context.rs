@@ -42,6 +42,13 @@ impl P2pContext {
     }
 }
 
+impl P2pContext {
+    /// The router, for another TL's service messages (TL/NCCL's unique id).
+    pub(crate) fn router(&self) -> &Arc<Router> {
+        &self.router
+    }
+}
+
 impl TlContext for P2pContext {
     fn address(&self) -> Vec<u8> {
         self.router.address()
@@ -74,8 +81,9 @@ impl TlContext for P2pContext {
             mcs: self.mcs.clone(),
             config,
             layout: params.layout.clone(),
+            notices: Default::default(),
         });
-        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone())))
+        Ok(Box::pin(P2pTeam::create(shared, self.score, params.diag.clone(), params.agreed.clone())))
     }
 
     fn close(&self) {

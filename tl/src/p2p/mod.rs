@@ -17,6 +17,12 @@
 //!   allreduce gives identical bits on every rank.
 //! - Averages are divided on the step that writes final values, so
 //!   half-precision results are rounded once there.
+//! - Ranks whose calls differ fail naming each other, never hang: every
+//!   message carries its sender's call; a rank that fails on another call
+//!   tells every member; waiting operations look for such notices, for
+//!   stray messages of another call, and probe a peer they waited on for
+//!   a second ([`Comm`]'s module docs). Team creation compares the
+//!   members' agreed settings, per-team overrides included.
 //!
 //! Transports, one per peer, chosen by where the peer runs ([`ferrocoll_transport::Router`]):
 //! in-process (threads of one process), shared memory (processes of one
@@ -35,10 +41,10 @@
 pub(crate) mod alg;
 mod comm;
 mod config;
-mod context;
+pub(crate) mod context;
 pub mod pattern;
 mod staging;
-mod team;
+pub(crate) mod team;
 
 use std::sync::Arc;
 

@@ -18,12 +18,19 @@
 //! Limits, and the follow-up: the reductions run on the host, not as device
 //! kernels, and the copies are whole-buffer and synchronous, not pipelined
 //! with the transfers; a kernel-reduction path with pipelined staging
-//! fragments is the next step for large messages.
+//! fragments is the next step for large messages. The copies do not block
+//! the thread: they are started on the device and the task yields until
+//! the device reports them done. A one-shot collective triggered on a CUDA
+//! stream hands its copies to the stream engine instead
+//! ([`Staging::engine_copies`]), which runs them on the user's stream around
+//! the collective, so that nothing it needs waits on another stream.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use ferrocoll_core::args::CollInit;
-use ferrocoll_core::backend::{Mc, McSet, Scratch};
+use ferrocoll_core::backend::{EngineCopies, Mc, McSet, Scratch};
+use ferrocoll_core::engine::TaskDiag;
 use ferrocoll_core::{CollType, Error, MemRef, MemType, Result, Status};
 
 /// Memory types the p2p TL serves by staging, when the library has their component.
@@ -47,6 +54,9 @@ pub(crate) struct Staging {
     host: Arc<CollInit>,
     pairs: Vec<Pair>,
     mc: Arc<dyn Mc>,
+    /// Whether every host copy is the component's pinned memory (copies
+    /// from and to it are asynchronous, so a stream may run them).
+    pinned: bool,
     /// Owns the host copies (returned to their pool on drop).
     _scratch: Vec<Scratch>,
 }
@@ -64,6 +74,7 @@ impl Staging {
         let is_root = init.rank == init.root;
         let mut pairs = Vec::new();
         let mut scratch = Vec::new();
+        let mut pinned = true;
         let mut host_copy = |user: Option<MemRef>, copy_in: bool, copy_out: bool| -> Result<Option<(MemRef, MemRef)>> {
             let Some(user) = user else { return Ok(None) };
             if user.mem_type() != init.mem_type {
@@ -74,7 +85,8 @@ impl Staging {
                     init.mem_type
                 )));
             }
-            let s = alloc_host(mc.as_ref(), mcs, user.len())?;
+            let (s, is_pinned) = alloc_host(mc.as_ref(), mcs, user.len())?;
+            pinned &= is_pinned;
             let host = s.mem();
             scratch.push(s);
             if !user.is_empty() && (copy_in || copy_out) {
@@ -96,7 +108,20 @@ impl Staging {
             ops,
             ..init.clone()
         });
-        Ok(Staging { host, pairs, mc, _scratch: scratch })
+        Ok(Staging { host, pairs, mc, pinned, _scratch: scratch })
+    }
+
+    /// The copies of one execution, for an execution engine to run in its
+    /// own order (see `EngineCopies`): only with pinned host copies, whose
+    /// copies never block the thread that enqueues them. `keep` is this
+    /// staging, which owns the host copies.
+    pub(crate) fn engine_copies(self: &Arc<Self>) -> Option<EngineCopies> {
+        if !self.pinned {
+            return None;
+        }
+        let before = self.pairs.iter().filter(|p| p.copy_in).map(|p| (p.host, p.user)).collect();
+        let after = self.pairs.iter().filter(|p| p.copy_out).map(|p| (p.user, p.host)).collect();
+        Some(EngineCopies { before, after, keep: self.clone() })
     }
 
     /// The arguments the host algorithm runs on.
@@ -105,19 +130,38 @@ impl Staging {
     }
 
     /// Copy the inputs to the host (at post).
-    pub(crate) fn copy_in(&self) -> Result<()> {
-        for p in self.pairs.iter().filter(|p| p.copy_in) {
-            self.mc.copy(p.host, p.user).map_err(|e| e.prefixed(format!("staging {} input", self.host.coll)))?;
-        }
-        Ok(())
+    pub(crate) async fn copy_in(&self, diag: &TaskDiag) -> Result<()> {
+        let copies = self.pairs.iter().filter(|p| p.copy_in).map(|p| (p.host, p.user));
+        self.copy_all(copies, diag).await.map_err(|e| e.prefixed(format!("staging {} input", self.host.coll)))
     }
 
     /// Copy the outputs back (at completion).
-    pub(crate) fn copy_out(&self) -> Result<()> {
-        for p in self.pairs.iter().filter(|p| p.copy_out) {
-            self.mc.copy(p.user, p.host).map_err(|e| e.prefixed(format!("staging {} output", self.host.coll)))?;
-        }
-        Ok(())
+    pub(crate) async fn copy_out(&self, diag: &TaskDiag) -> Result<()> {
+        let copies = self.pairs.iter().filter(|p| p.copy_out).map(|p| (p.user, p.host));
+        self.copy_all(copies, diag).await.map_err(|e| e.prefixed(format!("staging {} output", self.host.coll)))
+    }
+
+    /// Start every copy `(dst, src)`, then wait for them without blocking
+    /// the thread: the task yields until the device has run them, and a
+    /// copy that never finishes ends in the collective's timeout, which
+    /// says what it waited for.
+    async fn copy_all(&self, copies: impl Iterator<Item = (MemRef, MemRef)>, diag: &TaskDiag) -> Result<()> {
+        // Dropping the started copies on an error waits for them (PendingCopy's drop).
+        let mut pending = copies.map(|(dst, src)| self.mc.copy_start(dst, src)).collect::<Result<Vec<_>>>()?;
+        diag.waiting_for_device(Some("the GPU to finish the staging copies"));
+        let done = std::future::poll_fn(|_| {
+            for copy in &mut pending {
+                match copy.is_done() {
+                    Ok(true) => {}
+                    Ok(false) => return Poll::Pending,
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await;
+        diag.waiting_for_device(None);
+        done
     }
 }
 
@@ -141,11 +185,11 @@ fn host_range(homes: &[(MemRef, MemRef)], m: MemRef) -> Result<MemRef> {
 }
 
 /// Host memory for staging: the component's pinned memory when it has
-/// some, else ordinary host scratch (slower copies, same results).
-fn alloc_host(mc: &dyn Mc, mcs: &McSet, len: usize) -> Result<Scratch> {
+/// some (true), else ordinary host scratch (false: slower copies, same results).
+fn alloc_host(mc: &dyn Mc, mcs: &McSet, len: usize) -> Result<(Scratch, bool)> {
     match mc.alloc_host(len) {
-        Ok(s) => Ok(s),
-        Err(e) if e.status() == Status::NotSupported => mcs.get(MemType::Host)?.alloc(len),
+        Ok(s) => Ok((s, true)),
+        Err(e) if e.status() == Status::NotSupported => Ok((mcs.get(MemType::Host)?.alloc(len)?, false)),
         Err(e) => Err(e.prefixed(format!("{} bytes of {} staging memory", len, mc.name()))),
     }
 }

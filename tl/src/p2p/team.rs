@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ferrocoll_core::args::{CollInit, Signature};
-use ferrocoll_core::backend::{CollTask, McSet, PostInfo, TlTeam};
+use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::topo::subgroups::Layout;
@@ -28,6 +28,9 @@ pub(crate) struct TeamShared {
     pub config: P2pConfig,
     /// The members' nodes and switch groups (hierarchical algorithms).
     pub layout: Arc<Layout>,
+    /// The notices this rank sent about its collectives that failed because
+    /// the ranks' calls differ (see [`Comm`]).
+    pub notices: std::sync::Mutex<super::comm::Notices>,
 }
 
 /// The p2p TL's team.
@@ -43,8 +46,14 @@ const HANDSHAKE_SEQ: u64 = u64::MAX;
 
 impl P2pTeam {
     /// Wait until every member has created the team, then hand it out.
-    pub(crate) async fn create(shared: Arc<TeamShared>, score: Score, diag: Arc<TaskDiag>) -> Result<Arc<dyn TlTeam>> {
-        handshake(&shared, diag).await?;
+    pub(crate) async fn create(
+        shared: Arc<TeamShared>,
+        score: Score,
+        diag: Arc<TaskDiag>,
+        agreed: Arc<[(String, String)]>,
+    ) -> Result<Arc<dyn TlTeam>> {
+        handshake(&shared, diag.clone()).await?;
+        compare_settings(&shared, diag, &agreed).await?;
         let staged = staging::STAGED.into_iter().filter(|&m| staging::stages(m, &shared.mcs));
         let mems = std::iter::once(MemType::Host).chain(staged).collect();
         Ok(Arc::new(TeamOf(Arc::new(P2pTeam { shared, score, mems }))))
@@ -57,7 +66,55 @@ impl P2pTeam {
 async fn handshake(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>) -> Result<()> {
     let sig = Signature::new(CollType::Barrier, None, 0, 0);
     let comm = Comm::new(shared.clone(), HANDSHAKE_SEQ, sig, diag);
-    alg::barrier::knomial::knomial_sync(&comm, shared.config.barrier_kn_radix).await
+    alg::barrier::knomial::knomial_sync(&comm, CREATE_RADIX).await
+}
+
+/// The radix of the creation handshake and of the comparison of settings:
+/// fixed, not the configured barrier radix, which is among the settings
+/// the members may (wrongly) set differently per team.
+const CREATE_RADIX: usize = 4;
+
+/// Sequence number of the comparison of the members' settings (after the handshake).
+const SETTINGS_SEQ: u64 = HANDSHAKE_SEQ - 1;
+
+/// Compare every member's values of the variables the team's members must
+/// set alike (`agreed`, from `TlTeamParams::agreed`): the context's were
+/// compared at team creation, but the team's overrides (`TeamParams::config`)
+/// are each member's own. A knomial allgather (log steps) of one hash per
+/// variable; every member compares all of them, so every member refuses the
+/// team alike, naming the first variable and the first member that differ.
+async fn compare_settings(shared: &Arc<TeamShared>, diag: Arc<TaskDiag>, agreed: &[(String, String)]) -> Result<()> {
+    let (rank, size, n) = (shared.rank, shared.size, agreed.len());
+    if n == 0 || size < 2 {
+        return Ok(());
+    }
+    let total = n.checked_mul(size).ok_or_else(|| Error::internal("too many settings to compare"))?;
+    let bytes = total.checked_mul(8).ok_or_else(|| Error::internal("too many settings to compare"))?;
+    let mut all = vec![0u64; total];
+    let hash = |v: &str| ferrocoll_core::hash::fnv1a(&[v.as_bytes()]);
+    for (slot, (_, value)) in all[rank * n..].iter_mut().zip(agreed) {
+        *slot = hash(value);
+    }
+    let sig = Signature::new(CollType::Allgather, None, 0, bytes as u64);
+    let comm = Comm::new(shared.clone(), SETTINGS_SEQ, sig, diag);
+    // SAFETY: `all` lives in this future until the allgather, the only user
+    // of the view, has completed or been dropped with it.
+    let mem = unsafe { ferrocoll_core::MemRef::new(all.as_mut_ptr().cast(), bytes, MemType::Host) };
+    let blocks = ferrocoll_core::args::Blocks::even(total, size, 8);
+    alg::allgather::knomial::allgather_blocks(&comm, mem, &blocks, CREATE_RADIX).await?;
+    let (mine, others) = (&all[rank * n..(rank + 1) * n], all.chunks(n).enumerate());
+    for (r, theirs) in others.filter(|&(r, _)| r != rank) {
+        if let Some(i) = (0..n).find(|&i| theirs.get(i) != mine.get(i)) {
+            let (var, value) = &agreed[i];
+            let show = if value.is_empty() { "unset".to_string() } else { format!("{value:?}") };
+            return Err(Error::invalid_param(format!(
+                "{var} differs between the team's members: {show} on rank {rank} (this one), another value on \
+                 rank {r}; every member must set it alike, per-team overrides (TeamParams::config) included, or \
+                 they would run different algorithms for one collective"
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl AlgTeam for P2pTeam {
@@ -136,11 +193,19 @@ impl CollTask for AlgTask {
         };
         match self.staging.clone() {
             None => Ok(run),
-            Some(s) => Ok(Box::pin(async move {
-                s.copy_in()?;
-                run.await?;
-                s.copy_out()
-            })),
+            Some(_) if post.engine_copies => Ok(run),
+            Some(s) => {
+                let diag = post.diag.clone();
+                Ok(Box::pin(async move {
+                    s.copy_in(&diag).await?;
+                    run.await?;
+                    s.copy_out(&diag).await
+                }))
+            }
         }
+    }
+
+    fn engine_copies(&self) -> Option<EngineCopies> {
+        self.staging.as_ref().and_then(|s| s.engine_copies())
     }
 }

@@ -116,3 +116,31 @@ mod tests {
         assert_eq!(Mark::decode(&bad), None, "a tag that would put a path in a name");
     }
 }
+
+/// Never-panic property of the peer mark decoder (bytes from peers).
+#[cfg(test)]
+mod decode_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn marks_never_panic_and_hold_only_owner_tags(
+            bytes in proptest::collection::vec(any::<u8>(), 0..48),
+            nonce in any::<u64>(),
+            tag in "(p[0-9]{0,12}(t[0-9]{0,21})?(n[0-9]{0,12})?|\\PC{0,12})",
+        ) {
+            if let Some(m) = Mark::decode(&bytes) {
+                let name = ["-", m.owner.as_str()].concat();
+                prop_assert!(Owner::of_name(&name).is_some());
+            }
+            let encoded = Mark { nonce, owner: tag.clone() }.encode();
+            if let Some(m) = Mark::decode(&encoded) {
+                prop_assert_eq!((m.nonce, m.owner.as_str()), (nonce, tag.as_str()));
+            }
+        }
+    }
+}

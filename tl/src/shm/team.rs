@@ -307,14 +307,26 @@ impl Drop for Waiting {
 impl Turn {
     async fn take(mut waiting: Waiting, ticket: u64) -> Result<Turn> {
         let team = waiting.team.clone();
+        let broken =
+            || Error::io("the shm team is broken: an earlier collective on it failed or was cancelled halfway");
         std::future::poll_fn(|_| {
-            // Acquire: see the Release in drop.
-            if team.broken.load(Ordering::Acquire) {
-                return Poll::Ready(Err(Error::io(
-                    "the shm team is broken: an earlier collective on it failed or was cancelled halfway",
-                )));
+            // Acquire: see the Release in drop. The turn first: the task
+            // before stores `broken` before it passes the turn on, so once
+            // the turn is ours, `broken` says whether that task broke the
+            // team (read the other way round, a break between the two loads
+            // would go unseen, and this task would run on a broken team).
+            let ours = team.turn.load(Ordering::Acquire) == ticket;
+            match (ours, team.broken.load(Ordering::Acquire)) {
+                (true, false) => Poll::Ready(Ok(())),
+                // Pass the turn on, so that the tasks after this one fail too.
+                (true, true) => {
+                    team.turn.store(ticket + 1, Ordering::Release);
+                    Poll::Ready(Err(broken()))
+                }
+                // Fail at once rather than wait for a turn on a broken team.
+                (false, true) => Poll::Ready(Err(broken())),
+                (false, false) => Poll::Pending,
             }
-            if team.turn.load(Ordering::Acquire) == ticket { Poll::Ready(Ok(())) } else { Poll::Pending }
         })
         .await?;
         waiting.armed = false;

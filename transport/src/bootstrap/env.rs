@@ -212,7 +212,15 @@ pub(crate) fn parse(vars: &HashMap<String, String>) -> Result<Launch> {
     };
     let connect_timeout = match vars.get("UCC_OOB_TIMEOUT") {
         None => DEFAULT_TIMEOUT,
-        Some(v) => parse_duration(v).map_err(|e| e.prefixed("UCC_OOB_TIMEOUT"))?.unwrap_or(Duration::MAX),
+        Some(v) => match parse_duration(v).map_err(|e| e.prefixed("UCC_OOB_TIMEOUT"))? {
+            // Zero would fail every connection at once, later, as a connect timeout.
+            Some(d) if d.is_zero() => {
+                return Err(Error::invalid_param(format!(
+                    "UCC_OOB_TIMEOUT={v:?} is not a positive duration (inf switches it off)"
+                )));
+            }
+            d => d.unwrap_or(Duration::MAX),
+        },
     };
     Ok(Launch {
         params: TcpOobParams {

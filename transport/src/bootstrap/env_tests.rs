@@ -330,6 +330,10 @@ fn oob_timeout() {
     assert_eq!(with("inf").unwrap().params.connect_timeout, Duration::MAX);
     let e = with("soon").unwrap_err();
     assert!(e.to_string().contains("UCC_OOB_TIMEOUT") && e.to_string().contains("soon"), "{e}");
+    for zero in ["0", "0s", "0ms"] {
+        let e = with(zero).unwrap_err();
+        assert!(e.to_string().contains(&format!("UCC_OOB_TIMEOUT={zero:?} is not a positive duration")), "{e}");
+    }
 }
 
 #[test]

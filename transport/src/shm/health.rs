@@ -30,8 +30,11 @@ pub(super) struct Health {
 impl Health {
     /// The peer closed its transport cleanly.
     pub fn set_left(&self) {
-        // Relaxed: a flag with no data published with it; only OPEN is overwritten.
-        let _ = self.state.compare_exchange(OPEN, LEFT, Ordering::Relaxed, Ordering::Relaxed);
+        // Release: the scanner set this after an Acquire load of the peer's
+        // CLOSED state; a receiver that Acquire-loads LEFT (gone()) and
+        // skips its own look at the segment must still see every record the
+        // peer pushed before closing (a chain through this thread).
+        let _ = self.state.compare_exchange(OPEN, LEFT, Ordering::Release, Ordering::Relaxed);
     }
 
     /// The peer's process is gone without closing.

@@ -31,6 +31,14 @@ pub(super) enum Arrived {
     Rndv { peer: Arc<Peer>, sig: Signature, len: usize, desc: RndvDesc },
 }
 
+impl Arrived {
+    fn sig(&self) -> Signature {
+        match self {
+            Arrived::Bytes(sig, _) | Arrived::Rndv { sig, .. } => *sig,
+        }
+    }
+}
+
 /// A fragmented message being reassembled: `buf` has capacity for `total`
 /// bytes, of which the first `filled` are written (its length stays 0 until
 /// all are).
@@ -83,6 +91,13 @@ impl RecvState {
                 inb.peer.health.set_broken(format!("endpoint {ep} sent a corrupt message: {}", e.context()));
             }
         }
+    }
+
+    /// See [`Transport::stray`](crate::Transport::stray).
+    pub fn stray(&self, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        self.table.iter().find_map(|(k, v)| {
+            v.iter().map(Arrived::sig).find(|theirs| key.stray_of(k, theirs, sig)).map(|theirs| (*k, theirs))
+        })
     }
 
     /// The first live message for `key`, taken (cancelled rendezvous are skipped).

@@ -31,7 +31,8 @@ impl OwnedSegment {
     /// name is unlinked; an existing segment of a dead owner is replaced,
     /// one of a live owner is an error). Nothing is left behind on failure.
     pub fn create(job: &str, ep: usize, n_eps: usize, ring_size: u64, n_slots: u32) -> Result<OwnedSegment> {
-        let suffix = format!("{ep}-{:016x}-{}", shmem::nonce()?, shmem::Owner::me().tag());
+        let nonce = shmem::nonce()?;
+        let suffix = format!("{ep}-{nonce:016x}-{}", shmem::Owner::me().tag());
         let name = shmem::segment_name(job, &suffix);
         let (ep32, n32) = match (u32::try_from(ep), u32::try_from(n_eps)) {
             (Ok(e), Ok(n)) => (e, n),
@@ -39,7 +40,7 @@ impl OwnedSegment {
         };
         let pid = std::process::id();
         let probe = probe_token(pid, ep);
-        let header = SegHeader::layout(pid, ep32, n32, ring_size, n_slots, shmem::page_size(), probe)?;
+        let header = SegHeader::layout(pid, ep32, n32, ring_size, n_slots, shmem::page_size(), probe, nonce)?;
         let total = header.total_len()?;
         let (file, owned) =
             ShmFile::create(&name, total, IfExists::ReplaceIf(&replace_if_owner_gone)).map_err(|e| {
@@ -129,8 +130,15 @@ pub(super) struct PeerSegment {
     pub header: SegHeader,
 }
 
+/// The nonce that `name` (`…-<ep>-<nonce>-<owner>`, see [`OwnedSegment::create`]) carries.
+fn nonce_of(name: &str) -> Option<u64> {
+    let mut parts = name.rsplit('-');
+    let (_owner, nonce) = (parts.next()?, parts.next()?);
+    (nonce.len() == 16).then(|| u64::from_str_radix(nonce, 16).ok()).flatten()
+}
+
 /// Open and map peer `peer_ep`'s segment `name`, checking that it belongs to
-/// `pid`, has `n_eps` rings and is not closed.
+/// `pid`, has `n_eps` rings, carries the nonce of its name and is not closed.
 pub(super) fn open_peer(name: &str, pid: u32, peer_ep: usize, n_eps: usize, my_ep: usize) -> Result<PeerSegment> {
     let file = ShmFile::open(name)?.ok_or_else(|| Error::io(format!("opening {name}: there is no such segment")))?;
     let mut raw = [0u8; HEADER_LEN];
@@ -140,6 +148,14 @@ pub(super) fn open_peer(name: &str, pid: u32, peer_ep: usize, n_eps: usize, my_e
         return Err(Error::io(format!(
             "{name} belongs to endpoint {} of {} (pid {}), expected endpoint {peer_ep} of {n_eps} (pid {pid})",
             header.ep, header.n_eps, header.pid
+        )));
+    }
+    let nonce = nonce_of(name).ok_or_else(|| Error::io(format!("{name} is not a segment name (no nonce)")))?;
+    if header.nonce != nonce {
+        return Err(Error::io(format!(
+            "{name} carries nonce {:016x} in its header, not its name's {nonce:016x}: it is not the segment \
+             its endpoint created",
+            header.nonce
         )));
     }
     let total = header.total_len()?;
@@ -181,6 +197,15 @@ mod tests {
         seg.mark_closed(None);
         let e = open_peer(seg.name(), std::process::id(), 1, 2, 0).err().unwrap().to_string();
         assert!(e.contains("not open"), "{e}");
+        // A header copied from another segment (all else right) is refused.
+        let copied = SegHeader { nonce: seg.header.nonce ^ 1, ..seg.header }.encode();
+        // SAFETY: the test owns this mapping of at least one page; no other
+        // thread or process reads it now.
+        unsafe { std::ptr::copy_nonoverlapping(copied.as_ptr(), seg.map.ptr(), copied.len()) };
+        let e = open_peer(seg.name(), std::process::id(), 1, 2, 0).err().unwrap().to_string();
+        assert!(e.contains("not its name's") && e.contains(&format!("{:016x}", seg.header.nonce)), "{e}");
+        assert_eq!(nonce_of("/ferrocoll-job-x-1-00000000000000ff-p12t3"), Some(255));
+        assert_eq!(nonce_of("/ferrocoll-job-1-ff-p12"), None);
         seg.unlink().unwrap();
         assert!(!std::path::Path::new(&path).exists());
         seg.unlink().unwrap();

@@ -336,9 +336,13 @@ impl SendHandle for RndvSend {
                         return self.finish(Err(e));
                     }
                 }
+                // The receiver is copying from our buffer: it must outlive the
+                // copy. Only a receiver whose process is gone will not finish
+                // it; one that is merely broken (its ring unreadable to us)
+                // may still be reading, and marks the slot when done.
                 slot::TAKEN => match self.peer.health.failure() {
-                    Some(e) => return self.finish(Err(e)),
-                    None => {
+                    Some(e) if self.peer.proc.gone() => return self.finish(Err(e)),
+                    _ => {
                         self.shared.maybe_scan();
                         return Poll::Pending;
                     }

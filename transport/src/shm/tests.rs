@@ -15,7 +15,7 @@ use super::segment::{OwnedSegment, open_peer};
 use super::wire::{self, Address, Kind, Record, slot};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
 use crate::shmem::{NAME_PREFIX, SHM_DIR};
-use crate::testing::{call, key, mem, pattern, sig};
+use crate::testing::{assert_stray_rules, call, key, mem, pattern, sig};
 
 fn job(name: &str) -> String {
     format!("shmt-{name}-{}", std::process::id())
@@ -122,6 +122,23 @@ fn fragments_stream_when_cma_is_off() {
     }
     for h in &mut hs {
         assert!(matches!(poll(&[a], || h.test()), Ok(())));
+    }
+}
+
+#[test]
+fn a_message_of_another_call_under_another_tag_is_found_and_left() {
+    let ts = group("stray", 2, &Config::new());
+    let (a, b) = (&ts[0], &ts[1]);
+    for len in [64, 300_000] {
+        // Eager, and rendezvous (its descriptor has arrived).
+        let mut m = pattern(len, 1);
+        let mut h = a.send(1, key(5), call(ReduceOp::Max), mem(&mut m)).unwrap();
+        let found = poll(&[a, b], || b.stray(0, &key(0), &sig()).map_or(Poll::Pending, |f| Poll::Ready(Some(f))));
+        assert_stray_rules(b, found);
+        let mut got = vec![0u8; len];
+        poll(&[a, b], || b.try_recv(0, &key(5), &call(ReduceOp::Max), mem(&mut got))).unwrap();
+        assert!(got == m && b.stray(0, &key(0), &sig()).is_none(), "taken whole ({len})");
+        poll(&[a, b], || h.test()).unwrap();
     }
 }
 

@@ -357,6 +357,13 @@ impl Transport for ShmTransport {
         }
     }
 
+    fn stray(&self, _src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        let s = &self.shared;
+        let mut st = lock(&s.recv);
+        st.drain(&s.pool);
+        st.stray(key, sig)
+    }
+
     fn progress(&self) -> Result<()> {
         let s = &self.shared;
         s.flush_all();

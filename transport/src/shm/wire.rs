@@ -39,14 +39,17 @@ use crate::p2p::MsgKey;
 /// `"FCSHMSEG"`.
 pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"FCSHMSEG");
 /// Layout version; bumped on any change to this file's layouts (2: records
-/// carry the sender's call signature; 3: the header's cause word). Peers of another version fail at
-/// connect, naming both versions, before a record is read.
-pub(super) const VERSION: u32 = 3;
+/// carry the sender's call signature; 3: the header's cause word; 4: the
+/// header's nonce). Peers of another version fail at connect, naming both
+/// versions, before a record is read.
+pub(super) const VERSION: u32 = 4;
 
 /// Bytes of the fixed part of the segment header (what [`SegHeader::parse`] reads).
-pub(super) const HEADER_LEN: usize = 72;
+pub(super) const HEADER_LEN: usize = 80;
 /// Offset of the probe word.
 pub(super) const H_PROBE: usize = 64;
+/// Offset of the nonce (the random part of the segment's name).
+const H_NONCE: usize = 72;
 /// Offset of the state word.
 pub(super) const H_STATE: usize = 128;
 /// Offset of the cause word, written before the state turns CLOSED: 0, or 1
@@ -97,6 +100,10 @@ pub(super) struct SegHeader {
     pub rings_off: u64,
     /// Token stored at [`H_PROBE`].
     pub probe: u64,
+    /// The random part of the segment's name: an opener compares it with
+    /// the name it was given, so a file put under that name holding a copy
+    /// of another segment's header is refused.
+    pub nonce: u64,
 }
 
 fn align(x: u64, a: u64) -> Option<u64> {
@@ -105,7 +112,17 @@ fn align(x: u64, a: u64) -> Option<u64> {
 
 impl SegHeader {
     /// The layout for these parameters, or an error naming the bad one.
-    pub fn layout(pid: u32, ep: u32, n_eps: u32, ring_size: u64, n_slots: u32, page: u64, probe: u64) -> Result<Self> {
+    #[allow(clippy::too_many_arguments)] // the header's fields, each named at every call
+    pub fn layout(
+        pid: u32,
+        ep: u32,
+        n_eps: u32,
+        ring_size: u64,
+        n_slots: u32,
+        page: u64,
+        probe: u64,
+        nonce: u64,
+    ) -> Result<Self> {
         if !ring_size.is_power_of_two() || !(MIN_RING..=MAX_RING).contains(&ring_size) {
             return Err(Error::invalid_param(format!(
                 "ring size {ring_size} is not a power of two between {MIN_RING} and {MAX_RING}"
@@ -123,7 +140,7 @@ impl SegHeader {
         let slots_off = align(H_CMA as u64 + u64::from(n_eps), 64).ok_or_else(bad)?;
         let rings_off = align(slots_off + 8 * u64::from(n_slots), page).ok_or_else(bad)?;
         let ring_stride = align(RING_CTRL as u64 + ring_size, page).ok_or_else(bad)?;
-        let h = SegHeader { pid, ep, n_eps, n_slots, ring_size, ring_stride, slots_off, rings_off, probe };
+        let h = SegHeader { pid, ep, n_eps, n_slots, ring_size, ring_stride, slots_off, rings_off, probe, nonce };
         h.total_len()?;
         Ok(h)
     }
@@ -161,6 +178,7 @@ impl SegHeader {
         put(48, &self.rings_off.to_le_bytes());
         put(56, &self.n_slots.to_le_bytes());
         put(H_PROBE, &self.probe.to_le_bytes());
+        put(H_NONCE, &self.nonce.to_le_bytes());
         b
     }
 
@@ -180,9 +198,9 @@ impl SegHeader {
         let (ring_size, ring_stride, slots_off, rings_off) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
         let n_slots = r.u32()?;
         r.u32()?;
-        let probe = r.u64()?;
-        let read = SegHeader { pid, ep, n_eps, n_slots, ring_size, ring_stride, slots_off, rings_off, probe };
-        let expected = SegHeader::layout(pid, ep, n_eps, ring_size, n_slots, page, probe)
+        let (probe, nonce) = (r.u64()?, r.u64()?);
+        let read = SegHeader { pid, ep, n_eps, n_slots, ring_size, ring_stride, slots_off, rings_off, probe, nonce };
+        let expected = SegHeader::layout(pid, ep, n_eps, ring_size, n_slots, page, probe, nonce)
             .map_err(|e| e.prefixed("segment header"))?;
         if read != expected {
             return Err(Error::io(format!("segment header has an inconsistent layout: {read:?}")));
@@ -404,7 +422,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn header() -> SegHeader {
-        SegHeader::layout(42, 1, 4, 1 << 16, 128, 4096, 7).unwrap()
+        SegHeader::layout(42, 1, 4, 1 << 16, 128, 4096, 7, 0x1234).unwrap()
     }
 
     #[test]
@@ -416,8 +434,8 @@ mod tests {
         assert!(h.slots_off as usize >= H_CMA + 4);
         assert_eq!(h.ring_off(3).unwrap(), h.rings_off + 3 * h.ring_stride);
         assert!(h.ring_off(4).is_err());
-        assert!(SegHeader::layout(1, 0, 1, 3000, 1, 4096, 0).is_err());
-        assert!(SegHeader::layout(1, 2, 2, 4096, 1, 4096, 0).is_err());
+        assert!(SegHeader::layout(1, 0, 1, 3000, 1, 4096, 0, 0).is_err());
+        assert!(SegHeader::layout(1, 2, 2, 4096, 1, 4096, 0, 0).is_err());
     }
 
     #[test]
@@ -431,9 +449,9 @@ mod tests {
         assert!(SegHeader::parse(&b, 4096).unwrap_err().to_string().contains("version"));
         // A peer of an older build is refused by name.
         let mut b = good;
-        b[8] = 2;
+        b[8] = 3;
         let e = SegHeader::parse(&b, 4096).unwrap_err().to_string();
-        assert!(e.contains(&format!("version 2, this build speaks {VERSION}")), "{e}");
+        assert!(e.contains(&format!("version 3, this build speaks {VERSION}")), "{e}");
         let mut b = good;
         b[48] ^= 0x10; // rings_off
         assert!(SegHeader::parse(&b, 4096).is_err());

@@ -108,3 +108,28 @@ mod tests {
         }
     }
 }
+
+/// Never-panic property of the file-name parser (names found in /dev/shm).
+#[cfg(test)]
+mod parser_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn names_never_panic_and_tags_round_trip(
+            name in "\\PC{0,32}",
+            prefix in "[a-z.-]{0,12}",
+            pid in any::<u32>(),
+            start in proptest::option::of(any::<u64>()),
+            ns in proptest::option::of(any::<u64>()),
+        ) {
+            let _ = Owner::of_name(&name);
+            let o = Owner { pid, start, ns };
+            prop_assert_eq!(Owner::of_name(&format!("{prefix}-{}", o.tag())), Some(o));
+        }
+    }
+}

@@ -15,7 +15,7 @@ use ferrocoll_core::{ProcInfo, ReduceOp, Result, Status};
 use super::TcpTransport;
 use super::wire::{self, HEADER_LEN, HELLO_LEN, Header, Hello, VERSION};
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
-use crate::testing::{call, key, mem, pattern, sig};
+use crate::testing::{assert_stray_rules, call, key, mem, pattern, sig};
 
 fn config() -> Config {
     let mut c = Config::new();
@@ -179,6 +179,27 @@ fn a_size_mismatch_names_both_sizes_and_later_messages_still_arrive() {
     recv(&all, &ts[1], 0, key(2), &mut got).unwrap();
     assert!(got == n);
     wait_send(&all, &mut h2).unwrap();
+}
+
+#[test]
+fn a_message_of_another_call_under_another_tag_is_found_and_left() {
+    let ts = group(2);
+    let all: Vec<&TcpTransport> = ts.iter().collect();
+    for len in [64, 300_000] {
+        let mut m = pattern(len, 1);
+        let mut h = ts[0].send(1, key(5), call(ReduceOp::Max), mem(&mut m)).unwrap();
+        let found = drive(&all, || ts[1].stray(0, &key(0), &sig()));
+        assert_stray_rules(&ts[1], Some(found));
+        let mut got = vec![0u8; len];
+        let g = mem(&mut got);
+        drive(&all, || match ts[1].try_recv(0, &key(5), &call(ReduceOp::Max), g) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        })
+        .unwrap();
+        assert!(got == m && ts[1].stray(0, &key(0), &sig()).is_none(), "taken whole ({len})");
+        wait_send(&all, &mut h).unwrap();
+    }
 }
 
 #[test]

@@ -260,6 +260,12 @@ impl Transport for TcpTransport {
         }
     }
 
+    fn stray(&self, src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        let peer = self.peer(src_ep).ok()?;
+        peer.pump();
+        peer.stray(key, sig)
+    }
+
     fn progress(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());

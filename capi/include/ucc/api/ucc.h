@@ -323,7 +323,15 @@ ucc_status_t ucc_context_progress(ucc_context_h context);
 ucc_status_t ucc_context_destroy(ucc_context_h context);
 ucc_status_t ucc_context_get_attr(ucc_context_h context, ucc_context_attr_t *context_attr);
 
-/* One-sided memory maps: ferrocoll answers UCC_ERR_NOT_SUPPORTED. */
+/*
+ * Memory handles. EXPORT makes a handle for params' one segment and its size
+ * in *memh_size (the bytes to send to peers); IMPORT takes, in *memh, a copy
+ * of a peer's exported bytes and sets *memh_size to 0. ucc_mem_unmap frees
+ * an exported handle (setting *memh to NULL); an imported copy stays its
+ * owner's to free. ferrocoll has no one-sided collectives: the handles map
+ * nothing, collectives ignore them, and the OFFLOAD modes answer
+ * UCC_ERR_NOT_SUPPORTED.
+ */
 typedef enum {
     UCC_MEM_MAP_MODE_EXPORT,
     UCC_MEM_MAP_MODE_IMPORT,
@@ -496,9 +504,23 @@ typedef enum {
     UCC_COLL_ARGS_FLAG_DST_MEMH_GLOBAL     = UCC_BIT(9)
 } ucc_coll_args_flags_t;
 
+/* Preferences for the algorithm, set in ucc_coll_args_t.flags beside the
+ * flags above. They never change a result; ferrocoll accepts and ignores
+ * them. The two contiguity hints are the flags of the same name. */
+typedef enum {
+    UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_CPU = UCC_BIT(24),
+    UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_GPU = UCC_BIT(25),
+    UCC_COLL_ARGS_HINT_OPTIMIZE_LATENCY     = UCC_BIT(26),
+    UCC_COLL_ARGS_HINT_CONTIG_SRC_BUFFER    = UCC_COLL_ARGS_FLAG_CONTIG_SRC_BUFFER,
+    UCC_COLL_ARGS_HINT_CONTIG_DST_BUFFER    = UCC_COLL_ARGS_FLAG_CONTIG_DST_BUFFER
+} ucc_coll_args_hints_t;
+
 /* A buffer with a count and a displacement (in elements) per team rank. A
  * NULL buffer makes the displacements addresses (PyTorch's lists of
- * tensors, with 1-byte elements). */
+ * tensors, with 1-byte elements). Device blocks at scattered addresses are
+ * staged block by block through scratch (at the post, or when a triggered
+ * post's trigger fires); scattered blocks in place answer
+ * UCC_ERR_NOT_SUPPORTED. */
 typedef struct ucc_coll_buffer_info_v {
     void             *buffer;
     ucc_count_t      *counts;
@@ -576,10 +598,13 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request);
 ucc_status_t ucc_collective_init_and_post(ucc_coll_args_t *coll_args, ucc_coll_req_h *request,
                                           ucc_team_h team);
 
-/* The request's status; it does not progress anything. */
+/* The request's status; it does not progress anything. An acquire load:
+ * a thread that sees UCC_OK here also sees the results the progressing
+ * thread wrote before completing the request (a plain volatile read gives
+ * no such order on weakly ordered CPUs such as aarch64). */
 static inline ucc_status_t ucc_collective_test(ucc_coll_req_h request)
 {
-    return request->status;
+    return (ucc_status_t)__atomic_load_n((volatile int *)&request->status, __ATOMIC_ACQUIRE);
 }
 
 /* Release a request that is not in progress (it may be called from the

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::Request;
-use crate::backend::{Armed, Ee, PostInfo, StartFn, triggered_task};
+use crate::backend::{Armed, Ee, EeTrigger, PostInfo, StartFn, triggered_task};
 use crate::engine::{TaskDiag, TaskSlot};
 use crate::error::Result;
 use crate::types::Event;
@@ -33,7 +33,7 @@ impl Request<'_> {
         self.check_postable()?;
         self.team.check_usable()?;
         // Arm first: an event the engine refuses must not consume a sequence number.
-        let trigger = ee.trigger(ev, self.id).map_err(|e| {
+        let (trigger, engine_copies, stream) = self.arm(ee, ev).map_err(|e| {
             e.prefixed(format_args!(
                 "triggered_post of {} on {} (team {})",
                 self.init.coll,
@@ -45,7 +45,7 @@ impl Request<'_> {
         let desc = self.next_desc();
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
-        let post = PostInfo { seq: desc.seq, diag: diag.clone() };
+        let post = PostInfo { seq: desc.seq, diag: diag.clone(), engine_copies, stream };
         let start: StartFn = match &self.task {
             None => Box::new(|| Ok(None)),
             // Teams of one do their work when the task is made (there is no
@@ -71,6 +71,31 @@ impl Request<'_> {
         }
         self.slot = Some(slot);
         Ok(())
+    }
+
+    /// The engine's trigger for one triggered post, whether the engine
+    /// runs the task's copies (a CUDA stream engine puts staging copies on
+    /// its stream), and the engine's stream for a stream-native task.
+    ///
+    /// A stream-native task (TL/NCCL with its communicator made) on an
+    /// engine with a stream enqueues on that stream at this call: no event,
+    /// no flag wait, so a stream being captured captures it. Only one-shot
+    /// requests hand their copies over: a persistent request's next post
+    /// could reuse the memory while the engine still copies out of it.
+    fn arm(&self, ee: &dyn Ee, ev: &Event) -> Result<(Box<dyn EeTrigger>, bool, Option<usize>)> {
+        let native = self.task.as_ref().filter(|t| t.native_on_stream()).and_then(|_| ee.native_post(ev, self.id));
+        if let Some(native) = native {
+            let (stream, trigger) = native?;
+            return Ok((trigger, false, Some(stream)));
+        }
+        if !self.init.persistent {
+            if let Some(copies) = self.task.as_ref().and_then(|t| t.engine_copies()) {
+                if let Some(trigger) = ee.trigger_with_copies(ev, self.id, &copies)? {
+                    return Ok((trigger, true, None));
+                }
+            }
+        }
+        Ok((ee.trigger(ev, self.id)?, false, None))
     }
 
     /// The request's process-wide unique id (never 0), carried by the

@@ -102,6 +102,7 @@ where
                     mcs: McSet::new(vec![Arc::new(HeapMc)]),
                     config: config.clone(),
                     layout: Arc::new(ferrocoll_core::topo::Layout::new(&vec![("", ""); size])),
+                    notices: Default::default(),
                 });
                 s.spawn(move || {
                     // SAFETY: `buf` lives on this thread until the future that uses it is done.
