@@ -252,6 +252,33 @@ fn hierarchical_allreduce_on_emulated_hosts() {
     }
 }
 
+/// The topology-aware gather and scatter (and their v forms), pinned by
+/// name, checked with spans of several pieces (up to 1 MiB per rank, so the
+/// levels pipeline) at a root in the middle: 6 ranks on hosts of 1, 2 and 3
+/// under 2 switches, 8 ranks on 4 hosts under 2 switches.
+#[test]
+fn hierarchical_gather_and_scatter_of_large_blocks_on_emulated_switches() {
+    for (np, hosts, root) in [("6", "1,2,3", "3"), ("8", "4", "5")] {
+        for coll in ["gather", "gatherv", "scatter", "scatterv"] {
+            let o = Command::new(RUN)
+                .args(["-n", np, "--emulate-hosts", hosts, "--emulate-switches", "2", "--timeout", "120", "--"])
+                .args([PERFTEST, "-c", coll, "-r", root, "-d", "float64", "-b", "5", "-e", "160k", "-f", "32"])
+                .args(["--check", "-n", "2", "-w", "1"])
+                .env("UCC_TL_P2P_TUNE", format!("{coll}:@hier"))
+                .env_remove("FERROCOLL_EMULATE_LINK")
+                .output()
+                .expect("start ferrocoll-run");
+            if !processes_work(&o) {
+                return;
+            }
+            let (out, err) = (text(&o.stdout), text(&o.stderr));
+            assert!(o.status.success(), "{coll}, {np} ranks on {hosts} hosts: {out}\n{err}");
+            assert!(out.contains("p2p/hier"), "{out}");
+            assert!((out + &err).contains("every result of every iteration was correct"), "{coll} on {hosts} hosts");
+        }
+    }
+}
+
 #[test]
 fn runs_unchanged_under_a_launcher() {
     let o = Command::new(RUN)

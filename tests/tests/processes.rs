@@ -1,7 +1,9 @@
 //! Ranks that are processes: a slice of the conformance matrix over the
 //! shared-memory TL and the p2p transports (shared memory between processes
-//! of one host; TCP between emulated hosts), a rank killed mid-collective, a
-//! process with the wrong job token, and a rank that never arrives.
+//! of one host; TCP between emulated hosts), every hierarchical algorithm
+//! at every root on emulated hosts and switch groups, a rank killed
+//! mid-collective (also inside a node of the hierarchy), a process with the
+//! wrong job token, and a rank that never arrives.
 //!
 //! The test binary starts copies of itself as ranks (`rank_body`, which is
 //! a no-op unless started that way), bootstrapping through `TcpOob::from_env`.
@@ -54,11 +56,15 @@ fn conformance_rank() -> i32 {
     let size = ctx.n_eps();
     let every: usize = std::env::var("FERROCOLL_TEST_EVERY").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let lib = Lib::new().expect("lib");
-    // FERROCOLL_TEST_COLLS: only these collectives (unset: all).
+    // FERROCOLL_TEST_COLLS: only these collectives (unset: all); FERROCOLL_TEST_ALGS: only these algorithms.
     let only = std::env::var("FERROCOLL_TEST_COLLS").ok();
+    let algs = std::env::var("FERROCOLL_TEST_ALGS").ok();
+    // FERROCOLL_TEST_EVERY_ROOT: rooted collectives also at every other root.
+    let every_root = std::env::var("FERROCOLL_TEST_EVERY_ROOT").is_ok();
     for coll in COLLS.into_iter().filter(|c| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == c.name()))) {
         for tl in lib.tls().iter().filter(|t| tls.iter().any(|n| n == t.name())) {
-            for alg in tl.algorithms().iter().filter(|a| a.coll == coll) {
+            let chosen = |name: &str| algs.as_deref().is_none_or(|a| a.split(',').any(|n| n == name));
+            for alg in tl.algorithms().iter().filter(|a| a.coll == coll && chosen(a.name)) {
                 let p = TeamParams::default()
                     .set(&format!("TL_{}_TUNE", tl.name().to_ascii_uppercase()), format!("{coll}:@{}:inf", alg.name))
                     .set("TL_SELF_TUNE", "0");
@@ -69,7 +75,10 @@ fn conformance_rank() -> i32 {
                         return 1;
                     }
                 };
-                let cases = matrix(coll, size, 77 + coll.index() as u64);
+                let mut cases = matrix(coll, size, 77 + coll.index() as u64);
+                if every_root && coll.is_rooted() {
+                    cases.extend(other_roots(&cases, size));
+                }
                 let mut n = 0;
                 for case in cases.iter().step_by(every) {
                     match run_case(&team, case) {
@@ -96,6 +105,17 @@ fn conformance_rank() -> i32 {
     0
 }
 
+/// The cases at root 0 moved to every root the matrix leaves out (it takes
+/// the first, middle and last), so that every rank leads at least once.
+fn other_roots(cases: &[ferrocoll_tests::cases::Case], size: usize) -> Vec<ferrocoll_tests::cases::Case> {
+    let taken = ferrocoll_tests::cases::roots(size);
+    let at_zero: Vec<_> = cases.iter().filter(|c| c.root == 0).collect();
+    (0..size)
+        .filter(|r| !taken.contains(r))
+        .flat_map(|r| at_zero.iter().step_by(3).map(move |c| ferrocoll_tests::cases::Case { root: r, ..(*c).clone() }))
+        .collect()
+}
+
 /// Allreduce 1 MiB again and again until a collective fails (a peer was killed).
 fn loop_rank() -> i32 {
     let (_lib, ctx) = match context() {
@@ -109,8 +129,18 @@ fn loop_rank() -> i32 {
     let src = vec![1.0f32; 1 << 18];
     let mut dst = vec![0.0f32; 1 << 18];
     let start = Instant::now();
+    let mut first = true;
     while start.elapsed() < Duration::from_secs(60) {
-        if let Err(e) = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(10)).run(&team) {
+        let outcome = Coll::allreduce(&src, &mut dst, ReduceOp::Sum)
+            .timeout(Duration::from_secs(10))
+            .init(&team)
+            .and_then(|mut req| {
+                if std::mem::take(&mut first) {
+                    println!("VIA {}", req.selected());
+                }
+                req.run()
+            });
+        if let Err(e) = outcome {
             println!("ERROR {e}");
             return 0;
         }
@@ -217,57 +247,139 @@ fn conformance_two_emulated_hosts_of_two() {
     assert_all_done(&job.finish(Duration::from_secs(600)), &["p2p"]);
 }
 
-/// The hierarchical allreduce, bcast and reduce (and every other p2p
-/// algorithm of those) on uneven emulated hosts: 1, 3 and 2 ranks, host b's ranks not
-/// contiguous (rank 5 sits on it), so node leaders are not every k-th rank,
-/// and a root on a host of several ranks leads it. Radix 2: the three
-/// leaders run a knomial step and a proxy (the 2x2 job runs radix 4, a proxy alone).
-#[test]
-fn hierarchical_collectives_on_three_uneven_emulated_hosts() {
-    let hosts = ["a", "b", "b", "c", "c", "b"];
+/// Collectives with a hierarchical p2p algorithm.
+const HIER_COLLS: [&str; 12] = [
+    "allreduce",
+    "bcast",
+    "reduce",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "barrier",
+];
+
+/// Every hierarchical p2p algorithm (and allreduce's split rail) through the conformance matrix, at
+/// every root, with rank r on emulated host `places[r].0` under switch
+/// group `places[r].1`. Radix 2 everywhere: leaders run knomial steps and
+/// proxies.
+fn hierarchical_on(places: &[(&str, &str)]) {
     let (tok, port) = (token(), free_port());
-    let job = Job::start("rank_body", "conformance", 6, 0..6, &tok, port, &|r| {
+    let size = places.len();
+    let job = Job::start("rank_body", "conformance", size, 0..size, &tok, port, &|r| {
         env(&[
             ("FERROCOLL_TEST_TLS", "p2p".into()),
-            ("FERROCOLL_TEST_COLLS", "allreduce,bcast,reduce".into()),
+            ("FERROCOLL_TEST_COLLS", HIER_COLLS.join(",")),
+            ("FERROCOLL_TEST_ALGS", "hier,split_rail".into()),
+            ("FERROCOLL_TEST_EVERY_ROOT", "1".into()),
             ("UCC_TL_P2P_ALLREDUCE_KN_RADIX", "2".into()),
             ("UCC_TL_P2P_BCAST_KN_RADIX", "2".into()),
             ("UCC_TL_P2P_REDUCE_KN_RADIX", "2".into()),
-            ("FERROCOLL_HOST_ID", hosts[r].to_string()),
+            ("FERROCOLL_HOST_ID", places[r].0.to_string()),
+            ("FERROCOLL_SWITCH_ID", places[r].1.to_string()),
         ])
     });
     let outs = job.finish(Duration::from_secs(600));
     for o in &outs {
         let fails = o.lines("FAIL");
         assert!(fails.is_empty() && o.success == Some(true), "rank {}: {fails:?}\n{}\n{}", o.rank, o.stdout, o.stderr);
-        for coll in ["allreduce", "bcast", "reduce"] {
-            let hier = o.lines(&format!("DONE {coll} p2p/hier "));
+        for (coll, alg) in HIER_COLLS.iter().map(|c| (*c, "hier")).chain([("allreduce", "split_rail")]) {
+            let hier = o.lines(&format!("DONE {coll} p2p/{alg} "));
             let n: usize = hier.first().and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
-            assert!(n > 0, "rank {}: the hierarchical {coll} ran no case: {}", o.rank, o.stdout);
+            assert!(n > 0, "rank {}: the hierarchical {coll} ({alg}) ran no case: {}", o.rank, o.stdout);
         }
     }
+}
+
+/// Two emulated hosts of two ranks.
+#[test]
+fn hierarchical_collectives_on_two_emulated_hosts_of_two() {
+    hierarchical_on(&[("a", "s"), ("a", "s"), ("b", "s"), ("b", "s")]);
+}
+
+/// Uneven emulated hosts: 1, 3 and 2 ranks, host b's ranks not contiguous
+/// (rank 5 sits on it), so node leaders are not every k-th rank, and a root
+/// on a host of several ranks leads it.
+#[test]
+fn hierarchical_collectives_on_three_uneven_emulated_hosts() {
+    hierarchical_on(&[("a", "s"), ("b", "s"), ("b", "s"), ("c", "s"), ("c", "s"), ("b", "s")]);
+}
+
+/// Two switch groups of two emulated hosts of two ranks: three levels.
+/// Group t's ranks are not contiguous (ranks 2 and 3 sit on host c), so
+/// group leaders are not every k-th rank either.
+#[test]
+fn hierarchical_collectives_on_two_switches_of_two_hosts_of_two() {
+    let places = [("a", "s"), ("a", "s"), ("c", "t"), ("c", "t"), ("b", "s"), ("b", "s"), ("d", "t"), ("d", "t")];
+    hierarchical_on(&places);
+}
+
+/// Ten ranks in three switch groups of one to three hosts, nothing
+/// contiguous: ranks of a host and hosts of a group interleave, one host
+/// holds one rank, one group one host.
+#[test]
+fn hierarchical_collectives_on_ten_interleaved_ranks_in_three_switches() {
+    let places = [
+        ("a", "s"),
+        ("d", "u"),
+        ("b", "s"),
+        ("a", "s"),
+        ("e", "u"),
+        ("c", "t"),
+        ("b", "s"),
+        ("c", "t"),
+        ("d", "u"),
+        ("c", "t"),
+    ];
+    hierarchical_on(&places);
 }
 
 /// Kill rank 2 of 4 in the middle of a loop of allreduces: every survivor's
 /// collective fails with an error naming it, well within the 10 s timeout.
 fn kill_a_rank(hosts: bool) {
+    let places: Vec<(String, String)> = (0..4).map(|r| (format!("host{r}"), "s".to_string())).collect();
+    kill_in(hosts.then_some(&places[..]), 2, None);
+}
+
+/// Kill rank `victim` of a job of `places.len()` ranks (4 on one host
+/// without places) looping over allreduces (through `alg` of the p2p TL
+/// when given): every survivor names it, well within the 10 s timeout.
+fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>) {
+    let size = places.map_or(4, <[_]>::len);
     let (tok, port) = (token(), free_port());
-    let mut job = Job::start("rank_body", "loop", 4, 0..4, &tok, port, &|r| {
-        if hosts { env(&[("FERROCOLL_HOST_ID", format!("host{r}"))]) } else { Vec::new() }
+    let mut job = Job::start("rank_body", "loop", size, 0..size, &tok, port, &|r| {
+        let mut e = Vec::new();
+        if let Some(p) = places {
+            e.push(("FERROCOLL_HOST_ID".to_string(), p[r].0.clone()));
+            e.push(("FERROCOLL_SWITCH_ID".to_string(), p[r].1.clone()));
+        }
+        if let Some(alg) = alg {
+            e.push(("UCC_TL_P2P_TUNE".to_string(), format!("allreduce:@{alg}:inf")));
+        }
+        e
     });
     std::thread::sleep(Duration::from_millis(2500));
     let killed = Instant::now();
-    job.kill(2);
+    job.kill(victim);
     let outs = job.finish(Duration::from_secs(25));
     let took = killed.elapsed();
     assert!(took < Duration::from_secs(20), "survivors took {took:?} (twice the timeout is 20 s)");
-    for o in outs.iter().filter(|o| o.rank != 2) {
+    let all: Vec<String> = outs.iter().flat_map(|o| o.lines("ERROR ")).collect();
+    for o in outs.iter().filter(|o| o.rank != victim) {
+        if let Some(alg) = alg {
+            let via = o.lines("VIA ");
+            assert_eq!(via, vec![format!("VIA p2p/{alg}")], "rank {}: {}", o.rank, o.stdout);
+        }
         let errors = o.lines("ERROR ");
         assert_eq!(o.success, Some(true), "rank {} did not end by itself: {}\n{}", o.rank, o.stdout, o.stderr);
         let e = errors.first().unwrap_or_else(|| panic!("rank {}: no error: {}", o.rank, o.stdout));
         assert!(
-            e.contains("rank 2") || e.contains("endpoint 2"),
-            "rank {}: the error does not name rank 2: {e}",
+            e.contains(&format!("rank {victim}")) || e.contains(&format!("endpoint {victim}")),
+            "rank {}: the error does not name rank {victim}: {e}\nevery error: {all:#?}",
             o.rank
         );
     }
@@ -281,6 +393,22 @@ fn a_killed_rank_is_named_by_the_survivors_on_one_host() {
 #[test]
 fn a_killed_rank_is_named_by_the_survivors_across_hosts() {
     kill_a_rank(true);
+}
+
+/// Two switch groups of two emulated hosts of two ranks, the hierarchical
+/// allreduce: rank 5, a node member that is no leader (only its node's
+/// leader hears from it), is killed; every survivor, in other nodes and
+/// the other switch group too, names it. Then rank 6, a node leader that
+/// leads no group.
+#[test]
+fn a_rank_killed_inside_a_node_of_the_hierarchy_is_named_by_every_survivor() {
+    let places: Vec<(String, String)> =
+        [("a", "s"), ("a", "s"), ("c", "t"), ("c", "t"), ("b", "s"), ("b", "s"), ("d", "t"), ("d", "t")]
+            .iter()
+            .map(|(h, s)| (h.to_string(), s.to_string()))
+            .collect();
+    kill_in(Some(&places), 5, Some("hier"));
+    kill_in(Some(&places), 6, Some("hier"));
 }
 
 #[test]

@@ -450,6 +450,14 @@ impl Future for SendFuture<'_> {
         let this = &mut *self;
         match &mut this.state {
             SendState::Sending(handle) => match handle.test() {
+                Poll::Ready(Err(e)) if e.status() != Status::InvalidParam => {
+                    // The peer left mid-send, perhaps because another member died (one that
+                    // this rank never talks to, as in a hierarchy): held like a failed send's start.
+                    let mut s = Suspect::new(e.prefixed(format!("send to rank {}", this.peer)));
+                    let verdict = s.poll(this.comm);
+                    this.state = SendState::Failing(s);
+                    verdict.map(Err)
+                }
                 Poll::Ready(r) => {
                     this.comm.diag.sent(this.peer, this.comm.tag_base + this.tag);
                     Poll::Ready(r.map_err(|e| e.prefixed(format!("send to rank {}", this.peer))))

@@ -1,6 +1,7 @@
 //! Pure pattern math of the point-to-point algorithms: who talks to whom at
 //! each step. No I/O here, so every pattern is tested exhaustively or by property.
 
+pub(crate) mod hier;
 mod knomial;
 mod ring;
 pub(crate) mod subtree;

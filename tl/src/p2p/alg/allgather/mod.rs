@@ -1,6 +1,7 @@
 //! Allgather: every rank gets every rank's block, in rank order.
 
 pub(crate) mod bruck;
+pub(crate) mod hier;
 pub(crate) mod knomial;
 pub(crate) mod ring;
 pub(crate) mod runs;
@@ -39,6 +40,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Run::Allgather(|c, o| Box::pin(bruck::run(c, o))),
     )
     .with_check(bruck::check),
+    Alg::new(
+        Allgather,
+        3,
+        "hier",
+        "hierarchical: gather to leaders, leaders exchange, leaders send the result down; by name only",
+        Run::Allgather(|c, o| Box::pin(hier::run(c, o))),
+    ),
 ];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 8 << 10), 0), (range(8 << 10, INF), 1)];

@@ -30,6 +30,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "every rank sends its block to every other rank at once",
         Run::Allgather(|c, o| Box::pin(linear::run(c, o))),
     ),
+    Alg::new(
+        Allgatherv,
+        2,
+        "hier",
+        "hierarchical: gather to leaders, leaders exchange, leaders send the result down; by name only",
+        Run::Allgather(|c, o| Box::pin(super::allgather::hier::run(c, o))),
+    ),
 ];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -16,8 +16,10 @@
 //!
 //! Limits of this first version: the node phases are linear at the leader
 //! (one multi-source reduction, then one send per member) and move whole
-//! vectors (no reduce-scatter/allgather split for large messages); switch
-//! groups are not a third level. It is chosen only by name (`allreduce:@hier`).
+//! vectors (no reduce-scatter/allgather split for large messages). On a
+//! team over several switch groups, one of them with several nodes, it runs
+//! the three-level version instead (`hier3.rs`). It is chosen only by name
+//! (`allreduce:@hier`).
 
 use ferrocoll_core::args::Allreduce;
 use ferrocoll_core::{Error, Result};
@@ -30,6 +32,9 @@ const TAG_NODE_DOWN: u32 = 1;
 const TAG_LEADERS: u32 = 2;
 
 pub(crate) async fn run(comm: Comm, o: Allreduce) -> Result<()> {
+    if super::hier3::applies(comm.layout()) {
+        return super::hier3::run(comm, o).await;
+    }
     let (dst, count, reducer) = (o.dst, o.count, o.reducer);
     let rank = comm.rank();
     let layout = comm.layout();

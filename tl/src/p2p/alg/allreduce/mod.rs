@@ -1,6 +1,8 @@
 //! Allreduce: every rank gets the reduction of every rank's vector.
 
 pub(crate) mod hier;
+pub(crate) mod hier3;
+pub(crate) mod hier_split_rail;
 pub(crate) mod knomial;
 pub(crate) mod ring;
 pub(crate) mod sra_knomial;
@@ -37,8 +39,15 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Allreduce,
         3,
         "hier",
-        "two-level: reduce within each node, allreduce among node leaders, bcast within each node; by name only",
+        "hierarchical: reduce in nodes (and switch groups), allreduce among the top leaders, bcast back; by name only",
         Run::Allreduce(|c, o| Box::pin(hier::run(c, o))),
+    ),
+    Alg::new(
+        Allreduce,
+        4,
+        "split_rail",
+        "reduce-scatter in nodes, allreduce along rails (same place in each node), allgather; equal nodes; by name only",
+        Run::Allreduce(|c, o| Box::pin(hier_split_rail::run(c, o))),
     ),
 ];
 

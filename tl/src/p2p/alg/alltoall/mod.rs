@@ -1,6 +1,7 @@
 //! Alltoall: block j of rank i goes to block i of rank j.
 
 pub(crate) mod bruck;
+pub(crate) mod hier;
 pub(crate) mod pairwise;
 
 #[cfg(test)]
@@ -28,6 +29,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Run::Alltoall(|c, o| Box::pin(bruck::run(c, o))),
     )
     .with_check(bruck::check),
+    Alg::new(
+        Alltoall,
+        2,
+        "hier",
+        "leaders aggregate: one message per pair of nodes (and of groups), rank to rank in a node; by name only",
+        Run::Alltoall(|c, o| Box::pin(hier::run(c, o))),
+    ),
 ];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 16 << 10), 1), (range(16 << 10, INF), 0)];

@@ -32,6 +32,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Run::Alltoall(|c, o| Box::pin(pairwise::run(c, o))),
     ),
     Alg::new(Alltoallv, 1, "linear", "every block posted at once", Run::Alltoall(|c, o| Box::pin(linear::run(c, o)))),
+    Alg::new(
+        Alltoallv,
+        2,
+        "hier",
+        "leaders aggregate (learning counts first): one message per pair of nodes (and of groups); by name only",
+        Run::Alltoall(|c, o| Box::pin(super::alltoall::hier::run_v(c, o))),
+    ),
 ];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

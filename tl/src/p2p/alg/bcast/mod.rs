@@ -29,7 +29,7 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Bcast,
         2,
         "hier",
-        "two-level: knomial tree among node leaders (the root leads its node), then within each node; by name only",
+        "hierarchical: knomial trees among group leaders, node leaders, then in each node (root leads); by name only",
         Run::Bcast(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];

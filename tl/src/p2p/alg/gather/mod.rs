@@ -1,5 +1,6 @@
 //! Gather: the root gets every rank's block, in rank order.
 
+pub(crate) mod hier;
 pub(crate) mod knomial;
 pub(crate) mod linear;
 
@@ -23,6 +24,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "linear",
         "every rank sends its block straight to the root",
         Run::Gather(|c, o| Box::pin(linear::run(c, o))),
+    ),
+    Alg::new(
+        Gather,
+        2,
+        "hier",
+        "topology-aware: leaders gather their node's, then their switch group's blocks (root leads); by name only",
+        Run::Gather(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 

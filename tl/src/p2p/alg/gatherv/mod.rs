@@ -16,12 +16,21 @@ use crate::p2p::Comm;
 use ferrocoll_core::CollType::Gatherv;
 use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg<Comm>] = &[Alg::new(
-    Gatherv,
-    0,
-    "linear",
-    "every rank sends its block straight to the root",
-    Run::Gather(|c, o| Box::pin(linear::run(c, o))),
-)];
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        Gatherv,
+        0,
+        "linear",
+        "every rank sends its block straight to the root",
+        Run::Gather(|c, o| Box::pin(linear::run(c, o))),
+    ),
+    Alg::new(
+        Gatherv,
+        1,
+        "hier",
+        "topology-aware: leaders gather their node's, then their switch group's blocks (sizes first); by name only",
+        Run::Gather(|c, o| Box::pin(super::gather::hier::run_v(c, o))),
+    ),
+];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];

@@ -1,59 +1,52 @@
-//! Two-level (hierarchical) reduce: a knomial reduce within each node to
-//! its leader, then a knomial reduce among the node leaders to the root.
-//! The root leads its own node (no extra hop), so its node's partial result
-//! is already where the final one goes; every other node's vector crosses
-//! the network once. Nodes come from the team's layout (`topo::subgroups`);
-//! a node's leader is its lowest rank, or the root in the root's node.
+//! Hierarchical reduce: a knomial reduce at each level of the hierarchy
+//! (`pattern::hier`), bottom up: within each node to its leader, among each
+//! switch group's node leaders to the group's leader, among the group
+//! leaders to the root. The root leads its node, its group and the top (no
+//! extra hop), so its partial results are already where the final one goes;
+//! every other node's vector crosses its group's switch once, and every
+//! other group's the top switch once. With one switch group this is two
+//! levels (node, node leaders).
+//!
 //! Partial results are finished (avg's division) only at the root's last
-//! combine. Chosen only by name (`reduce:@hier`).
+//! combine. A leader accumulates in dst at the root and in one scratch
+//! elsewhere, which is also its input at the next level. Chosen by name
+//! (`reduce:@hier`).
 
 use ferrocoll_core::args::Reduce;
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::{MemRef, Result};
 
 use super::knomial::{Members, over};
 use crate::p2p::Comm;
-
-const TAG_NODE: u32 = 0;
-const TAG_LEADERS: u32 = 1;
+use crate::p2p::pattern::hier::levels;
 
 pub(crate) async fn run(comm: Comm, o: Reduce) -> Result<()> {
     let rank = comm.rank();
-    let layout = comm.layout();
-    let sub = layout.subgroups(rank, Some(o.root))?;
-    let leaders: Vec<usize> = layout
-        .nodes()
-        .iter()
-        .filter_map(|n| if n.contains(&o.root) { Some(o.root) } else { n.first().copied() })
-        .collect();
-    let position = |list: &[usize], r: usize| {
-        list.iter().position(|&x| x == r).ok_or_else(|| Error::internal(format!("reduce: rank {r} not in {list:?}")))
-    };
-    let node = &sub.node;
-    let in_node =
-        Members { n: node.len(), me: position(node, rank)?, root: position(node, sub.node_leader)?, tag: TAG_NODE };
-    let one_level = leaders.len() == 1;
-    if rank != sub.node_leader {
-        return over(&comm, in_node, |m| node[m], o.src, None, o.count, o.reducer, false).await;
+    let levels = levels(comm.layout(), rank, Some(o.root))?;
+    let active: Vec<_> = levels.iter().enumerate().filter(|(_, l)| !l.trivial()).collect();
+    if active.is_empty() {
+        // Alone: the rank's own vector, finished.
+        let one = Members { n: 1, me: 0, root: 0, tag: 0 };
+        return over(&comm, one, |_| rank, o.src, o.dst, o.count, o.reducer, true).await;
     }
-    // A leader: its node's partial result, in dst at the root, in scratch elsewhere.
     let scratch;
-    let partial = match o.dst.filter(|_| rank == o.root) {
+    // Where a leader accumulates: dst at the root, scratch elsewhere.
+    let partial: MemRef = match o.dst.filter(|_| rank == o.root) {
         Some(dst) => dst,
         None => {
             scratch = comm.scratch(o.src.len())?;
             scratch.mem()
         }
     };
-    over(&comm, in_node, |m| node[m], o.src, Some(partial), o.count, o.reducer, one_level).await?;
-    if one_level {
-        return Ok(());
+    let mut input = o.src;
+    for (k, &(i, level)) in active.iter().enumerate() {
+        let m = Members { n: level.members.len(), me: level.me, root: level.leader, tag: 0 };
+        let out = level.leads().then_some(partial);
+        let finish = k + 1 == active.len() && rank == o.root;
+        over(&comm.phase(i as u32), m, |x| level.members[x], input, out, o.count, o.reducer, finish).await?;
+        if !level.leads() {
+            return Ok(());
+        }
+        input = partial;
     }
-    let among = Members {
-        n: leaders.len(),
-        me: position(&leaders, rank)?,
-        root: position(&leaders, o.root)?,
-        tag: TAG_LEADERS,
-    };
-    let out = (rank == o.root).then_some(partial);
-    over(&comm, among, |m| leaders[m], partial, out, o.count, o.reducer, true).await
+    Ok(())
 }

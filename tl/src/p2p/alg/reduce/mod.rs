@@ -29,7 +29,7 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Reduce,
         2,
         "hier",
-        "two-level: knomial reduce within each node to its leader (the root leads its node), then among leaders; by name only",
+        "hierarchical: knomial reduce in each node, switch group, then among group leaders (root leads); by name only",
         Run::Reduce(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];

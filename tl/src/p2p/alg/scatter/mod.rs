@@ -1,5 +1,6 @@
 //! Scatter: rank r gets block r of the root's buffer.
 
+pub(crate) mod hier;
 pub(crate) mod knomial;
 pub(crate) mod linear;
 
@@ -23,6 +24,13 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         "linear",
         "the root sends every block straight to its rank",
         Run::Scatter(|c, o| Box::pin(linear::run(c, o))),
+    ),
+    Alg::new(
+        Scatter,
+        2,
+        "hier",
+        "topology-aware: the root sends each switch group's, then each node's blocks to its leader; by name only",
+        Run::Scatter(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 

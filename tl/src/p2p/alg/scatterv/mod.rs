@@ -16,12 +16,21 @@ use crate::p2p::Comm;
 use ferrocoll_core::CollType::Scatterv;
 use ferrocoll_core::score::{AlgId, MsgRange};
 
-pub(crate) const ALGS: &[Alg<Comm>] = &[Alg::new(
-    Scatterv,
-    0,
-    "linear",
-    "the root sends every block straight to its rank",
-    Run::Scatter(|c, o| Box::pin(linear::run(c, o))),
-)];
+pub(crate) const ALGS: &[Alg<Comm>] = &[
+    Alg::new(
+        Scatterv,
+        0,
+        "linear",
+        "the root sends every block straight to its rank",
+        Run::Scatter(|c, o| Box::pin(linear::run(c, o))),
+    ),
+    Alg::new(
+        Scatterv,
+        1,
+        "hier",
+        "topology-aware: the root sends each group's, then each node's blocks to its leader (sizes first); by name",
+        Run::Scatter(|c, o| Box::pin(super::scatter::hier::run_v(c, o))),
+    ),
+];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];
