@@ -20,14 +20,13 @@
 //! `REQUIRE_FAKE_CUDA=1` (set by `.ci/run`) makes that a failure.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::native::{Unavailable, cached, compile, key, required};
+use crate::native::{Unavailable, required, shared_library};
 
 /// Set in a child (to the fake's folder) so that it runs the test body.
 pub const CHILD: &str = "FERROCOLL_FAKE_CUDA_CHILD";
@@ -57,32 +56,10 @@ const LIBRARY: &str = "libcuda.so.1";
 /// Build the fake into a cached folder; `hidden` entry points are left out
 /// of its exports (a version script), to test a driver that lacks them.
 fn build(hidden: &[&str]) -> Result<PathBuf, Unavailable> {
-    let mut parts: Vec<&[u8]> = SOURCES.iter().flat_map(|(n, t)| [n.as_bytes(), t.as_bytes()]).collect();
-    let flags = CFLAGS.join(" ");
-    let hidden_list = hidden.join(" ");
-    parts.extend([flags.as_bytes(), hidden_list.as_bytes()]);
-    cached("fake-cuda", key(&parts), |dir: &Path| {
-        let io = |what: &str, p: &Path, e: std::io::Error| Unavailable::Fail(format!("{what} {}: {e}", p.display()));
-        for (name, text) in SOURCES {
-            std::fs::write(dir.join(name), text).map_err(|e| io("write", &dir.join(name), e))?;
-        }
-        let so = dir.join(LIBRARY);
-        let script = dir.join("hidden.map");
-        let script_arg = format!("-Wl,--version-script={}", script.display());
-        let mut args: Vec<&OsStr> = CFLAGS.iter().map(OsStr::new).collect();
-        if !hidden.is_empty() {
-            std::fs::write(&script, format!("{{ local: {}; }};\n", hidden.join("; ")))
-                .map_err(|e| io("write", &script, e))?;
-            args.push(OsStr::new(&script_arg));
-        }
-        let c_files: Vec<PathBuf> =
-            SOURCES.iter().filter(|(n, _)| n.ends_with(".c")).map(|(n, _)| dir.join(n)).collect();
-        args.extend([OsStr::new("-o"), so.as_os_str()]);
-        args.extend(c_files.iter().map(|p| p.as_os_str()));
-        args.push(OsStr::new("-ldl"));
-        compile("gcc", &args)?;
+    shared_library("fake-cuda", LIBRARY, &SOURCES, &CFLAGS, hidden, |dir| {
         let link = dir.join("libcuda.so");
-        std::os::unix::fs::symlink(LIBRARY, &link).map_err(|e| io("link", &link, e))
+        std::os::unix::fs::symlink(LIBRARY, &link)
+            .map_err(|e| Unavailable::Fail(format!("link {}: {e}", link.display())))
     })
 }
 

@@ -8,12 +8,12 @@
 //! A run on it is not an NCCL run: it checks the order of ferrocoll's calls
 //! and its handling of NCCL's answers.
 
-use std::ffi::{CString, OsStr, c_char, c_longlong};
+use std::ffi::{CString, c_char, c_longlong};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::fake_cuda::{self, Run};
-use crate::native::{Unavailable, cached, compile, key};
+use crate::native::{Unavailable, shared_library};
 
 const SOURCE: &str = include_str!("../fake_nccl/nccl.c");
 
@@ -22,25 +22,7 @@ const CFLAGS: [&str; 8] =
 
 /// The folder holding a fake `libnccl.so.2` without the entry points `hidden`.
 pub fn build(hidden: &[&str]) -> Result<PathBuf, Unavailable> {
-    let flags = CFLAGS.join(" ");
-    let hidden_list = hidden.join(" ");
-    let parts: [&[u8]; 3] = [SOURCE.as_bytes(), flags.as_bytes(), hidden_list.as_bytes()];
-    cached("fake-nccl", key(&parts), |dir: &Path| {
-        let io = |what: &str, p: &Path, e: std::io::Error| Unavailable::Fail(format!("{what} {}: {e}", p.display()));
-        let src = dir.join("nccl.c");
-        std::fs::write(&src, SOURCE).map_err(|e| io("write", &src, e))?;
-        let so = dir.join("libnccl.so.2");
-        let script = dir.join("hidden.map");
-        let script_arg = format!("-Wl,--version-script={}", script.display());
-        let mut args: Vec<&OsStr> = CFLAGS.iter().map(OsStr::new).collect();
-        if !hidden.is_empty() {
-            std::fs::write(&script, format!("{{ local: {}; }};\n", hidden.join("; ")))
-                .map_err(|e| io("write", &script, e))?;
-            args.push(OsStr::new(&script_arg));
-        }
-        args.extend([OsStr::new("-o"), so.as_os_str(), src.as_os_str(), OsStr::new("-ldl")]);
-        compile("gcc", &args)
-    })
+    shared_library("fake-nccl", "libnccl.so.2", &[("nccl.c", SOURCE)], &CFLAGS, hidden, |_| Ok(()))
 }
 
 /// The full fake, built once per process.

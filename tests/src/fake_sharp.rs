@@ -14,12 +14,12 @@
 //! Without gcc the tests print that they skipped; `REQUIRE_FAKE_SHARP=1`
 //! (set by `.ci/run`) makes that a failure.
 
-use std::ffi::{CString, OsStr, c_char};
+use std::ffi::{CString, c_char};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::native::{Unavailable, cached, compile, key, required};
+use crate::native::{Unavailable, required, shared_library};
 
 /// `REQUIRE_FAKE_SHARP=1`: a test that would skip for want of the double fails.
 pub const REQUIRE: &str = "REQUIRE_FAKE_SHARP";
@@ -31,25 +31,7 @@ const CFLAGS: [&str; 8] = ["-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC
 pub const NEWER: [&str; 2] = ["sharp_coll_do_reduce_scatter_nb", "sharp_coll_do_allgather_nb"];
 
 fn build(hidden: &[&str]) -> Result<PathBuf, Unavailable> {
-    let flags = CFLAGS.join(" ");
-    let hidden_list = hidden.join(" ");
-    let parts: [&[u8]; 3] = [SOURCE.as_bytes(), flags.as_bytes(), hidden_list.as_bytes()];
-    cached("fake-sharp", key(&parts), |dir: &Path| {
-        let io = |what: &str, p: &Path, e: std::io::Error| Unavailable::Fail(format!("{what} {}: {e}", p.display()));
-        let src = dir.join("sharp_coll.c");
-        std::fs::write(&src, SOURCE).map_err(|e| io("write", &src, e))?;
-        let so = dir.join("libsharp_coll.so");
-        let script = dir.join("hidden.map");
-        let script_arg = format!("-Wl,--version-script={}", script.display());
-        let mut args: Vec<&OsStr> = CFLAGS.iter().map(OsStr::new).collect();
-        if !hidden.is_empty() {
-            std::fs::write(&script, format!("{{ local: {}; }};\n", hidden.join("; ")))
-                .map_err(|e| io("write", &script, e))?;
-            args.push(OsStr::new(&script_arg));
-        }
-        args.extend([OsStr::new("-o"), so.as_os_str(), src.as_os_str(), OsStr::new("-ldl")]);
-        compile("gcc", &args)
-    })
+    shared_library("fake-sharp", "libsharp_coll.so", &[("sharp_coll.c", SOURCE)], &CFLAGS, hidden, |_| Ok(()))
 }
 
 /// The double's library file: the full one, or (`older`) one without

@@ -4,6 +4,7 @@
 //! into them, so that test binaries and the child processes they start
 //! share one build and a changed source is never served stale.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,6 +66,48 @@ pub fn cached(
     });
     let _ = std::fs::remove_dir_all(&tmp);
     built.map(|()| dir)
+}
+
+/// A test double's shared library `lib`, built by gcc from the C files
+/// among `sources` (name, text; headers are written beside them) with
+/// `cflags` and `-ldl`, into the cached folder `name-<key>`; the entry
+/// points in `hidden` are left out of its exports (a version script), to
+/// test a program against a library that lacks them. `finish` runs in the
+/// folder after the build (e.g. to add a link under another name).
+pub fn shared_library(
+    name: &str,
+    lib: &str,
+    sources: &[(&str, &str)],
+    cflags: &[&str],
+    hidden: &[&str],
+    finish: impl FnOnce(&Path) -> Result<(), Unavailable>,
+) -> Result<PathBuf, Unavailable> {
+    let flags = cflags.join(" ");
+    let hidden_list = hidden.join(" ");
+    let mut parts: Vec<&[u8]> = sources.iter().flat_map(|(n, t)| [n.as_bytes(), t.as_bytes()]).collect();
+    parts.extend([flags.as_bytes(), hidden_list.as_bytes()]);
+    cached(name, key(&parts), |dir: &Path| {
+        let io = |what: &str, p: &Path, e: std::io::Error| Unavailable::Fail(format!("{what} {}: {e}", p.display()));
+        for (file, text) in sources {
+            std::fs::write(dir.join(file), text).map_err(|e| io("write", &dir.join(file), e))?;
+        }
+        let so = dir.join(lib);
+        let script = dir.join("hidden.map");
+        let script_arg = format!("-Wl,--version-script={}", script.display());
+        let mut args: Vec<&OsStr> = cflags.iter().map(OsStr::new).collect();
+        if !hidden.is_empty() {
+            std::fs::write(&script, format!("{{ local: {}; }};\n", hidden.join("; ")))
+                .map_err(|e| io("write", &script, e))?;
+            args.push(OsStr::new(&script_arg));
+        }
+        let c_files: Vec<PathBuf> =
+            sources.iter().filter(|(n, _)| n.ends_with(".c")).map(|(n, _)| dir.join(n)).collect();
+        args.extend([OsStr::new("-o"), so.as_os_str()]);
+        args.extend(c_files.iter().map(|p| p.as_os_str()));
+        args.push(OsStr::new("-ldl"));
+        compile("gcc", &args)?;
+        finish(dir)
+    })
 }
 
 /// Run a compiler; `Skip` when it cannot be started, `Fail` with its

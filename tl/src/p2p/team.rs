@@ -134,9 +134,10 @@ impl AlgTeam for P2pTeam {
     }
 
     /// The same entries for every memory type: CUDA memory runs the host
-    /// algorithms on staged copies (see [`staging`]).
+    /// algorithms on staged copies (see [`staging`]); some depend on the
+    /// team's layout (`alg::defaults_for`).
     fn defaults(&self) -> Vec<DefaultAlg> {
-        alg::defaults()
+        alg::defaults_for(&self.shared.layout)
     }
 
     fn accepts(&self, init: &CollInit) -> Result<()> {

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use ferrocoll_core::CollType::{self, *};
 use ferrocoll_core::score::{AlgId, MsgRange};
+use ferrocoll_core::topo::Layout;
 
 use super::Comm;
 use crate::base::{DefaultAlg, Registry, defaults_of};
@@ -85,9 +86,33 @@ pub(crate) fn registry() -> &'static Registry<Comm> {
     &REGISTRY
 }
 
-/// The default selection of every collective.
+/// The default selection of every collective on a team of one node.
 pub(crate) fn defaults() -> Vec<DefaultAlg> {
     defaults_of(&DEFAULTS)
+}
+
+/// The default selection of every collective on a team laid out as
+/// `layout`. On a team spread over several nodes of which some hold
+/// several ranks, bcast and reduce from 32 KiB take the hierarchy: the
+/// vector then crosses between nodes once per node instead of once per
+/// rank (sag/srg_knomial move about twice the vector per rank, over the
+/// slow links too). Measured on 8 ranks over 4 emulated hosts under 2
+/// switches (BENCHMARKS.md "Flat and hierarchical"): hier/flat 0.15–0.35
+/// for bcast and 0.34–0.59 for reduce from 32 KiB to 2 MiB, with and
+/// without link emulation; below 32 KiB the flat knomial trees won or tied.
+/// The other hierarchical algorithms lost or tied there and stay by name
+/// only (`UCC_TL_P2P_TUNE=<coll>:@hier`); `ferrocoll-tune` re-measures.
+pub(crate) fn defaults_for(layout: &Layout) -> Vec<DefaultAlg> {
+    let nodes = layout.nodes();
+    if nodes.len() < 2 || nodes.iter().all(|n| n.len() < 2) {
+        return defaults();
+    }
+    let table = DEFAULTS.map(|(coll, d)| match coll {
+        Bcast => (coll, bcast::HIER_DEFAULTS),
+        Reduce => (coll, reduce::HIER_DEFAULTS),
+        _ => (coll, d),
+    });
+    defaults_of(&table)
 }
 
 #[cfg(test)]
@@ -107,6 +132,29 @@ mod tests {
                 at = r.end;
             }
             assert_eq!(at, INF, "{coll} defaults stop short");
+        }
+    }
+
+    /// The algorithm the defaults pick for `coll` at `bytes`, by name.
+    fn picked(defaults: &[DefaultAlg], coll: CollType, bytes: u64) -> &'static str {
+        let d = defaults.iter().find(|d| d.coll == coll && d.range.contains(bytes)).expect("a default");
+        registry().find(coll, d.alg).expect("an algorithm").info.name
+    }
+
+    #[test]
+    fn teams_over_several_nodes_of_several_ranks_take_the_hierarchy_for_large_bcast_and_reduce() {
+        let places = |hosts: &[&str]| Layout::new(&hosts.iter().map(|h| (*h, "s")).collect::<Vec<_>>());
+        let spread = defaults_for(&places(&["a", "a", "b", "b"]));
+        for coll in [Bcast, Reduce] {
+            assert_eq!(picked(&spread, coll, 1 << 20), "hier", "{coll}");
+            assert_eq!(picked(&spread, coll, 1 << 10), "knomial", "{coll}");
+        }
+        assert_ne!(picked(&spread, Allreduce, 1 << 20), "hier", "allreduce's hierarchy is by name only");
+        // One node, or one rank per node: nothing to gain, the flat defaults.
+        for layout in [places(&["a", "a", "a"]), places(&["a", "b", "c"])] {
+            for coll in [Bcast, Reduce] {
+                assert_ne!(picked(&defaults_for(&layout), coll, 1 << 20), "hier", "{coll} on {layout:?}");
+            }
         }
     }
 }

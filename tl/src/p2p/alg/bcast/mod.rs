@@ -29,9 +29,12 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Bcast,
         2,
         "hier",
-        "hierarchical: knomial trees among group leaders, node leaders, then in each node (root leads); by name only",
+        "hierarchical: knomial trees among group leaders, node leaders, then in each node (root leads); large messages on teams over several nodes",
         Run::Bcast(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 1)];
+
+/// The defaults on a team spread over several nodes (see `alg::defaults`).
+pub(crate) const HIER_DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 2)];

@@ -29,9 +29,12 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
         Reduce,
         2,
         "hier",
-        "hierarchical: knomial reduce in each node, switch group, then among group leaders (root leads); by name only",
+        "hierarchical: knomial reduce in each node, switch group, then among group leaders (root leads); large messages on teams over several nodes",
         Run::Reduce(|c, o| Box::pin(hier::run(c, o))),
     ),
 ];
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 1)];
+
+/// The defaults on a team spread over several nodes (see `alg::defaults`).
+pub(crate) const HIER_DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 2)];
