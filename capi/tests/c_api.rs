@@ -69,7 +69,11 @@ fn prefix() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-c-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let out = Command::new(env!("CARGO_BIN_EXE_ferrocoll-ucc-install"))
+        // Where the test binary was moved away from cargo's tree (scripts/gpu-check.sh
+        // carries it to a GPU machine), the installer is named by FERROCOLL_UCC_INSTALL.
+        let installer = std::env::var_os("FERROCOLL_UCC_INSTALL")
+            .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ferrocoll-ucc-install")), PathBuf::from);
+        let out = Command::new(installer)
             .arg("--prefix")
             .arg(&dir)
             .arg("--lib")
