@@ -26,11 +26,28 @@ where
             std::thread::Builder::new()
                 .name(format!("rank{}", ferrocoll::Oob::rank(&oob)))
                 .spawn(move || {
-                    let ctx = Context::new(&lib, ContextParams::with_oob(oob)).expect("context");
-                    let team = Team::create(&ctx, TeamParams::default()).expect("team");
-                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&team, &ctx)));
-                    leave.wait();
-                    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+                    use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+                    // A rank whose context or team fails still reaches the
+                    // leave barrier (the others would wait there forever),
+                    // then panics with its error.
+                    let made = catch_unwind(AssertUnwindSafe(|| {
+                        let ctx = Context::new(&lib, ContextParams::with_oob(oob)).expect("context");
+                        let team = Team::create(&ctx, TeamParams::default()).expect("team");
+                        (team, ctx)
+                    }));
+                    match made {
+                        Err(p) => {
+                            leave.wait();
+                            resume_unwind(p)
+                        }
+                        Ok((team, ctx)) => {
+                            let out = catch_unwind(AssertUnwindSafe(|| f(&team, &ctx)));
+                            leave.wait();
+                            // The team and context go only after every rank is done.
+                            drop((team, ctx));
+                            out.unwrap_or_else(|p| resume_unwind(p))
+                        }
+                    }
                 })
                 .expect("spawn")
         })
