@@ -12,15 +12,6 @@ use crate::rng::hash;
 use crate::setup::{Expect, Setup, setup};
 use crate::world::TEST_TIMEOUT;
 
-/// Counts or displacements as the raw API reads them (u32 or u64 array).
-fn packed(v: &[usize], wide: bool) -> Vec<u8> {
-    if wide {
-        v.iter().flat_map(|&x| (x as u64).to_le_bytes()).collect()
-    } else {
-        v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
-    }
-}
-
 /// The buffers and arrays a request points into; they must not move while it lives.
 struct Live {
     setup: Setup,
@@ -37,23 +28,38 @@ fn side(
     let Some(b) = buf.as_mut() else { return CollBuffer::None };
     // Alternate between telling the memory type and letting ferrocoll find it.
     let mem_type = if case.seed.is_multiple_of(2) { MemType::Host } else { MemType::Unknown };
+    coll_buffer(b.as_mut_ptr(), count, v, case, mem_type, arrays)
+}
+
+/// One side of a case's arguments at `buffer`: `count` elements, or the
+/// blocks `v` (counts, displacements) packed as the case says into
+/// `arrays`, which must outlive the request.
+pub fn coll_buffer(
+    buffer: *mut u8,
+    count: usize,
+    v: &Option<(Vec<usize>, Vec<usize>)>,
+    case: &Case,
+    mem_type: MemType,
+    arrays: &mut Vec<Vec<u8>>,
+) -> CollBuffer {
     match v {
-        None => {
-            CollBuffer::Info(BufferInfo { buffer: b.as_mut_ptr(), count: count as u64, datatype: case.dtype, mem_type })
-        }
+        None => CollBuffer::Info(BufferInfo { buffer, count: count as u64, datatype: case.dtype, mem_type }),
         Some((counts, displs)) => {
             arrays.push(packed(counts, case.wide_counts));
-            let counts_ptr = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
+            let counts = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
             arrays.push(packed(displs, case.wide_counts));
-            let displs_ptr = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
-            CollBuffer::InfoV(BufferInfoV {
-                buffer: b.as_mut_ptr(),
-                counts: counts_ptr,
-                displacements: displs_ptr,
-                datatype: case.dtype,
-                mem_type,
-            })
+            let displacements = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
+            CollBuffer::InfoV(BufferInfoV { buffer, counts, displacements, datatype: case.dtype, mem_type })
         }
+    }
+}
+
+/// Counts or displacements as the raw API reads them (u32 or u64 array).
+fn packed(v: &[usize], wide: bool) -> Vec<u8> {
+    if wide {
+        v.iter().flat_map(|&x| (x as u64).to_le_bytes()).collect()
+    } else {
+        v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
     }
 }
 

@@ -23,14 +23,14 @@ use std::time::Duration;
 
 use ferrocoll::core::backend::{Mc, ReduceSpec, Scratch};
 use ferrocoll::{
-    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollType, Components, Config, Context, ContextParams, CpuEe, Error,
-    Event, EventType, Lib, LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
+    BufferInfo, CollArgs, CollBuffer, CollType, Components, Config, Context, ContextParams, CpuEe, Error, Event,
+    EventType, Lib, LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_mc::HostMc;
 use ferrocoll_tests::cases::{Case, matrix};
 use ferrocoll_tests::gpu::skip_unless_gpu;
 use ferrocoll_tests::procs::{Job, ROLE, free_port};
-use ferrocoll_tests::runner::verify;
+use ferrocoll_tests::runner::{coll_buffer, verify};
 use ferrocoll_tests::setup::setup;
 use gpu_support::{DevBuf, Kind};
 
@@ -172,15 +172,6 @@ where
     handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
 }
 
-/// Counts or displacements as the raw API reads them.
-fn packed(v: &[usize], wide: bool) -> Vec<u8> {
-    if wide {
-        v.iter().flat_map(|&x| (x as u64).to_le_bytes()).collect()
-    } else {
-        v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
-    }
-}
-
 /// The memory type a case tells ferrocoll: the real one, or (every other
 /// case, on a GPU) `Unknown`, so that the pointer query resolves it.
 fn told(place: Place, case: &Case) -> MemType {
@@ -201,17 +192,7 @@ fn side(
     arrays: &mut Vec<Vec<u8>>,
 ) -> CollBuffer {
     let Some(b) = block.as_mut() else { return CollBuffer::None };
-    let buffer = b.addr();
-    match v {
-        None => CollBuffer::Info(BufferInfo { buffer, count: count as u64, datatype: case.dtype, mem_type }),
-        Some((counts, displs)) => {
-            arrays.push(packed(counts, case.wide_counts));
-            let counts = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
-            arrays.push(packed(displs, case.wide_counts));
-            let displacements = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
-            CollBuffer::InfoV(BufferInfoV { buffer, counts, displacements, datatype: case.dtype, mem_type })
-        }
-    }
+    coll_buffer(b.addr(), count, v, case, mem_type, arrays)
 }
 
 /// Run `case` on this rank with its buffers in `place`; check the result.

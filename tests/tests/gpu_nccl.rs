@@ -30,7 +30,7 @@ use ferrocoll_tests::native::required;
 use ferrocoll_tests::procs::{Job, ROLE, free_port};
 use ferrocoll_tests::{fake_cuda, fake_nccl, world};
 use gpu_support::{DevBuf, Kind};
-use nccl_support::{allreduce, f32_bytes, f32s, run_case, two_ranks};
+use nccl_support::{allreduce, allreduce_on_two_ranks, f32_bytes, f32s, run_case};
 
 /// Whether `test` must skip its body here. On a GPU with NCCL: no. On a
 /// GPU without NCCL: skips (a failure under `REQUIRE_GPU=1`). Without a
@@ -125,16 +125,7 @@ fn two_ranks_on_one_gpu_fall_back_from_nccl() {
     if skip_unless_nccl("two_ranks_on_one_gpu_fall_back_from_nccl") {
         return;
     }
-    let selected = two_ranks([0, 0], |team| {
-        let src = DevBuf::from_host(&f32_bytes(&[2.0; 8]), Kind::Device);
-        let dst = DevBuf::new(32, Kind::Device);
-        // SAFETY: 8 f32 each, outliving the request.
-        let mut req = unsafe { allreduce(team, &src, &dst, 8, None) }.expect("init");
-        let selected = req.selected().to_string();
-        req.post().and_then(|()| req.wait()).expect("served by another TL");
-        assert_eq!(f32s(&dst.read()), vec![4.0; 8]);
-        selected
-    });
+    let selected = allreduce_on_two_ranks([0, 0]);
     assert!(selected.iter().all(|s| !s.starts_with("nccl/")), "{selected:?}");
 }
 

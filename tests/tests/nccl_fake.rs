@@ -26,7 +26,7 @@ use ferrocoll_tests::fake_cuda;
 use ferrocoll_tests::fake_nccl::{self, counter};
 use ferrocoll_tests::world;
 use gpu_support::{DevBuf, Kind};
-use nccl_support::{allreduce, f32_bytes, f32s, run_case, two_ranks};
+use nccl_support::{allreduce, allreduce_on_two_ranks, f32_bytes, f32s, run_case, two_ranks};
 
 /// Which NCCL a scenario runs with.
 enum Nccl {
@@ -295,16 +295,7 @@ fn two_ranks_share_one_unique_id_and_errors_name_each_rank() {
 #[test]
 fn two_ranks_on_one_device_fall_back_to_other_tls() {
     scenario("two_ranks_on_one_device_fall_back_to_other_tls", Nccl::Fake(&[]), &[], || {
-        let selected = two_ranks([0, 0], |team| {
-            let src = DevBuf::from_host(&f32_bytes(&[2.0; 8]), Kind::Device);
-            let dst = DevBuf::new(32, Kind::Device);
-            // SAFETY: 8 f32 each, outliving the request.
-            let mut req = unsafe { allreduce(team, &src, &dst, 8, None) }.expect("init");
-            let selected = req.selected().to_string();
-            req.post().and_then(|()| req.wait()).expect("served by another TL");
-            assert_eq!(f32s(&dst.read()), vec![4.0; 8]);
-            selected
-        });
+        let selected = allreduce_on_two_ranks([0, 0]);
         assert!(selected.iter().all(|s| s.starts_with("p2p/")), "{selected:?}");
         assert_eq!(counter("calls.ncclCommInitRankConfig"), 0);
     });

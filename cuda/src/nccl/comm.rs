@@ -422,12 +422,9 @@ impl Comm {
         root: usize,
         stream: *mut c_void,
     ) -> Result<()> {
-        self.usable("ncclGather")?;
-        let f = self.nccl.symbols().gather.ok_or_else(|| self.missing("ncclGather"))?;
-        let root = self.peer(root)?;
-        // SAFETY: the caller's contract; the communicator is ready.
-        let r = unsafe { f(ptr(send), ptr(recv).cast_mut(), count, dtype, root, self.raw, stream) };
-        self.checked("ncclGather", r)
+        let f = self.nccl.symbols().gather;
+        // SAFETY: forwarded to our caller.
+        unsafe { self.rooted("ncclGather", f, send, recv, count, dtype, root, stream) }
     }
 
     /// `ncclScatter` where the library has it.
@@ -443,12 +440,33 @@ impl Comm {
         root: usize,
         stream: *mut c_void,
     ) -> Result<()> {
-        self.usable("ncclScatter")?;
-        let f = self.nccl.symbols().scatter.ok_or_else(|| self.missing("ncclScatter"))?;
+        let f = self.nccl.symbols().scatter;
+        // SAFETY: forwarded to our caller.
+        unsafe { self.rooted("ncclScatter", f, send, recv, count, dtype, root, stream) }
+    }
+
+    /// A rooted call (`ncclGather`, `ncclScatter`) that only newer libraries have.
+    ///
+    /// # Safety
+    /// See the impl block.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rooted(
+        &mut self,
+        name: &'static str,
+        f: Option<sys::RootedFn>,
+        send: u64,
+        recv: u64,
+        count: usize,
+        dtype: c_int,
+        root: usize,
+        stream: *mut c_void,
+    ) -> Result<()> {
+        self.usable(name)?;
+        let f = f.ok_or_else(|| self.missing(name))?;
         let root = self.peer(root)?;
         // SAFETY: the caller's contract; the communicator is ready.
         let r = unsafe { f(ptr(send), ptr(recv).cast_mut(), count, dtype, root, self.raw, stream) };
-        self.checked("ncclScatter", r)
+        self.checked(name, r)
     }
 
     /// `ncclSend` (inside [`Comm::group`] when paired with receives).

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrocoll::{
-    BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollType, Context, ContextParams, DataType, Lib,
-    LibParams, MemType, ReduceOp, Request, Team, TeamParams, ThreadOob,
+    BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, Context, ContextParams, DataType, Lib, LibParams, MemType,
+    ReduceOp, Request, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_tests::cases::Case;
-use ferrocoll_tests::runner::{case_args, verify};
+use ferrocoll_tests::runner::{case_args, coll_buffer, verify};
 use ferrocoll_tests::setup::setup;
 
 use crate::gpu_support::{DevBuf, Kind};
@@ -59,14 +59,6 @@ pub fn f32s(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-fn packed(v: &[usize], wide: bool) -> Vec<u8> {
-    if wide {
-        v.iter().flat_map(|&x| (x as u64).to_le_bytes()).collect()
-    } else {
-        v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
-    }
-}
-
 fn side(
     buf: &Option<DevBuf>,
     count: usize,
@@ -75,17 +67,7 @@ fn side(
     arrays: &mut Vec<Vec<u8>>,
 ) -> CollBuffer {
     let Some(b) = buf.as_ref() else { return CollBuffer::None };
-    let (buffer, mem_type) = (b.addr(), MemType::Cuda);
-    match v {
-        None => CollBuffer::Info(BufferInfo { buffer, count: count as u64, datatype: case.dtype, mem_type }),
-        Some((counts, displs)) => {
-            arrays.push(packed(counts, case.wide_counts));
-            let counts = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
-            arrays.push(packed(displs, case.wide_counts));
-            let displacements = arrays.last().map_or(std::ptr::null(), |a| a.as_ptr());
-            CollBuffer::InfoV(BufferInfoV { buffer, counts, displacements, datatype: case.dtype, mem_type })
-        }
-    }
+    coll_buffer(b.addr(), count, v, case, MemType::Cuda, arrays)
 }
 
 /// Run `case` on device memory; it must be served by TL/NCCL (`Ok(false)`
@@ -151,4 +133,19 @@ pub fn two_ranks<R: Send + 'static>(devices: [usize; 2], f: impl Fn(&Team) -> R 
         })
         .collect();
     handles.into_iter().map(|h| h.join().expect("rank")).collect()
+}
+
+/// A sum of 8 f32 on two ranks that told the library they run on GPUs
+/// `devices`: checks the result, returns the TL/algorithm each rank ran.
+pub fn allreduce_on_two_ranks(devices: [usize; 2]) -> Vec<String> {
+    two_ranks(devices, |team| {
+        let src = DevBuf::from_host(&f32_bytes(&[2.0; 8]), Kind::Device);
+        let dst = DevBuf::new(32, Kind::Device);
+        // SAFETY: 8 f32 each, outliving the request.
+        let mut req = unsafe { allreduce(team, &src, &dst, 8, None) }.expect("init");
+        let selected = req.selected().to_string();
+        req.post().and_then(|()| req.wait()).expect("served by another TL");
+        assert_eq!(f32s(&dst.read()), vec![4.0; 8]);
+        selected
+    })
 }
