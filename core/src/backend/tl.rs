@@ -165,6 +165,28 @@ pub trait CollTask: Send + Sync {
     /// The future of one execution.
     fn start(&self, post: &PostInfo) -> Result<TaskFuture>;
 
+    /// Whether polling the task's own future is all it needs to finish: it
+    /// moves no bytes through a TL context's transports (the shm TL's
+    /// flags in a mapped segment, the self TL's copies). A blocking wait on
+    /// such a task then polls only the task while its rank spins, and the
+    /// whole context once in a while and whenever it yields the core (see
+    /// `Request::wait`); `false` (the default) has the wait progress the
+    /// context every other poll, since the task's messages move only then.
+    fn progresses_itself(&self) -> bool {
+        false
+    }
+
+    /// Whether the task may run again for another one-shot request with the
+    /// same call (same buffers, count, datatype, …) once the request it was
+    /// made for finished: then a loop of such requests reuses it (see
+    /// `core/src/object/plan_cache.rs`). `false` (the default) for tasks
+    /// that hold anything bound to the memory behind the addresses (a
+    /// registration, a mapping), which a buffer freed and allocated again
+    /// at the same address would leave stale.
+    fn reusable(&self) -> bool {
+        false
+    }
+
     /// Whether a triggered post on a stream engine can enqueue this
     /// collective on the engine's stream itself, now (TL/NCCL once its
     /// communicator exists): the post then gets the stream in

@@ -58,7 +58,7 @@ impl Backoff {
     }
 
     /// Whether the next [`Backoff::snooze`] yields the CPU.
-    fn yields_next(&self) -> bool {
+    pub fn yields_next(&self) -> bool {
         self.step >= self.spins && (self.step - self.spins).is_multiple_of(self.yield_every.max(1))
     }
 

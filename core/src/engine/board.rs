@@ -128,6 +128,12 @@ impl BoardWatch {
         BoardWatch { board: board.clone(), rank, mine }
     }
 
+    /// Show the next post of the same request (the same call), as `seq`.
+    pub fn reshow(&mut self, seq: u64) {
+        self.mine.seq = seq;
+        self.board.write(index(seq), &self.mine.encode());
+    }
+
     /// Compare this post with the other ranks' posts of the same sequence
     /// number: an error naming the first rank whose call, or algorithm,
     /// differs.

@@ -15,6 +15,8 @@
 //! the files when a job fails or is interrupted), else to the log at warn
 //! level. Recording costs one uncontended lock and one reference count per
 //! post; the clock is read only by the timeout and the watchdog, as before.
+//! A persistent request's posts share its slot: the record keeps each
+//! post's sequence number beside it.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -46,7 +48,9 @@ pub struct TeamIdentity {
 pub struct FlightRecorder {
     who: TeamIdentity,
     capacity: usize,
-    slots: Mutex<VecDeque<Arc<TaskSlot>>>,
+    /// The sequence number of each recorded post, and its slot (a
+    /// persistent request's posts share one slot: see `TaskSlot::write_json`).
+    slots: Mutex<VecDeque<(u64, Arc<TaskSlot>)>>,
 }
 
 /// Every recorder of the process, for dumps on request.
@@ -103,14 +107,14 @@ impl FlightRecorder {
         r
     }
 
-    /// Remember a posted collective (its slot tells its state when dumped).
-    pub fn record(&self, slot: &Arc<TaskSlot>) {
+    /// Remember post `seq`, which `slot` holds (the slot tells its state when dumped).
+    pub fn record(&self, seq: u64, slot: &Arc<TaskSlot>) {
         if self.capacity == 0 {
             return;
         }
         let mut slots = lock(&self.slots);
         let old = if slots.len() == self.capacity { slots.pop_front() } else { None };
-        slots.push_back(slot.clone());
+        slots.push_back((seq, slot.clone()));
         drop(slots);
         // The oldest slot, if this was its last holder, is freed outside the lock.
         drop(old);
@@ -131,12 +135,12 @@ impl FlightRecorder {
             json_str(&w.host),
             json_str(reason)
         );
-        let entries: Vec<Arc<TaskSlot>> = lock(&self.slots).iter().cloned().collect();
-        for (i, slot) in entries.iter().enumerate() {
+        let entries: Vec<(u64, Arc<TaskSlot>)> = lock(&self.slots).iter().cloned().collect();
+        for (i, (seq, slot)) in entries.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            slot.write_json(&mut out);
+            slot.write_json(*seq, &mut out);
         }
         out.push_str("]}");
         out

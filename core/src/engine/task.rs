@@ -2,7 +2,7 @@
 //! queue, and what it is waiting for (for timeout and watchdog messages).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -240,20 +240,70 @@ enum SlotState {
     Done(Option<Error>),
 }
 
-/// One posted collective in the progress queue.
-pub struct TaskSlot {
-    state: Mutex<SlotState>,
+/// One post of a request, as its slot holds it (a persistent request's
+/// next post re-arms the same slot with the next one).
+struct SlotInner {
+    state: SlotState,
     desc: TaskDesc,
     diag: Arc<TaskDiag>,
     timeout: Option<Duration>,
     on_complete: Option<CompletionCallback>,
     /// Its post on the team's call board, looked at while it waits.
     watch: Option<BoardWatch>,
+    /// Whether the slot is in the progress queue (pushed and not yet
+    /// dropped by it): a re-armed slot that the queue still holds is not
+    /// pushed twice, and one that it dropped is pushed again.
+    queued: bool,
 }
 
-fn lock(m: &Mutex<SlotState>) -> MutexGuard<'_, SlotState> {
+/// [`TaskSlot::outcome`]: the task runs.
+const RUNNING: u8 = 0;
+/// [`TaskSlot::outcome`]: the task finished successfully.
+const SUCCEEDED: u8 = 1;
+/// [`TaskSlot::outcome`]: the task failed (the error is in the state).
+const FAILED: u8 = 2;
+
+/// One posted collective in the progress queue.
+///
+/// A request keeps its slot for its lifetime: a persistent request's next
+/// post [re-arms](TaskSlot::rearm) it rather than allocating another. The
+/// flight recorder and the queue may still hold it then; the recorder tells
+/// the posts apart by sequence number, and the queue by `queued`.
+pub struct TaskSlot {
+    inner: Mutex<SlotInner>,
+    /// `RUNNING`, `SUCCEEDED` or `FAILED`, written under the lock with the
+    /// state: `status` and `wait` read it without the lock.
+    outcome: AtomicU8,
+}
+
+fn lock(m: &Mutex<SlotInner>) -> MutexGuard<'_, SlotInner> {
     // Poisoned only if a future panicked while polled; the state enum is still whole.
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What one post puts in a slot.
+pub struct SlotPost {
+    /// The task's future.
+    pub fut: TaskFuture,
+    /// What it is, for messages.
+    pub desc: TaskDesc,
+    /// Where it records what it waits for.
+    pub diag: Arc<TaskDiag>,
+    /// Its timeout.
+    pub timeout: Option<Duration>,
+    /// Called once with its final status.
+    pub on_complete: Option<CompletionCallback>,
+    /// Its post on the team's call board, if the team has one.
+    pub watch: Option<BoardWatch>,
+}
+
+fn running(fut: TaskFuture, timeout: Option<Duration>) -> SlotState {
+    // The clock is read only when someone needs it (a timeout, else at the
+    // first look of the watchdog).
+    let started = if timeout.is_some() { Some(Instant::now()) } else { None };
+    // A timeout too long for the clock means no deadline.
+    let deadline = timeout.zip(started).and_then(|(t, s)| s.checked_add(t));
+    SlotState::Running { fut, started, deadline, warned: false, idle: 0, next_look: FIRST_LOOK }
 }
 
 impl TaskSlot {
@@ -267,59 +317,98 @@ impl TaskSlot {
         on_complete: Option<CompletionCallback>,
         watch: Option<BoardWatch>,
     ) -> Arc<TaskSlot> {
-        // The clock is read only when someone needs it (a timeout, else at the
-        // first look of the watchdog).
-        let started = if timeout.is_some() { Some(Instant::now()) } else { None };
-        // A timeout too long for the clock means no deadline.
-        let deadline = timeout.zip(started).and_then(|(t, s)| s.checked_add(t));
+        TaskSlot::of(SlotPost { fut, desc, diag, timeout, on_complete, watch })
+    }
+
+    /// A running task, from one post.
+    pub fn of(post: SlotPost) -> Arc<TaskSlot> {
+        let SlotPost { fut, desc, diag, timeout, on_complete, watch } = post;
         Arc::new(TaskSlot {
-            state: Mutex::new(SlotState::Running {
-                fut,
-                started,
-                deadline,
-                warned: false,
-                idle: 0,
-                next_look: FIRST_LOOK,
+            inner: Mutex::new(SlotInner {
+                state: running(fut, timeout),
+                desc,
+                diag,
+                timeout,
+                on_complete,
+                watch,
+                queued: false,
             }),
-            desc,
-            diag,
-            timeout,
-            on_complete,
-            watch,
+            outcome: AtomicU8::new(RUNNING),
         })
     }
 
     /// A task that finished before it was queued (its first poll completed it).
     pub fn finished(result: Result<()>, desc: TaskDesc) -> Arc<TaskSlot> {
+        let outcome = if result.is_ok() { SUCCEEDED } else { FAILED };
         Arc::new(TaskSlot {
-            state: Mutex::new(SlotState::Done(result.err())),
-            desc,
-            diag: Arc::new(TaskDiag::default()),
-            timeout: None,
-            on_complete: None,
-            watch: None,
+            inner: Mutex::new(SlotInner {
+                state: SlotState::Done(result.err()),
+                desc,
+                diag: Arc::new(TaskDiag::default()),
+                timeout: None,
+                on_complete: None,
+                watch: None,
+                queued: false,
+            }),
+            outcome: AtomicU8::new(outcome),
         })
+    }
+
+    /// Put post `seq` of the same request in this finished slot: its
+    /// future, its sequence number on the slot's description and call
+    /// board entry; the rest (the call, the diag, the timeout, the
+    /// callback) is the request's and stays. No allocation, no reference
+    /// count. Refused (the future given back, nothing changed) while the
+    /// slot's task runs, and when the slot's diag is not `diag` (a
+    /// triggered post's slot has one of its own).
+    pub fn rearm(&self, fut: TaskFuture, seq: u64, diag: &Arc<TaskDiag>) -> std::result::Result<(), TaskFuture> {
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
+        if matches!(inner.state, SlotState::Running { .. }) || !Arc::ptr_eq(&inner.diag, diag) {
+            return Err(fut);
+        }
+        inner.state = running(fut, inner.timeout);
+        inner.desc.seq = seq;
+        if let Some(w) = &mut inner.watch {
+            w.reshow(seq);
+        }
+        // Relaxed: written under the lock; see `status`.
+        self.outcome.store(RUNNING, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Mark the slot queued if it runs and is not in the queue yet; true
+    /// when the caller must push it (see `SlotInner::queued`).
+    pub fn enqueue(&self) -> bool {
+        let mut inner = lock(&self.inner);
+        let push = matches!(inner.state, SlotState::Running { .. }) && !inner.queued;
+        inner.queued |= push;
+        push
     }
 
     /// Ask for the flight records of every team of the process (at the next
     /// progress: the dump reads every recorded slot, this one included, so
     /// never under its lock).
-    fn dump(&self, reason: &str) {
-        request_dump_because(format!("{reason} of {}", self.desc));
+    fn dump(reason: &str, desc: &TaskDesc) {
+        request_dump_because(format!("{reason} of {desc}"));
     }
 
-    /// This task as a JSON object of the flight record.
-    pub(crate) fn write_json(&self, out: &mut String) {
-        let (state, error, age) = match &*lock(&self.state) {
+    /// Post `seq` of this slot as a JSON object of the flight record. A
+    /// slot re-armed since holds a later post of the same persistent
+    /// request: post `seq` then finished successfully (a request that
+    /// failed is never posted again), with the same call.
+    pub(crate) fn write_json(&self, seq: u64, out: &mut String) {
+        let inner = lock(&self.inner);
+        let (state, error, age) = match &inner.state {
+            _ if inner.desc.seq != seq => ("ok", None, None),
             SlotState::Running { started, .. } => ("in_progress", None, started.map(|s| s.elapsed().as_secs_f64())),
             SlotState::Done(None) => ("ok", None, None),
             SlotState::Done(Some(e)) => ("error", Some(e.to_string()), None),
         };
-        let d = &self.desc;
+        let d = &inner.desc;
         let _ = write!(
             out,
-            "{{\"seq\":{},\"coll\":{},\"call\":{},\"via\":{},\"state\":\"{state}\"",
-            d.seq,
+            "{{\"seq\":{seq},\"coll\":{},\"call\":{},\"via\":{},\"state\":\"{state}\"",
             json_str(d.coll),
             json_str(&format!("{} {}", d.coll, d.call)),
             json_str(&d.via)
@@ -328,10 +417,10 @@ impl TaskSlot {
             let _ = write!(out, ",\"error\":{}", json_str(&e));
         }
         if state == "in_progress" {
-            if let Some((p, tag)) = self.diag.receiving() {
+            if let Some((p, tag)) = inner.diag.receiving() {
                 let _ = write!(out, ",\"waiting_for\":{p},\"tag\":{tag}");
             }
-            if let Some((p, tag)) = self.diag.sending() {
+            if let Some((p, tag)) = inner.diag.sending() {
                 let _ = write!(out, ",\"sending_to\":{p},\"send_tag\":{tag}");
             }
             if let Some(a) = age {
@@ -341,15 +430,38 @@ impl TaskSlot {
         out.push('}');
     }
 
-    /// Description used in messages.
-    pub fn desc(&self) -> &TaskDesc {
-        &self.desc
+    /// Description of its current (or last) post, for messages.
+    pub fn desc(&self) -> TaskDesc {
+        lock(&self.inner).desc.clone()
+    }
+
+    /// The sequence number of its current (or last) post.
+    pub fn seq(&self) -> u64 {
+        lock(&self.inner).desc.seq
     }
 
     /// Poll once; true when the task is finished (successfully or not).
     pub fn poll(&self, watchdog: &WatchdogConfig) -> bool {
-        let mut state = lock(&self.state);
-        let SlotState::Running { fut, started, deadline, warned, idle, next_look } = &mut *state else {
+        self.poll_as(watchdog, false)
+    }
+
+    /// Poll once for the progress queue: as `poll`, and a finished slot
+    /// leaves the queue (decided under the lock, see `SlotInner::queued`).
+    fn poll_in_queue(&self, watchdog: &WatchdogConfig) -> bool {
+        self.poll_as(watchdog, true)
+    }
+
+    fn poll_as(&self, watchdog: &WatchdogConfig, by_queue: bool) -> bool {
+        // A finished task: one load, no lock (unless the queue must drop it).
+        if !by_queue && self.outcome.load(Ordering::Acquire) != RUNNING {
+            return true;
+        }
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
+        let SlotState::Running { fut, started, deadline, warned, idle, next_look } = &mut inner.state else {
+            if by_queue {
+                inner.queued = false;
+            }
             return true;
         };
         let mut cx = Context::from_waker(std::task::Waker::noop());
@@ -357,22 +469,22 @@ impl TaskSlot {
         let outcome = match fut.as_mut().poll(&mut cx) {
             // A failure may be the echo of a divergence another rank saw
             // first (it failed and left the team): the board names the cause.
-            Poll::Ready(r) => Some(r.map_err(|e| self.divergence().unwrap_or(e).prefixed(&self.desc))),
+            Poll::Ready(r) => Some(r.map_err(|e| divergence(&inner.watch).unwrap_or(e).prefixed(&inner.desc))),
             Poll::Pending => {
                 *idle = idle.wrapping_add(1);
-                let clock_needed = deadline.is_some() || watchdog.warn_after.is_some() || self.watch.is_some();
+                let clock_needed = deadline.is_some() || watchdog.warn_after.is_some() || inner.watch.is_some();
                 if clock_needed && idle.is_multiple_of(CLOCK_EVERY) {
                     let now = Instant::now();
                     let age = now.duration_since(*started.get_or_insert(now));
                     if deadline.is_some_and(|d| now >= d) {
-                        let secs = self.timeout.map_or(0.0, |t| t.as_secs_f64());
+                        let secs = inner.timeout.map_or(0.0, |t| t.as_secs_f64());
                         Some(Err(Error::timed_out(format!(
                             "{} timed out after {secs:.3} s{}",
-                            self.desc,
-                            self.diag.describe()
+                            inner.desc,
+                            inner.diag.describe()
                         ))))
-                    } else if let Some(e) = self.look_at_board(age, next_look) {
-                        Some(Err(e.prefixed(&self.desc)))
+                    } else if let Some(e) = look_at_board(&inner.watch, age, next_look) {
+                        Some(Err(e.prefixed(&inner.desc)))
                     } else {
                         if let Some(w) = watchdog.warn_after {
                             if !*warned && age > w {
@@ -380,9 +492,9 @@ impl TaskSlot {
                                 warned_now = true;
                                 crate::log_warn!(
                                     "watchdog: {} in progress for {:.1} s{}",
-                                    self.desc,
+                                    inner.desc,
                                     age.as_secs_f64(),
-                                    self.diag.describe()
+                                    inner.diag.describe()
                                 );
                             }
                         }
@@ -397,67 +509,83 @@ impl TaskSlot {
             Some(r) => {
                 let status = r.as_ref().map_or_else(|e| e.status(), |()| Status::Ok);
                 // Replacing the state drops the future here, under the lock.
-                *state = SlotState::Done(r.err());
-                drop(state);
-                self.notify(status);
-                if status == Status::TimedOut {
-                    self.dump("timeout");
+                inner.state = SlotState::Done(r.err());
+                if by_queue {
+                    inner.queued = false;
+                }
+                // Release: a reader that sees the outcome sees the task's
+                // results (written before its future returned Ready).
+                self.outcome.store(if status == Status::Ok { SUCCEEDED } else { FAILED }, Ordering::Release);
+                let (cb, desc) = (inner.on_complete.clone(), (status == Status::TimedOut).then(|| inner.desc.clone()));
+                drop(guard);
+                if let Some(cb) = cb {
+                    cb(status);
+                }
+                if let Some(desc) = desc {
+                    TaskSlot::dump("timeout", &desc);
                 }
                 true
             }
             None => {
-                drop(state);
-                if warned_now {
-                    self.dump("watchdog");
+                let desc = warned_now.then(|| inner.desc.clone());
+                drop(guard);
+                if let Some(desc) = desc {
+                    TaskSlot::dump("watchdog", &desc);
                 }
                 false
             }
         }
     }
 
-    /// Once the task is `age` old and past `next_look`: whether the call
-    /// board shows that the ranks' calls differ (see `board.rs`).
-    fn look_at_board(&self, age: Duration, next_look: &mut Duration) -> Option<Error> {
-        self.watch.as_ref()?;
-        if age < *next_look {
-            return None;
-        }
-        *next_look = age.saturating_add(LOOK_EVERY);
-        self.divergence()
-    }
-
-    /// Whether the call board shows that the ranks' calls differ, now.
-    fn divergence(&self) -> Option<Error> {
-        self.watch.as_ref()?.look().err()
-    }
-
-    fn notify(&self, status: Status) {
-        if let Some(cb) = &self.on_complete {
-            cb(status);
-        }
-    }
-
     /// The status: `InProgress`, `Ok`, or the error (a copy; it stays stored).
     pub fn status(&self) -> Result<Status> {
-        match &*lock(&self.state) {
-            SlotState::Running { .. } => Ok(Status::InProgress),
-            SlotState::Done(None) => Ok(Status::Ok),
-            SlotState::Done(Some(e)) => Err(e.duplicate()),
+        // Acquire: pairs with the Release of the poll that finished the task.
+        match self.outcome.load(Ordering::Acquire) {
+            RUNNING => Ok(Status::InProgress),
+            SUCCEEDED => Ok(Status::Ok),
+            _ => match &lock(&self.inner).state {
+                SlotState::Done(Some(e)) => Err(e.duplicate()),
+                // Re-armed meanwhile (only its request's owner does that).
+                SlotState::Running { .. } => Ok(Status::InProgress),
+                SlotState::Done(None) => Ok(Status::Ok),
+            },
         }
     }
 
     /// Stop the task if it is running, dropping its future (which retracts
-    /// whatever it had posted to transports) before returning.
-    pub fn cancel(&self, reason: impl FnOnce() -> Error) {
-        let mut state = lock(&self.state);
-        if matches!(&*state, SlotState::Running { .. }) {
-            let e = reason();
+    /// whatever it had posted to transports) before returning. `reason`
+    /// gets the task's description.
+    pub fn cancel(&self, reason: impl FnOnce(&TaskDesc) -> Error) {
+        let mut inner = lock(&self.inner);
+        if matches!(&inner.state, SlotState::Running { .. }) {
+            let e = reason(&inner.desc);
             let status = e.status();
-            *state = SlotState::Done(Some(e));
-            drop(state);
-            self.notify(status);
+            inner.state = SlotState::Done(Some(e));
+            // Release: see poll.
+            self.outcome.store(FAILED, Ordering::Release);
+            let cb = inner.on_complete.clone();
+            drop(inner);
+            if let Some(cb) = cb {
+                cb(status);
+            }
         }
     }
+}
+
+/// Once the task is `age` old and past `next_look`: whether the call
+/// board shows that the ranks' calls differ (see `board.rs`).
+fn look_at_board(watch: &Option<BoardWatch>, age: Duration, next_look: &mut Duration) -> Option<Error> {
+    watch.as_ref()?;
+    if age < *next_look {
+        return None;
+    }
+    *next_look = age.saturating_add(LOOK_EVERY);
+    divergence(watch)
+}
+
+/// Whether the call board shows that the ranks' calls differ, now.
+fn divergence(watch: &Option<BoardWatch>) -> Option<Error> {
+    watch.as_ref()?.look().err()
 }
 
 /// The tasks in flight on one context.
@@ -467,9 +595,11 @@ pub struct ProgressQueue {
 }
 
 impl ProgressQueue {
-    /// Add a posted task.
+    /// Add a posted task, unless the queue holds it already (see [`TaskSlot::enqueue`]).
     pub fn push(&self, slot: Arc<TaskSlot>) {
-        self.lock().push(slot);
+        if slot.enqueue() {
+            self.lock().push(slot);
+        }
     }
 
     /// Number of tasks in flight.
@@ -493,8 +623,11 @@ impl ProgressQueue {
     /// other threads may progress other tasks) meanwhile.
     pub fn progress(&self, watchdog: &WatchdogConfig) -> usize {
         let mut taken = std::mem::take(&mut *self.lock());
+        if taken.is_empty() {
+            return 0;
+        }
         let before = taken.len();
-        taken.retain(|slot| !slot.poll(watchdog));
+        taken.retain(|slot| !slot.poll_in_queue(watchdog));
         let finished = before - taken.len();
         let mut tasks = self.lock();
         // Tasks posted while we polled go after the ones already running.
@@ -507,7 +640,8 @@ impl ProgressQueue {
     pub fn cancel_all(&self, reason: &dyn Fn(&TaskDesc) -> Error) {
         let tasks = std::mem::take(&mut *self.lock());
         for t in tasks {
-            t.cancel(|| reason(t.desc()));
+            t.cancel(reason);
+            lock(&t.inner).queued = false;
         }
     }
 }
@@ -610,7 +744,7 @@ mod tests {
             None,
         );
         assert!(!slot.poll(&no_watchdog()));
-        slot.cancel(|| Error::invalid_param("cancelled"));
+        slot.cancel(|_| Error::invalid_param("cancelled"));
         assert!(dropped.load(Ordering::SeqCst));
         assert_eq!(slot.status().unwrap_err().status(), Status::InvalidParam);
     }

@@ -5,6 +5,7 @@ mod context;
 mod cores;
 mod endpoint;
 mod library;
+mod plan_cache;
 mod request;
 mod selection;
 mod settings;

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, Signature};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{BoardWatch, Call, Posted, TaskDesc, TaskDiag, TaskSlot};
+use super::plan_cache::Parked;
+use crate::engine::{BoardWatch, Call, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -20,8 +21,15 @@ mod triggered;
 const ACTIVE_SET_SEQ: u64 = 1 << 63;
 
 /// Fruitless polls of its own task between two progress calls of the whole
-/// context while a request waits (see [`Request::wait`]).
+/// context while a request waits (see [`Request::wait`]), for a task whose
+/// messages move only when the context progresses.
 const PROGRESS_EVERY: u32 = 2;
+
+/// The same for a task that [progresses itself](CollTask::progresses_itself),
+/// while its rank spins: the context's work (every TL's transports, the
+/// queue) took longer than a shm flag takes to cross between cores, so doing
+/// it between two looks at the flag delayed the look that finds it.
+const PROGRESS_EVERY_SELF_DRIVEN: u32 = 64;
 
 /// The id of the next request of this process (0 is never an id: events use it for "none").
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -47,6 +55,11 @@ pub struct Request<'a> {
     diag: Arc<TaskDiag>,
     /// What each post shows on the board, if there is one (all but the sequence number).
     shown: Option<Posted>,
+    /// A finished slot from the team's plan cache, for the first post to
+    /// re-arm (see `plan_cache.rs`); `slot` stays `None` until that post.
+    spare: Option<Arc<TaskSlot>>,
+    /// Whether it was ever posted on an execution engine (such requests are not parked).
+    triggered: bool,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
 }
@@ -84,6 +97,10 @@ impl Team {
         let resolve = |addr: *const u8| mcs.resolve(addr);
         // SAFETY: forwarded to our caller.
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
+        if let Some(p) = team.plans.take(&init) {
+            trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
+            return Ok(Request::from_parked(team.clone(), p));
+        }
         let init = Arc::new(init);
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
@@ -156,8 +173,52 @@ impl<'a> Request<'a> {
             slot: None,
             diag: Arc::default(),
             shown,
+            spare: None,
+            triggered: false,
             finalized: false,
             _buffers: PhantomData,
+        }
+    }
+
+    /// A request made of a finished one's parked parts (see `plan_cache.rs`).
+    fn from_parked(team: Arc<TeamInner>, p: Parked) -> Self {
+        Request {
+            team_desc: team.desc.clone(),
+            team,
+            init: p.init,
+            task: Some(p.task),
+            // Relaxed: ids only need to be unique.
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            selected: p.selected,
+            slot: None,
+            diag: p.diag,
+            shown: p.shown,
+            spare: Some(p.slot),
+            triggered: false,
+            finalized: false,
+            _buffers: PhantomData,
+        }
+    }
+
+    /// Park the request's prepared parts on its team for the next request
+    /// with the same call, if its last post succeeded and it was never
+    /// posted on an engine (see `plan_cache.rs`).
+    fn park(&mut self) {
+        if self.triggered {
+            return;
+        }
+        let (Some(task), Some(slot)) = (self.task.take(), self.slot.take().or_else(|| self.spare.take())) else {
+            return;
+        };
+        if matches!(slot.status(), Ok(Status::Ok)) {
+            self.team.plans.park(Parked {
+                init: self.init.clone(),
+                task,
+                selected: self.selected.clone(),
+                shown: self.shown,
+                diag: self.diag.clone(),
+                slot,
+            });
         }
     }
 
@@ -174,40 +235,65 @@ impl<'a> Request<'a> {
     pub fn post(&mut self) -> Result<()> {
         self.check_postable()?;
         self.team.check_usable()?;
-        let desc = self.next_desc();
-        let seq = desc.seq;
-        let watch = self.show(seq);
-        let slot = match &self.task {
-            None => {
-                if let Some(cb) = &self.init.cb {
-                    cb(Status::Ok);
-                }
-                TaskSlot::finished(Ok(()), desc)
+        let seq = self.next_seq();
+        let Some(task) = &self.task else {
+            // Nothing to do, but shown: a rank that waits for this one in a
+            // call that differs learns from the board what it posted.
+            let _shown = self.show(seq);
+            if let Some(cb) = &self.init.cb {
+                cb(Status::Ok);
             }
-            Some(task) => {
-                let diag = self.diag.clone();
-                diag.clear();
-                let post = PostInfo { seq, diag: diag.clone(), engine_copies: false, stream: None };
-                let fut = task.start(&post).map_err(|e| e.prefixed(&desc))?;
-                let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
-                self.team.recorder.record(&slot);
-                // One poll now sends the first messages without waiting for progress.
-                if !slot.poll(&self.team.ctx.settings.watchdog) {
-                    self.team.ctx.queue.push(slot.clone());
-                }
-                slot
-            }
+            self.slot = Some(TaskSlot::finished(Ok(()), self.desc(seq)));
+            return Ok(());
         };
+        self.diag.clear();
+        let post = PostInfo { seq, diag: self.diag.clone(), engine_copies: false, stream: None };
+        let fut = task.start(&post).map_err(|e| e.prefixed(self.desc(seq)))?;
+        // A persistent request's next post takes the slot of the one before
+        // (finished: `check_postable` said so), which keeps the request's
+        // description, diag and call board entry: no allocation, and no
+        // reference counted for them.
+        let slot = match self.slot.take().or_else(|| self.spare.take()) {
+            // A finished slot of this request (or, from the plan cache, of
+            // one with the same call): re-armed unless a triggered post gave
+            // it a diag of its own.
+            Some(slot) => match slot.rearm(fut, seq, &self.diag) {
+                Ok(()) => slot,
+                Err(fut) => self.new_slot(fut, seq, post.diag),
+            },
+            None => self.new_slot(fut, seq, post.diag),
+        };
+        self.team.recorder.record(seq, &slot);
+        // One poll now sends the first messages without waiting for progress.
+        if !slot.poll(&self.team.ctx.settings.watchdog) {
+            self.team.ctx.queue.push(slot.clone());
+        }
         self.slot = Some(slot);
         Ok(())
     }
 
-    /// Take the next sequence number of the team (or the active-set one) and describe the task.
-    fn next_desc(&self) -> TaskDesc {
-        let seq = match &self.init.active_set {
+    /// A slot for post `seq` (the request's first, or one after a triggered post).
+    fn new_slot(&self, fut: TaskFuture, seq: u64, diag: Arc<TaskDiag>) -> Arc<TaskSlot> {
+        TaskSlot::of(SlotPost {
+            fut,
+            desc: self.desc(seq),
+            diag,
+            timeout: self.init.timeout,
+            on_complete: self.init.cb.clone(),
+            watch: self.show(seq),
+        })
+    }
+
+    /// Take the next sequence number of the team (or the active-set one).
+    fn next_seq(&self) -> u64 {
+        match &self.init.active_set {
             Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
             None => self.team.next_seq(),
-        };
+        }
+    }
+
+    /// Describe post `seq` of this request.
+    fn desc(&self, seq: u64) -> TaskDesc {
         let i = &self.init;
         let call = Call {
             count: i.count,
@@ -266,10 +352,14 @@ impl<'a> Request<'a> {
     ///
     /// Its own task is polled first, then the whole context (every TL's
     /// progress, every queued task) on every [`PROGRESS_EVERY`]-th fruitless
-    /// poll: a small collective whose peers are already there completes
-    /// without the rest of the context's work in between, and the rest still
-    /// moves while it waits. The slot's poll is the one the queue makes, so
-    /// timeouts, the watchdog and the call board act as they do there.
+    /// poll — or, for a task that [progresses itself](CollTask::progresses_itself),
+    /// on every [`PROGRESS_EVERY_SELF_DRIVEN`]-th and whenever the rank is
+    /// about to yield its core: a small collective whose peers are already
+    /// there completes without the rest of the context's work in between, and
+    /// the rest still moves while it waits (an oversubscribed rank, which
+    /// yields on almost every poll, does the context's work between yields,
+    /// as before). The slot's poll is the one the queue makes, so timeouts,
+    /// the watchdog and the call board act as they do there.
     pub fn wait(&mut self) -> Result<()> {
         let Some(slot) = self.slot.as_ref() else {
             return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
@@ -283,6 +373,8 @@ impl<'a> Request<'a> {
             return Ok(());
         }
         let ctx = &self.team.ctx;
+        let self_driven = self.task.as_ref().is_some_and(|t| t.progresses_itself());
+        let every = if self_driven { PROGRESS_EVERY_SELF_DRIVEN } else { PROGRESS_EVERY };
         let mut backoff = ctx.backoff();
         let mut polls = 0u32;
         loop {
@@ -293,7 +385,7 @@ impl<'a> Request<'a> {
                 return slot.status().map(|_| ());
             }
             polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(PROGRESS_EVERY) {
+            if polls.is_multiple_of(every) || (self_driven && backoff.yields_next()) {
                 ctx.progress()?;
             }
             backoff.snooze();
@@ -319,7 +411,9 @@ impl<'a> Request<'a> {
             )));
         }
         self.finalized = true;
+        self.park();
         self.slot = None;
+        self.spare = None;
         self.task = None;
         Ok(())
     }
@@ -337,9 +431,12 @@ impl<'a> Request<'a> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = &self.slot {
-            // Drops the task's future now, so nothing touches the buffers after we return.
-            slot.cancel(|| Error::invalid_param(format!("{} was cancelled: its request was dropped", slot.desc())));
+        match &self.slot {
+            Some(slot) if slot.status().is_ok_and(|s| s == Status::InProgress) => {
+                // Drops the task's future now, so nothing touches the buffers after we return.
+                slot.cancel(|desc| Error::invalid_param(format!("{desc} was cancelled: its request was dropped")));
+            }
+            _ => self.park(),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::agreement;
 use super::context::{Context, ContextInner};
+use super::plan_cache::PlanCache;
 use super::selection::SelectionTable;
 use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
@@ -137,6 +138,8 @@ pub(crate) struct TeamInner {
     ready: OnceLock<ActiveTeam>,
     seq: AtomicU64,
     alive: AtomicBool,
+    /// The prepared parts of the last one-shot request, for the next with the same call.
+    pub(crate) plans: PlanCache,
 }
 
 impl TeamInner {
@@ -271,6 +274,7 @@ impl Team {
                 ready: OnceLock::new(),
                 seq: AtomicU64::new(0),
                 alive: AtomicBool::new(true),
+                plans: PlanCache::default(),
                 recorder,
                 call_board,
                 layout,
@@ -416,6 +420,7 @@ impl Drop for Team {
     fn drop(&mut self) {
         // Relaxed: see TeamInner::active.
         self.inner.alive.store(false, Ordering::Relaxed);
+        self.inner.plans.clear();
     }
 }
 

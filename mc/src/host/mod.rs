@@ -67,10 +67,17 @@ impl std::fmt::Debug for HostMc {
 const STACK_SOURCES: usize = 16;
 
 fn check_host(what: &str, mem: &MemRef) -> Result<()> {
+    check_host_with(|| what.to_string(), mem)
+}
+
+/// As [`check_host`], naming the buffer only on the error path (a reduction
+/// checks every source: formatting "reduce source {i}" for each on every
+/// call cost more than the reduction of a small vector).
+fn check_host_with(what: impl FnOnce() -> String, mem: &MemRef) -> Result<()> {
     if mem.mem_type() == MemType::Host {
         Ok(())
     } else {
-        Err(Error::invalid_param(format!("host memory component given {} memory for the {what}", mem.mem_type())))
+        Err(Error::invalid_param(format!("host memory component given {} memory for the {}", mem.mem_type(), what())))
     }
 }
 
@@ -117,7 +124,7 @@ impl Mc for HostMc {
         };
         check_host("reduce destination", &dst)?;
         for (i, s) in srcs.iter().enumerate() {
-            check_host(&format!("reduce source {i}"), s)?;
+            check_host_with(|| format!("reduce source {i}"), s)?;
         }
         let in_place = first.addr() == dst.addr() && first.len() == dst.len();
         let checked = if in_place { rest } else { srcs };

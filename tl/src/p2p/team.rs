@@ -209,4 +209,10 @@ impl CollTask for AlgTask {
     fn engine_copies(&self) -> Option<EngineCopies> {
         self.staging.as_ref().and_then(|s| s.engine_copies())
     }
+
+    /// Messages carry the operands' bytes; the transports take addresses
+    /// at each post (CMA reads them then), and register nothing.
+    fn reusable(&self) -> bool {
+        true
+    }
 }

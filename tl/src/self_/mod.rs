@@ -140,6 +140,16 @@ struct SelfTask {
 }
 
 impl CollTask for SelfTask {
+    /// Copies by its memory component: nothing moves through the context.
+    fn progresses_itself(&self) -> bool {
+        true
+    }
+
+    /// It holds the operands' addresses only, never anything bound to the memory.
+    fn reusable(&self) -> bool {
+        true
+    }
+
     fn start(&self, _post: &PostInfo) -> Result<TaskFuture> {
         self.run.start(self.team.clone(), &self.init)
     }

@@ -25,6 +25,10 @@ use super::segment::{FAILED, LEFT, PRESENT, Segment};
 use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
+/// Teams up to this size hand their ranks' parts around on the stack (see
+/// [`ShmTeam::with_data_parts`]).
+const STACK_PARTS: usize = 16;
+
 /// One rank's view of a shm team.
 pub(crate) struct ShmTeam {
     pub(crate) seg: Segment,
@@ -145,6 +149,22 @@ impl ShmTeam {
         self.mcs.get(MemType::Host)?.copy(dst, src)
     }
 
+    /// Every rank's data part of epoch `e` (its first `len` bytes), in rank
+    /// order, handed to `f`: on the stack for teams of up to
+    /// [`STACK_PARTS`] ranks, since a small reduction should not allocate.
+    pub(crate) fn with_data_parts<R>(&self, e: u64, len: usize, f: impl FnOnce(&[MemRef]) -> Result<R>) -> Result<R> {
+        if self.size <= STACK_PARTS {
+            let mut parts = [MemRef::empty(MemType::Host); STACK_PARTS];
+            for (part, &r) in parts.iter_mut().zip(&self.all) {
+                *part = self.seg.data(r, e)?.range(0, len)?;
+            }
+            f(&parts[..self.size])
+        } else {
+            let parts = self.all.iter().map(|&r| self.seg.data(r, e)?.range(0, len)).collect::<Result<Vec<_>>>()?;
+            f(&parts)
+        }
+    }
+
     /// `dst = op(srcs...)` as `spec` says, in the order given.
     pub(crate) fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: ReduceSpec) -> Result<()> {
         if spec.count == 0 {
@@ -248,29 +268,39 @@ struct ShmTask {
 }
 
 impl CollTask for ShmTask {
+    /// Flags and copies in the mapped segment: nothing moves through the context.
+    fn progresses_itself(&self) -> bool {
+        true
+    }
+
+    /// It holds the operands' addresses only, never anything bound to the memory.
+    fn reusable(&self) -> bool {
+        true
+    }
+
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
         // Relaxed: tickets are taken in post order by this rank's posting thread(s).
         let ticket = self.team.tickets.fetch_add(1, Ordering::Relaxed);
-        let (team, init, run, diag, sig) =
-            (self.team.clone(), self.init.clone(), self.run, post.diag.clone(), self.sig);
-        let waiting = Waiting { team: team.clone(), armed: true };
-        let watched = team.clone();
-        let inner = async move {
-            let mut turn = Turn::take(waiting, ticket).await?;
-            team.running.set(sig);
-            let result = match run.start(team.clone(), &init) {
-                Ok(collective) => collective.await,
-                Err(e) => Err(e),
-            };
-            turn.ok = result.is_ok();
-            result
-        };
+        // One reference each, held by the future; the turn and the wait for
+        // it borrow the team from there (each reference counted costs an
+        // atomic operation per post, then another when the future is dropped).
+        let (team, init, run, diag, sig) = (self.team.clone(), self.init.clone(), self.run, post.diag.clone(), self.sig);
         Ok(Box::pin(async move {
-            let mut inner = std::pin::pin!(inner);
+            let collective = async {
+                let mut turn = Turn::take(Waiting { team: &team, armed: true }, ticket).await?;
+                team.running.set(sig);
+                let result = match run.start(team.clone(), &init) {
+                    Ok(collective) => collective.await,
+                    Err(e) => Err(e),
+                };
+                turn.ok = result.is_ok();
+                result
+            };
+            let mut collective = std::pin::pin!(collective);
             std::future::poll_fn(|cx| {
-                let r = inner.as_mut().poll(cx);
+                let r = collective.as_mut().poll(cx);
                 // Relaxed: see ShmTeam::waiting.
-                let w = watched.waiting.load(Ordering::Relaxed);
+                let w = team.waiting.load(Ordering::Relaxed);
                 if r.is_pending() && w != u64::MAX {
                     diag.waiting_for(w as usize, 0);
                 }
@@ -282,8 +312,8 @@ impl CollTask for ShmTask {
 }
 
 /// This rank's turn to run a collective on the team; the next one's on drop.
-struct Turn {
-    team: Arc<ShmTeam>,
+struct Turn<'a> {
+    team: &'a ShmTeam,
     ticket: u64,
     ok: bool,
 }
@@ -291,12 +321,12 @@ struct Turn {
 /// A task that has its ticket but not its turn yet: dropped then (the
 /// collective cancelled before it started), the team is broken, since the
 /// other ranks will run that collective.
-struct Waiting {
-    team: Arc<ShmTeam>,
+struct Waiting<'a> {
+    team: &'a ShmTeam,
     armed: bool,
 }
 
-impl Drop for Waiting {
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.team.break_team();
@@ -304,9 +334,9 @@ impl Drop for Waiting {
     }
 }
 
-impl Turn {
-    async fn take(mut waiting: Waiting, ticket: u64) -> Result<Turn> {
-        let team = waiting.team.clone();
+impl<'a> Turn<'a> {
+    async fn take(mut waiting: Waiting<'a>, ticket: u64) -> Result<Turn<'a>> {
+        let team = waiting.team;
         let broken =
             || Error::io("the shm team is broken: an earlier collective on it failed or was cancelled halfway");
         std::future::poll_fn(|_| {
@@ -336,7 +366,7 @@ impl Turn {
     }
 }
 
-impl Drop for Turn {
+impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if !self.ok {
             self.team.break_team();

@@ -42,7 +42,8 @@ impl Request<'_> {
             ))
         })?;
         let armed = Armed::new(trigger, self.id);
-        let desc = self.next_desc();
+        self.triggered = true;
+        let desc = self.desc(self.next_seq());
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
         let post = PostInfo { seq: desc.seq, diag: diag.clone(), engine_copies, stream };
@@ -64,7 +65,7 @@ impl Request<'_> {
         };
         let fut = triggered_task(armed, diag.clone(), start);
         let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
-        self.team.recorder.record(&slot);
+        self.team.recorder.record(slot.seq(), &slot);
         // One poll now starts it at once if the trigger already fired.
         if !slot.poll(&self.team.ctx.settings.watchdog) {
             self.team.ctx.queue.push(slot.clone());

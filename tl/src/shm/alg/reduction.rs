@@ -38,9 +38,8 @@ pub(crate) async fn onestep(team: &ShmTeam, input: MemRef, out: Option<MemRef>, 
         team.publish(Flag::Arrive, e)?;
         if let Some(out) = out {
             team.wait(Flag::Arrive, &team.all, e).await?;
-            let srcs =
-                team.all.iter().map(|&r| team.seg.data(r, e)?.range(0, chunk.len())).collect::<Result<Vec<_>>>()?;
-            team.reduce(piece_of(out, cap, k)?, &srcs, reducer.last(chunk.len() / es))?;
+            let dst = piece_of(out, cap, k)?;
+            team.with_data_parts(e, chunk.len(), |srcs| team.reduce(dst, srcs, reducer.last(chunk.len() / es)))?;
         }
         team.publish(Flag::Done, e)?;
     }

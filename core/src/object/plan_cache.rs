@@ -1,0 +1,121 @@
+//! One-shot requests whose call repeats: a loop that runs the same small
+//! collective on the same buffers (what most training loops and HPC codes
+//! do) would otherwise select an algorithm, make a task, a diag and a queue
+//! slot for every call, and free them all again at finalize.
+//!
+//! When such a request is released after it completed successfully, its
+//! prepared parts are parked on its team ([`PlanCache::park`]); the next
+//! `collective_init` with the same call takes them back
+//! ([`PlanCache::take`]) instead of making new ones — the one-shot request
+//! then costs what a persistent request's post costs. Validation still runs
+//! on every call, and before it anything else that could fail: a bad
+//! argument is refused exactly as before, and the trace still logs the
+//! selection.
+//!
+//! "The same call" is decided on the validated arguments: the collective,
+//! the buffers (address, length and memory type), count, datatype, reduction,
+//! root, flags, timeout, tag and the callback (the same `Arc`, so C callers,
+//! whose callbacks are made per request, never match). For the collectives
+//! parked (no v-variants, no active sets) the algorithms' operands follow
+//! from those alone. Only host memory is parked, only tasks that say they
+//! may run again for a new request ([`CollTask::reusable`]), and only
+//! requests never posted on an execution engine.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::args::CollInit;
+use crate::backend::CollTask;
+use crate::engine::{Posted, TaskDiag, TaskSlot};
+use crate::types::{CollType, MemType};
+
+/// The prepared parts of a finished one-shot request.
+pub(crate) struct Parked {
+    pub(crate) init: Arc<CollInit>,
+    pub(crate) task: Arc<dyn CollTask>,
+    pub(crate) selected: Arc<str>,
+    pub(crate) shown: Option<Posted>,
+    pub(crate) diag: Arc<TaskDiag>,
+    pub(crate) slot: Arc<TaskSlot>,
+}
+
+/// Requests parked per team: a loop of a few calls (a collective and the
+/// barrier a benchmark puts between two, a trainer's few buckets) finds
+/// each of its calls; the oldest leaves when a fifth arrives.
+const PARKED: usize = 4;
+
+/// A team's parked requests, oldest first.
+#[derive(Default)]
+pub(crate) struct PlanCache {
+    parked: Mutex<Vec<Parked>>,
+}
+
+impl PlanCache {
+    fn lock(&self) -> MutexGuard<'_, Vec<Parked>> {
+        // Poisoned only if a panic happened while it was held; the Vec stays whole.
+        self.parked.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The parked parts of a request with the same call as `init`, if any.
+    pub(crate) fn take(&self, init: &CollInit) -> Option<Parked> {
+        if !parkable(init) {
+            return None;
+        }
+        let mut parked = self.lock();
+        let i = parked.iter().position(|p| same_call(&p.init, init))?;
+        Some(parked.remove(i))
+    }
+
+    /// Park a finished request's parts (the oldest parked one leaves if
+    /// there are [`PARKED`]; it is freed outside the lock).
+    pub(crate) fn park(&self, p: Parked) {
+        if !(parkable(&p.init) && p.task.reusable()) {
+            return;
+        }
+        let mut parked = self.lock();
+        if parked.capacity() == 0 {
+            parked.reserve_exact(PARKED);
+        }
+        let old = (parked.len() >= PARKED).then(|| parked.remove(0));
+        parked.push(p);
+        drop(parked);
+        drop(old);
+    }
+
+    /// Release what is parked (the team is destroyed: its TL teams should go now).
+    pub(crate) fn clear(&self) {
+        let old = std::mem::take(&mut *self.lock());
+        drop(old);
+    }
+}
+
+/// Whether requests like `init` are parked at all (see the module docs).
+fn parkable(init: &CollInit) -> bool {
+    use CollType::*;
+    let plain = matches!(init.coll, Allreduce | Reduce | Bcast | Barrier | Fanin | Fanout | Allgather | Alltoall)
+        || matches!(init.coll, Gather | Scatter | ReduceScatter);
+    // A callback is made per request by the C interface (it holds the
+    // request's handle): parking it would keep the handle alive for nothing.
+    plain && init.active_set.is_none() && init.mem_type == MemType::Host && init.cb.is_none()
+}
+
+/// Whether `a` and `b` are the same call (see the module docs).
+fn same_call(a: &CollInit, b: &CollInit) -> bool {
+    a.coll == b.coll
+        && a.rank == b.rank
+        && a.size == b.size
+        && a.root == b.root
+        && a.op == b.op
+        && a.dtype == b.dtype
+        && a.elem_size == b.elem_size
+        && a.in_place == b.in_place
+        && a.persistent == b.persistent
+        && a.timeout == b.timeout
+        && a.mem_type == b.mem_type
+        && a.msgsize == b.msgsize
+        && a.count == b.count
+        && a.src == b.src
+        && a.dst == b.dst
+        && a.dst_fully_written == b.dst_fully_written
+        && a.active_set == b.active_set
+        && a.tag == b.tag
+}
