@@ -231,3 +231,21 @@ fn the_flight_record_lists_every_post_of_a_persistent_request() {
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "each post has its own sequence number: {json}");
     assert_eq!(json.matches("\"state\":\"ok\"").count(), 3, "{json}");
 }
+
+/// A call whose raw arguments match a parked request's skips validation
+/// (it would give the same answer); one that differs in anything is
+/// validated: after good calls on the same buffer, a bad root is refused.
+#[test]
+fn a_call_that_differs_from_a_parked_one_is_still_validated() {
+    let out = world::run(1, &Config::new(), |team, _| {
+        let mut buf = [1.0f32; 4];
+        for _ in 0..3 {
+            Coll::bcast(&mut buf, 0).run(team).expect("a good bcast");
+        }
+        let bad = Coll::bcast(&mut buf, 1).run(team).expect_err("root 1 in a team of one");
+        Coll::bcast(&mut buf, 0).run(team).expect("a good bcast again");
+        bad
+    });
+    assert_eq!(out[0].status(), Status::InvalidParam, "{}", out[0]);
+    assert!(out[0].to_string().contains("root 1"), "{}", out[0]);
+}

@@ -12,6 +12,14 @@
 //! argument is refused exactly as before, and the trace still logs the
 //! selection.
 //!
+//! A call whose raw arguments are those of a parked request — plain
+//! buffers of an explicit memory type, no callback, no active set: then
+//! validation, a function of the arguments, the team's rank and size and
+//! the context's default timeout alone, would give what it gave that
+//! request — skips validation too ([`PlanCache::take_raw`]). Any other is
+//! validated first and matched on the validated arguments
+//! ([`PlanCache::take`]).
+//!
 //! "The same call" is decided on the validated arguments: the collective,
 //! the buffers (address, length and memory type), count, datatype, reduction,
 //! root, flags, timeout, tag and the callback (the same `Arc`, so C callers,
@@ -23,10 +31,10 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::args::CollInit;
+use crate::args::{BufferInfo, CollArgs, CollBuffer, CollFlags, CollInit};
 use crate::backend::CollTask;
 use crate::engine::{Posted, TaskDiag, TaskSlot};
-use crate::types::{CollType, MemType};
+use crate::types::{CollType, DataType, MemType, ReduceOp};
 
 /// The prepared parts of a finished one-shot request.
 pub(crate) struct Parked {
@@ -36,6 +44,51 @@ pub(crate) struct Parked {
     pub(crate) shown: Option<Posted>,
     pub(crate) diag: Arc<TaskDiag>,
     pub(crate) slot: Arc<TaskSlot>,
+    /// The raw arguments it was made from, when they can be matched raw.
+    pub(crate) raw: Option<RawCall>,
+}
+
+/// One plain buffer of the raw arguments (address, count, datatype, memory type).
+type RawBuffer = Option<(usize, u64, DataType, MemType)>;
+
+/// The raw arguments of a call that validation would treat alike every
+/// time (see the module docs), compared as they are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct RawCall {
+    coll: CollType,
+    src: RawBuffer,
+    dst: RawBuffer,
+    op: ReduceOp,
+    flags: CollFlags,
+    root: u64,
+    timeout: u64,
+    tag: Option<u16>,
+}
+
+impl RawCall {
+    /// The raw call of `args`, if they can be matched raw.
+    pub(crate) fn of(args: &CollArgs) -> Option<RawCall> {
+        fn buffer(b: &CollBuffer) -> Option<RawBuffer> {
+            match b {
+                CollBuffer::None => Some(None),
+                CollBuffer::Info(BufferInfo { mem_type: MemType::Unknown, .. }) | CollBuffer::InfoV(_) => None,
+                CollBuffer::Info(i) => Some(Some((i.buffer as usize, i.count, i.datatype, i.mem_type))),
+            }
+        }
+        if args.cb.is_some() || args.active_set.is_some() {
+            return None;
+        }
+        Some(RawCall {
+            coll: args.coll_type,
+            src: buffer(&args.src)?,
+            dst: buffer(&args.dst)?,
+            op: args.op,
+            flags: args.flags,
+            root: args.root,
+            timeout: args.timeout.to_bits(),
+            tag: args.tag,
+        })
+    }
 }
 
 /// Requests parked per team: a loop of a few calls (a collective and the
@@ -62,6 +115,14 @@ impl PlanCache {
         }
         let mut parked = self.lock();
         let i = parked.iter().position(|p| same_call(&p.init, init))?;
+        Some(parked.remove(i))
+    }
+
+    /// The parked parts of a request made from exactly these raw arguments
+    /// (see the module docs: no validation needed).
+    pub(crate) fn take_raw(&self, raw: &RawCall) -> Option<Parked> {
+        let mut parked = self.lock();
+        let i = parked.iter().position(|p| p.raw.as_ref() == Some(raw))?;
         Some(parked.remove(i))
     }
 

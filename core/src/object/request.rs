@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, Signature};
 use crate::backend::{CollTask, PostInfo};
-use super::plan_cache::Parked;
+use super::plan_cache::{Parked, RawCall};
 use crate::engine::{BoardWatch, Call, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
@@ -60,6 +60,8 @@ pub struct Request<'a> {
     spare: Option<Arc<TaskSlot>>,
     /// Whether it was ever posted on an execution engine (such requests are not parked).
     triggered: bool,
+    /// Its raw arguments, when a later call can be matched on them (see `plan_cache.rs`).
+    raw: Option<RawCall>,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
 }
@@ -96,10 +98,17 @@ impl Team {
         let mcs = &team.ctx.lib.mcs;
         let resolve = |addr: *const u8| mcs.resolve(addr);
         // SAFETY: forwarded to our caller.
+        let raw = RawCall::of(args);
+        if let Some(p) = raw.as_ref().and_then(|raw| team.plans.take_raw(raw)) {
+            trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
+            return Ok(Request::from_parked(team.clone(), p));
+        }
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         if let Some(p) = team.plans.take(&init) {
             trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
-            return Ok(Request::from_parked(team.clone(), p));
+            let mut req = Request::from_parked(team.clone(), p);
+            req.raw = raw;
+            return Ok(req);
         }
         let init = Arc::new(init);
         if init.is_zero_size() {
@@ -121,7 +130,9 @@ impl Team {
                         };
                         format!("score {} in range {}{fallbacks}", c.score, c.range)
                     });
-                    return Ok(Request::new(team.clone(), init, Some(task), name, active));
+                    let mut req = Request::new(team.clone(), init, Some(task), name, active);
+                    req.raw = raw;
+                    return Ok(req);
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
                     skipped.push(format!("{} ({})", name.name, e.context()));
@@ -175,6 +186,7 @@ impl<'a> Request<'a> {
             shown,
             spare: None,
             triggered: false,
+            raw: None,
             finalized: false,
             _buffers: PhantomData,
         }
@@ -195,6 +207,7 @@ impl<'a> Request<'a> {
             shown: p.shown,
             spare: Some(p.slot),
             triggered: false,
+            raw: p.raw,
             finalized: false,
             _buffers: PhantomData,
         }
@@ -218,6 +231,7 @@ impl<'a> Request<'a> {
                 shown: self.shown,
                 diag: self.diag.clone(),
                 slot,
+                raw: self.raw,
             });
         }
     }
