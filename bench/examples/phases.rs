@@ -7,8 +7,12 @@
 //! reads, ~20 ns each, are included in every phase).
 //!
 //! ```text
-//! cargo run --release -p ferrocoll-bench --example phases -- [RANKS] [ITERS]
+//! cargo run --release -p ferrocoll-bench --example phases -- [RANKS] [ITERS] [persistent]
 //! ```
+//!
+//! With `persistent`, only the persistent allreduce runs, without the
+//! barrier between iterations: what an instruction count (callgrind) of the
+//! run then measures is one persistent post and wait, nothing else.
 
 use std::time::{Duration, Instant};
 
@@ -43,14 +47,16 @@ fn one_shot(team: &Team, iters: usize) -> Result<Phases> {
     Ok(p)
 }
 
-fn persistent(team: &Team, iters: usize) -> Result<Phases> {
+fn persistent(team: &Team, iters: usize, barrier: bool) -> Result<Phases> {
     let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
     let mut p = Phases::default();
     let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).persistent().init(team)?;
     for _ in 0..iters {
         timed(&mut p.post, || req.post())?;
         timed(&mut p.wait, || req.wait())?;
-        Coll::barrier().run(team)?;
+        if barrier {
+            Coll::barrier().run(team)?;
+        }
     }
     Ok(p)
 }
@@ -59,13 +65,18 @@ fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let ranks = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
     let iters: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let only_persistent = args.next().is_some_and(|a| a == "persistent");
     let lib = Lib::new()?;
     let out = on_thread_team(&lib, ranks, move |team| {
         let warm = (iters / 10).max(1);
-        one_shot(team, warm)?;
-        let a = one_shot(team, iters)?;
-        persistent(team, warm)?;
-        let b = persistent(team, iters)?;
+        let a = if only_persistent {
+            Phases::default()
+        } else {
+            one_shot(team, warm)?;
+            one_shot(team, iters)?
+        };
+        persistent(team, warm, !only_persistent)?;
+        let b = persistent(team, iters, !only_persistent)?;
         Ok((a, b))
     })?;
     let ns = |d: Duration| d.as_nanos() as f64 / iters as f64;
