@@ -219,10 +219,12 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             stages: Arc::new(StageSet::new(staged)),
             triggered: AtomicBool::new(false),
         });
-        a.cb = Some(ReqHandle::completion(&h));
         // SAFETY: the buffers and arrays stay valid while the request lives
         // (the caller's promise; the arrays made here live in its state).
-        let req = unsafe { t.collective_init(&a) }?;
+        let mut req = unsafe { t.collective_init(&a) }?;
+        // Not in the arguments: a callback there would be part of the call,
+        // and a loop of the same collective could not reuse its plan.
+        req.set_completion(ReqHandle::completion(&h));
         h.id.store(req.id(), Ordering::Relaxed);
         h.lock().req = Some(req);
         Ok(h)

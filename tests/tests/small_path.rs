@@ -249,3 +249,38 @@ fn a_call_that_differs_from_a_parked_one_is_still_validated() {
     assert_eq!(out[0].status(), Status::InvalidParam, "{}", out[0]);
     assert!(out[0].to_string().contains("root 1"), "{}", out[0]);
 }
+
+/// A completion set on the request (how the C interface reports every
+/// request) fires once per post, and is not part of the call: repeated
+/// requests keep reusing their plan (one block more per call: the callback).
+#[test]
+fn a_completion_set_on_the_request_fires_once_per_post_and_keeps_the_plan() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let out = world::run(1, &Config::new(), |team, _| {
+        let fired = Arc::new(AtomicUsize::new(0));
+        let (src, mut dst) = ([2.0f32; 2], [0.0f32; 2]);
+        let mut run_once = || {
+            let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(team).expect("init");
+            let f = fired.clone();
+            req.set_completion(Arc::new(move |s| {
+                assert_eq!(s, Status::Ok);
+                f.fetch_add(1, Ordering::Relaxed);
+            }));
+            req.run().expect("allreduce");
+        };
+        for _ in 0..100 {
+            run_once();
+        }
+        let before = allocs();
+        let n = 1000;
+        for _ in 0..n {
+            run_once();
+        }
+        let per_call = (allocs() - before) as f64 / n as f64;
+        (per_call, fired.load(Ordering::Relaxed))
+    });
+    let (per_call, fired) = out[0];
+    assert_eq!(fired, 1100, "one completion per post");
+    assert!(per_call <= (PER_ONE_SHOT + 1) as f64, "{per_call} allocations per one-shot allreduce with a completion");
+}

@@ -2,7 +2,7 @@
 //! queue, and what it is waiting for (for timeout and watchdog messages).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -361,13 +361,20 @@ impl TaskSlot {
     /// count. Refused (the future given back, nothing changed) while the
     /// slot's task runs, and when the slot's diag is not `diag` (a
     /// triggered post's slot has one of its own).
-    pub fn rearm(&self, fut: TaskFuture, seq: u64, diag: &Arc<TaskDiag>) -> std::result::Result<(), TaskFuture> {
+    pub fn rearm(
+        &self,
+        fut: TaskFuture,
+        seq: u64,
+        diag: &Arc<TaskDiag>,
+        on_complete: Option<CompletionCallback>,
+    ) -> std::result::Result<(), TaskFuture> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         if matches!(inner.state, SlotState::Running { .. }) || !Arc::ptr_eq(&inner.diag, diag) {
             return Err(fut);
         }
         inner.state = running(fut, inner.timeout);
+        inner.on_complete = on_complete;
         inner.desc.seq = seq;
         if let Some(w) = &mut inner.watch {
             w.reshow(seq);
@@ -375,6 +382,15 @@ impl TaskSlot {
         // Relaxed: written under the lock; see `status`.
         self.outcome.store(RUNNING, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Drop the completion callback of a finished slot (parked for a later
+    /// request: the callback may hold its request's handle).
+    pub fn forget_callback(&self) {
+        let mut inner = lock(&self.inner);
+        if !matches!(inner.state, SlotState::Running { .. }) {
+            inner.on_complete = None;
+        }
     }
 
     /// Mark the slot queued if it runs and is not in the queue yet; true

@@ -5,10 +5,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::team::{ActiveTeam, AlgName, Team, TeamInner};
-use crate::args::{CollArgs, CollInit, Signature};
-use crate::backend::{CollTask, PostInfo};
 use super::plan_cache::{Parked, RawCall};
+use super::team::{ActiveTeam, AlgName, Team, TeamInner};
+use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
+use crate::backend::{CollTask, PostInfo};
 use crate::engine::{BoardWatch, Call, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
@@ -62,6 +62,8 @@ pub struct Request<'a> {
     triggered: bool,
     /// Its raw arguments, when a later call can be matched on them (see `plan_cache.rs`).
     raw: Option<RawCall>,
+    /// Set by [`Request::set_completion`].
+    on_complete: Option<CompletionCallback>,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
 }
@@ -187,6 +189,7 @@ impl<'a> Request<'a> {
             spare: None,
             triggered: false,
             raw: None,
+            on_complete: None,
             finalized: false,
             _buffers: PhantomData,
         }
@@ -208,6 +211,7 @@ impl<'a> Request<'a> {
             spare: Some(p.slot),
             triggered: false,
             raw: p.raw,
+            on_complete: None,
             finalized: false,
             _buffers: PhantomData,
         }
@@ -224,6 +228,7 @@ impl<'a> Request<'a> {
             return;
         };
         if matches!(slot.status(), Ok(Status::Ok)) {
+            slot.forget_callback();
             self.team.plans.park(Parked {
                 init: self.init.clone(),
                 task,
@@ -254,7 +259,7 @@ impl<'a> Request<'a> {
             // Nothing to do, but shown: a rank that waits for this one in a
             // call that differs learns from the board what it posted.
             let _shown = self.show(seq);
-            if let Some(cb) = &self.init.cb {
+            if let Some(cb) = self.callback() {
                 cb(Status::Ok);
             }
             self.slot = Some(TaskSlot::finished(Ok(()), self.desc(seq)));
@@ -271,7 +276,7 @@ impl<'a> Request<'a> {
             // A finished slot of this request (or, from the plan cache, of
             // one with the same call): re-armed unless a triggered post gave
             // it a diag of its own.
-            Some(slot) => match slot.rearm(fut, seq, &self.diag) {
+            Some(slot) => match slot.rearm(fut, seq, &self.diag, self.callback()) {
                 Ok(()) => slot,
                 Err(fut) => self.new_slot(fut, seq, post.diag),
             },
@@ -293,9 +298,24 @@ impl<'a> Request<'a> {
             desc: self.desc(seq),
             diag,
             timeout: self.init.timeout,
-            on_complete: self.init.cb.clone(),
+            on_complete: self.callback(),
             watch: self.show(seq),
         })
+    }
+
+    /// What each post calls with its final status: the one set by
+    /// [`Request::set_completion`], else the arguments' callback.
+    fn callback(&self) -> Option<CompletionCallback> {
+        self.on_complete.clone().or_else(|| self.init.cb.clone())
+    }
+
+    /// Call `cb` once per post with its final status, as `CollArgs::cb`
+    /// would, for the posts after this call. Unlike the arguments' callback
+    /// it is not part of the call: a request whose completion is reported
+    /// this way shares the plan of an earlier one with the same call (see
+    /// `plan_cache.rs`). The C interface reports every request this way.
+    pub fn set_completion(&mut self, cb: CompletionCallback) {
+        self.on_complete = Some(cb);
     }
 
     /// Take the next sequence number of the team (or the active-set one).

@@ -284,7 +284,8 @@ impl CollTask for ShmTask {
         // One reference each, held by the future; the turn and the wait for
         // it borrow the team from there (each reference counted costs an
         // atomic operation per post, then another when the future is dropped).
-        let (team, init, run, diag, sig) = (self.team.clone(), self.init.clone(), self.run, post.diag.clone(), self.sig);
+        let (team, init, run, diag, sig) =
+            (self.team.clone(), self.init.clone(), self.run, post.diag.clone(), self.sig);
         Ok(Box::pin(async move {
             let collective = async {
                 let mut turn = Turn::take(Waiting { team: &team, armed: true }, ticket).await?;

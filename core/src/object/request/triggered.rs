@@ -64,7 +64,7 @@ impl Request<'_> {
             }
         };
         let fut = triggered_task(armed, diag.clone(), start);
-        let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.init.cb.clone(), watch);
+        let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.callback(), watch);
         self.team.recorder.record(slot.seq(), &slot);
         // One poll now starts it at once if the trigger already fired.
         if !slot.poll(&self.team.ctx.settings.watchdog) {
