@@ -99,12 +99,12 @@ impl Team {
         let active = team.active()?;
         let mcs = &team.ctx.lib.mcs;
         let resolve = |addr: *const u8| mcs.resolve(addr);
-        // SAFETY: forwarded to our caller.
         let raw = RawCall::of(args);
         if let Some(p) = raw.as_ref().and_then(|raw| team.plans.take_raw(raw)) {
             trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
             return Ok(Request::from_parked(team.clone(), p));
         }
+        // SAFETY: forwarded to our caller.
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         if let Some(p) = team.plans.take(&init) {
             trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
