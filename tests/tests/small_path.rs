@@ -284,3 +284,56 @@ fn a_completion_set_on_the_request_fires_once_per_post_and_keeps_the_plan() {
     assert_eq!(fired, 1100, "one completion per post");
     assert!(per_call <= (PER_ONE_SHOT + 1) as f64, "{per_call} allocations per one-shot allreduce with a completion");
 }
+
+/// Slots are re-armed while the progress queue may still hold them: with
+/// another thread progressing the context all along, persistent posts and
+/// repeated one-shot calls (which re-arm parked slots) on two shm ranks
+/// all complete, with the right results, and none is lost from the queue
+/// (a lost one would leave its wait to poll alone, which still ends it; a
+/// doubly queued one would be harmless): what is checked is results and
+/// that every call returns.
+#[test]
+fn slots_rearmed_while_another_thread_progresses_the_context_complete_right() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut c = Config::new();
+    c.set("TLS", "shm,self");
+    let out = world::run(2, &c, |team, ctx| {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = ctx.progress();
+                }
+            });
+            let result = (|| {
+                let me = team.rank() as f32;
+                let (mut src, mut dst) = ([0.0f32; 2], [0.0f32; 2]);
+                let (mut src2, mut dst2) = ([0.0f32; 3], [0.0f32; 3]);
+                for i in 0..500 {
+                    let x = i as f32;
+                    src.copy_from_slice(&[x + me, me]);
+                    {
+                        let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).persistent().init(team)?;
+                        for _ in 0..3 {
+                            req.run()?;
+                        }
+                    }
+                    if dst != [2.0 * x + 1.0, 1.0] {
+                        return Err(ferrocoll::Error::internal(format!("persistent, iteration {i}: {dst:?}")));
+                    }
+                    src2.copy_from_slice(&[x, me, 1.0]);
+                    Coll::allreduce(&src2, &mut dst2, ReduceOp::Max).run(team)?;
+                    if dst2 != [x, 1.0, 1.0] {
+                        return Err(ferrocoll::Error::internal(format!("one-shot, iteration {i}: {dst2:?}")));
+                    }
+                }
+                Ok(())
+            })();
+            stop.store(true, Ordering::Relaxed);
+            result
+        })
+    });
+    for (rank, r) in out.into_iter().enumerate() {
+        r.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+    }
+}
