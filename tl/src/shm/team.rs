@@ -7,6 +7,7 @@
 //! that fails or is cancelled halfway leaves the ranks at different epochs:
 //! the team is then broken, and its later collectives fail at once, saying so.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
@@ -14,16 +15,16 @@ use std::task::Poll;
 use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
 use ferrocoll_core::engine::board::ENTRY_WORDS;
-use ferrocoll_core::engine::{CallBoard, TaskFuture};
+use ferrocoll_core::engine::{CallBoard, TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, MemRef, MemType, Result};
 use ferrocoll_transport::liveness::Proc;
 
-use super::alg::{self, Exec};
+use super::alg::{self, ShmPost as Post};
 use super::layout::Layout;
 use super::segment::{FAILED, LEFT, PRESENT, Segment};
 use super::{SCORE, ShmConfig};
-use crate::base::{Alg, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
+use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// Teams up to this size hand their ranks' parts around on the stack (see
 /// [`ShmTeam::with_data_parts`]).
@@ -200,10 +201,10 @@ impl Drop for ShmTeam {
 }
 
 impl AlgTeam for ShmTeam {
-    type Exec = Exec;
+    type Exec = Post;
     const TL: &'static str = "shm";
 
-    fn registry(&self) -> &'static Registry<Exec> {
+    fn registry(&self) -> &'static Registry<Post> {
         alg::registry()
     }
 
@@ -226,7 +227,7 @@ impl AlgTeam for ShmTeam {
         Ok(())
     }
 
-    fn task(self: &Arc<Self>, alg: &'static Alg<Exec>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
+    fn task(self: &Arc<Self>, alg: &'static Alg<Post>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
         let sig = Signature::of(init);
         Ok(Arc::new(ShmTask { team: self.clone(), init: init.clone(), run: alg.run, sig }))
     }
@@ -263,7 +264,7 @@ impl CallBoard for ShmTeam {
 struct ShmTask {
     team: Arc<ShmTeam>,
     init: Arc<CollInit>,
-    run: Run<Exec>,
+    run: Run<Post>,
     sig: Signature,
 }
 
@@ -281,19 +282,45 @@ impl CollTask for ShmTask {
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
         // Relaxed: tickets are taken in post order by this rank's posting thread(s).
         let ticket = self.team.tickets.fetch_add(1, Ordering::Relaxed);
-        // One reference each, held by the future; the turn and the wait for
-        // it borrow the team from there (each reference counted costs an
-        // atomic operation per post, then another when the future is dropped).
-        let (team, init, run, diag, sig) =
-            (self.team.clone(), self.init.clone(), self.run, post.diag.clone(), self.sig);
-        Ok(Box::pin(async move {
+        let post = ShmPost { team: self.team.clone(), ticket, sig: self.sig, diag: post.diag.clone() };
+        // The registry's function wraps the algorithm in the post's turn
+        // (`ShmPost::run`): one box for both.
+        self.run.start(post, &self.init)
+    }
+}
+
+/// One post of a shm task, as the registry's functions get it: the team,
+/// the post's ticket (its place in this rank's order of the team's
+/// collectives), the call's signature and where the task records what it
+/// waits for.
+pub(crate) struct ShmPost {
+    team: Arc<ShmTeam>,
+    ticket: u64,
+    sig: Signature,
+    diag: Arc<TaskDiag>,
+}
+
+impl ShmPost {
+    /// The future of `alg` run in this post's turn on the team: it waits
+    /// for the turn, publishes the call's signature, runs the algorithm,
+    /// and passes the turn on (breaking the team if the algorithm failed or
+    /// was dropped halfway); while pending it copies the rank it waits for
+    /// into the task's diag. One box holds it all, the algorithm's future
+    /// included (made here, where its type is known: a boxed algorithm
+    /// inside a boxed wrapper cost an allocation per post more).
+    pub(crate) fn run<F>(self, alg: impl FnOnce(Arc<ShmTeam>) -> F + Send + 'static) -> AlgFuture
+    where
+        F: Future<Output = Result<()>> + Send + 'static,
+    {
+        let ShmPost { team, ticket, sig, diag } = self;
+        Box::pin(async move {
+            // The turn and the wait for it borrow the team from this future
+            // (each reference counted costs an atomic operation per post,
+            // then another when the future is dropped).
             let collective = async {
                 let mut turn = Turn::take(Waiting { team: &team, armed: true }, ticket).await?;
                 team.running.set(sig);
-                let result = match run.start(team.clone(), &init) {
-                    Ok(collective) => collective.await,
-                    Err(e) => Err(e),
-                };
+                let result = alg(team.clone()).await;
                 turn.ok = result.is_ok();
                 result
             };
@@ -308,7 +335,7 @@ impl CollTask for ShmTask {
                 r
             })
             .await
-        }))
+        })
     }
 }
 

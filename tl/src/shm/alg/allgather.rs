@@ -7,12 +7,12 @@ use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::exchange::gather_rounds;
-use super::{Exec, STAGED};
+use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
-    Alg::new(Allgather, 0, "staged", STAGED, Run::Allgather(|t, o| Box::pin(staged(t, o)))),
-    Alg::new(Allgatherv, 0, "staged", STAGED, Run::Allgather(|t, o| Box::pin(staged(t, o)))),
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(Allgather, 0, "staged", STAGED, Run::Allgather(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Allgatherv, 0, "staged", STAGED, Run::Allgather(|p, o| p.run(move |t| staged(t, o)))),
 ];
 
 async fn staged(team: Exec, o: args::Allgather) -> Result<()> {

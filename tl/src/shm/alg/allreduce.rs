@@ -5,23 +5,23 @@ use ferrocoll_core::CollType::Allreduce;
 use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
-use super::{Exec, reduction};
+use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
         Allreduce,
         0,
         "onestep",
         "every rank publishes its input and reduces all of them: one synchronisation",
-        Run::Allreduce(|t, o| Box::pin(onestep(t, o))),
+        Run::Allreduce(|p, o| p.run(move |t| onestep(t, o))),
     ),
     Alg::new(
         Allreduce,
         1,
         "rsag",
         "reduce-scatter + allgather of slices through the segment, chunked",
-        Run::Allreduce(|t, o| Box::pin(rsag(t, o))),
+        Run::Allreduce(|p, o| p.run(move |t| rsag(t, o))),
     ),
 ];
 

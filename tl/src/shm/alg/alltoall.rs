@@ -10,12 +10,12 @@ use ferrocoll_core::{MemRef, MemType, Result};
 
 use super::exchange::scatter_rounds;
 use super::meta::exchange_sizes;
-use super::{Exec, STAGED};
+use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
-    Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(|t, o| Box::pin(staged(t, o)))),
-    Alg::new(Alltoallv, 0, "staged", STAGED, Run::Alltoall(|t, o| Box::pin(staged_v(t, o)))),
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Alltoallv, 0, "staged", STAGED, Run::Alltoall(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
 
 async fn staged(team: Exec, o: args::Alltoall) -> Result<()> {

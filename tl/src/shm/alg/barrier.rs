@@ -3,16 +3,16 @@
 use ferrocoll_core::CollType::{Barrier, Fanin, Fanout};
 use ferrocoll_core::Result;
 
-use super::Exec;
+use super::{Exec, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::epoch::Flag;
 
 const FLAGS: &str = "one epoch of flags in the control lines";
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
-    Alg::new(Barrier, 0, "flags", FLAGS, Run::Barrier(|t| Box::pin(barrier(t)))),
-    Alg::new(Fanin, 0, "flags", FLAGS, Run::Fanin(|t, root| Box::pin(fanin(t, root)))),
-    Alg::new(Fanout, 0, "flags", FLAGS, Run::Fanout(|t, root| Box::pin(fanout(t, root)))),
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(Barrier, 0, "flags", FLAGS, Run::Barrier(|p| p.run(barrier))),
+    Alg::new(Fanin, 0, "flags", FLAGS, Run::Fanin(|p, root| p.run(move |t| fanin(t, root)))),
+    Alg::new(Fanout, 0, "flags", FLAGS, Run::Fanout(|p, root| p.run(move |t| fanout(t, root)))),
 ];
 
 /// Everyone arrives, everyone waits for everyone.

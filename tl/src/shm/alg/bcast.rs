@@ -6,12 +6,12 @@ use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::rounds::{piece_of, rounds};
-use super::{Exec, STAGED};
+use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::epoch::Flag;
 
-pub(crate) const ALGS: &[Alg<Exec>] =
-    &[Alg::new(Bcast, 0, "staged", STAGED, Run::Bcast(|t, o| Box::pin(staged(t, o))))];
+pub(crate) const ALGS: &[Alg<ShmPost>] =
+    &[Alg::new(Bcast, 0, "staged", STAGED, Run::Bcast(|p, o| p.run(move |t| staged(t, o))))];
 
 async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
     let cap = team.seg.layout().data;

@@ -9,12 +9,12 @@ use ferrocoll_core::args;
 
 use super::exchange::gather_rounds;
 use super::meta::exchange_sizes;
-use super::{Exec, STAGED};
+use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
-    Alg::new(Gather, 0, "staged", STAGED, Run::Gather(|t, o| Box::pin(staged(t, o)))),
-    Alg::new(Gatherv, 0, "staged", STAGED, Run::Gather(|t, o| Box::pin(staged_v(t, o)))),
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(Gather, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Gatherv, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
 
 async fn staged(team: Exec, o: args::Gather) -> Result<()> {

@@ -35,10 +35,14 @@ use crate::base::{DefaultAlg, Registry};
 /// What a shm algorithm runs with: the rank's view of the team.
 pub(crate) type Exec = Arc<ShmTeam>;
 
+/// What the registry's functions get: one post of a task, whose
+/// [`ShmPost::run`] wraps the algorithm in the post's turn on the team.
+pub(crate) use super::team::ShmPost;
+
 /// What every staged algorithm says of itself.
 pub(crate) const STAGED: &str = "through the team segment, a half of each rank's area per round";
 
-static REGISTRY: LazyLock<Registry<Exec>> = LazyLock::new(|| {
+static REGISTRY: LazyLock<Registry<ShmPost>> = LazyLock::new(|| {
     Registry::new(&[
         allreduce::ALGS,
         reduce::ALGS,
@@ -53,7 +57,7 @@ static REGISTRY: LazyLock<Registry<Exec>> = LazyLock::new(|| {
 });
 
 /// Every algorithm.
-pub(crate) fn registry() -> &'static Registry<Exec> {
+pub(crate) fn registry() -> &'static Registry<ShmPost> {
     &REGISTRY
 }
 

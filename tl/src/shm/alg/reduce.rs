@@ -6,23 +6,23 @@ use ferrocoll_core::CollType::Reduce;
 use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
-use super::{Exec, reduction};
+use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
         Reduce,
         0,
         "onestep",
         "every rank publishes its input; the root reduces all of them",
-        Run::Reduce(|t, o| Box::pin(onestep(t, o))),
+        Run::Reduce(|p, o| p.run(move |t| onestep(t, o))),
     ),
     Alg::new(
         Reduce,
         1,
         "rsag",
         "every rank reduces a slice; the root gathers the slices",
-        Run::Reduce(|t, o| Box::pin(rsag(t, o))),
+        Run::Reduce(|p, o| p.run(move |t| rsag(t, o))),
     ),
 ];
 

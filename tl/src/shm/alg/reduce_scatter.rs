@@ -10,13 +10,13 @@ use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::rounds::{piece, rounds, whole};
-use super::{Exec, STAGED};
+use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::epoch::Flag;
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
-    Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(|t, o| Box::pin(staged(t, o)))),
-    Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(|t, o| Box::pin(staged(t, o)))),
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(|p, o| p.run(move |t| staged(t, o)))),
 ];
 
 async fn staged(team: Exec, o: args::ReduceScatter) -> Result<()> {

@@ -10,12 +10,12 @@ use ferrocoll_core::{MemRef, Result};
 
 use super::exchange::scatter_rounds;
 use super::meta::exchange_sizes;
-use super::{Exec, STAGED};
+use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 
-pub(crate) const ALGS: &[Alg<Exec>] = &[
-    Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(|t, o| Box::pin(staged(t, o)))),
-    Alg::new(Scatterv, 0, "staged", STAGED, Run::Scatter(|t, o| Box::pin(staged_v(t, o)))),
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Scatterv, 0, "staged", STAGED, Run::Scatter(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
 
 /// Where this rank's block comes from: the root's slot for it, unless this
