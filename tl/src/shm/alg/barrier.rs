@@ -1,4 +1,19 @@
 //! Barrier, fanin and fanout: one epoch of flags, no data.
+//!
+//! Two barriers. `flags`: every rank waits for every rank's arrival — one
+//! flag's trip, but every rank reads P control lines, and the rank that
+//! arrives last leaves first. `fanin_fanout`: rank 0 waits for everyone,
+//! then releases them — two trips, rank 0 reads P lines and the others one,
+//! and rank 0 leaves first. Where ranks outnumber cores that order matters:
+//! a rank that must notice the barrier's end waits for the scheduler to run
+//! it, and with `flags` the rank late out is the one that arrived first —
+//! the root of a bcast that follows (it waits for nobody, so it arrives at
+//! the next barrier first), whose late start every other rank then waits
+//! for. Open MPI's bcast after a barrier, on 4 ranks over 2 cores, measured
+//! 0.08–0.11 µs after its linear or tree barrier and 1.3–2.0 µs after its
+//! recursive-doubling or Bruck one (BENCHMARKS.md). `fanin_fanout` moves
+//! that wait into the barrier itself, and into a symmetric collective that
+//! follows it: `flags` stays the default (see `mod.rs`).
 
 use ferrocoll_core::CollType::{Barrier, Fanin, Fanout};
 use ferrocoll_core::Result;
@@ -11,6 +26,13 @@ const FLAGS: &str = "one epoch of flags in the control lines";
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Barrier, 0, "flags", FLAGS, Run::Barrier(|p| p.run(barrier))),
+    Alg::new(
+        Barrier,
+        1,
+        "fanin_fanout",
+        "rank 0 waits for every rank's arrival, then releases them: two flag trips, rank 0 leaves first",
+        Run::Barrier(|p| p.run(fanin_fanout)),
+    ),
     Alg::new(Fanin, 0, "flags", FLAGS, Run::Fanin(|p, root| p.run(move |t| fanin(t, root)))),
     Alg::new(Fanout, 0, "flags", FLAGS, Run::Fanout(|p, root| p.run(move |t| fanout(t, root)))),
 ];
@@ -20,6 +42,20 @@ async fn barrier(team: Exec) -> Result<()> {
     let e = team.begin().await?;
     team.publish(Flag::Arrive, e)?;
     team.wait(Flag::Arrive, &team.all, e).await?;
+    team.publish(Flag::Done, e)
+}
+
+/// Everyone arrives at rank 0, which releases everyone (its `reduced`
+/// counter, which no other collective of the epoch uses, is the release).
+async fn fanin_fanout(team: Exec) -> Result<()> {
+    let e = team.begin().await?;
+    team.publish(Flag::Arrive, e)?;
+    if team.rank == 0 {
+        team.wait(Flag::Arrive, &team.all, e).await?;
+        team.publish(Flag::Reduced, e)?;
+    } else {
+        team.wait(Flag::Reduced, &[0], e).await?;
+    }
     team.publish(Flag::Done, e)
 }
 
