@@ -78,6 +78,8 @@ pub(crate) async fn rsag(team: &ShmTeam, input: MemRef, out: Option<MemRef>, red
         if let Some(out) = out {
             team.wait(Flag::Reduced, &team.all, e).await?;
             let dst = piece_of(out, cap, k)?;
+            // Plain copies even into destinations larger than the cache:
+            // streaming ones measured slower here (`cache::copy_out`).
             for r in 0..p {
                 let (o, l) = slice(r);
                 team.copy(dst.range(o, l)?, team.seg.results(r, e)?.range(0, l)?)?;
