@@ -152,6 +152,15 @@ pub trait Mc: Send + Sync {
     /// Copy `src` to `dst` (same length; they may overlap).
     fn copy(&self, dst: MemRef, src: MemRef) -> Result<()>;
 
+    /// Copy `src` to `dst` (same length; they may overlap) when `dst` will
+    /// not be read again soon: a piece of a buffer larger than the cache.
+    /// The host component writes it with non-temporal stores, which skip
+    /// reading the destination lines and leave the cache to data that is
+    /// reused; the default is [`Mc::copy`].
+    fn copy_streaming(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        self.copy(dst, src)
+    }
+
     /// Start copying `src` to `dst` (same length; they may overlap) and
     /// return at once; the copy is done when the returned [`PendingCopy`]
     /// says so. For components whose copies run on a device, so that the

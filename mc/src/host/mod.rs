@@ -1,5 +1,6 @@
 //! The host memory component: CPU memory, scratch from a pool, memmove
-//! copies and the reduction kernels of [`crate::reduce_slices`].
+//! copies (and streaming ones, `stream.rs`, for destinations larger than
+//! the cache) and the reduction kernels of [`crate::reduce_slices`].
 //!
 //! `HostMc` is where [`MemRef`]s become slices: [`Mc::reduce`] checks memory
 //! types, lengths and overlap, then turns the references into slices in one
@@ -7,6 +8,7 @@
 //! code over slices.
 
 mod pool;
+mod stream;
 
 #[cfg(test)]
 mod tests;
@@ -112,6 +114,22 @@ impl Mc for HostMc {
         // of len bytes (host checked above), dst writable, and no one else
         // touches them during the call; `ptr::copy` is memmove, so overlap is fine.
         unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
+        Ok(())
+    }
+
+    fn copy_streaming(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        if dst.overlaps(&src) || dst.len() != src.len() || dst.is_empty() {
+            // memmove handles overlap; `copy` reports the other cases.
+            return self.copy(dst, src);
+        }
+        check_host("copy destination", &dst)?;
+        check_host("copy source", &src)?;
+        // SAFETY: by the MemRef contract both ranges are live host allocations
+        // (host checked above) of len bytes, dst writable, and no one else
+        // touches them during the call; they do not overlap (checked above),
+        // so the &mut slice over dst aliases nothing.
+        let (d, s) = unsafe { (dst.as_mut_slice(), src.as_slice()) };
+        stream::copy_streaming(d, s);
         Ok(())
     }
 

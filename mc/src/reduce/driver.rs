@@ -9,6 +9,8 @@
 //!
 //! Sources are folded two at a time where the kernel can (`fold2`), which
 //! halves the passes over the accumulator and keeps two streams in flight.
+//! Exactly two aligned sources skip the accumulator where the kernel can
+//! (`combine2`: `dst = op(a, b)` in one pass, no staging to zero).
 //!
 //! Users hand ferrocoll raw pointers, so an operand may be unaligned for its
 //! type. Alignment is a property of the buffer (chunk offsets are multiples
@@ -58,6 +60,15 @@ pub(crate) trait Kernel {
     }
     /// Finish (avg division, rounding) and write; `acc` may be used as scratch.
     fn store(&self, dst: &mut [Self::Elem], acc: &mut [Self::Acc]);
+    /// `dst = op(a, b)` in one pass, for kernels whose accumulator is the
+    /// element and whose `store` only copies; returns false (writing
+    /// nothing) where the kernel cannot, and the driver then goes through
+    /// the accumulator. Two sources are the common case (two ranks, and
+    /// every pairwise step of a tree): one pass instead of three.
+    #[inline(always)]
+    fn combine2(&self, _dst: &mut [Self::Elem], _a: &[Self::Elem], _b: &[Self::Elem]) -> bool {
+        false
+    }
 }
 
 /// The operands of one reduction, as bytes of equal length.
@@ -99,6 +110,13 @@ fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
             "reduce kernel with {esz}-byte elements given a {}-byte destination",
             ops.dst.len()
         )));
+    }
+    // Two aligned sources, and a kernel that needs no accumulator: one pass.
+    if let (Some(a), [b]) = (ops.first, ops.rest) {
+        let len = ops.dst.len();
+        if combine2(kernel, ops.dst, sub(a, 0, len)?, sub(b, 0, len)?) {
+            return Ok(());
+        }
     }
     if ops.dst.len() / esz * asz <= SMALL_BYTES {
         let mut acc = SmallStage([0; SMALL_BYTES]);
@@ -146,6 +164,20 @@ fn chunks<K: Kernel>(kernel: &K, ops: Operands<'_>, acc_bytes: &mut [u8]) -> Res
         }
     }
     Ok(())
+}
+
+/// [`Kernel::combine2`] over byte chunks that are all aligned for the
+/// element (unaligned ones go through the staging buffers instead).
+#[inline(always)]
+fn combine2<K: Kernel>(kernel: &K, dst: &mut [u8], a: &[u8], b: &[u8]) -> bool {
+    match (
+        bytemuck::try_cast_slice_mut::<u8, K::Elem>(dst),
+        bytemuck::try_cast_slice::<u8, K::Elem>(a),
+        bytemuck::try_cast_slice::<u8, K::Elem>(b),
+    ) {
+        (Ok(d), Ok(a), Ok(b)) => kernel.combine2(d, a, b),
+        _ => false,
+    }
 }
 
 /// `len` bytes of `src` from `off`, or an error if the operands differ in length.

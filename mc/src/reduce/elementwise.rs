@@ -55,6 +55,19 @@ impl<T: Num, O: Op<T>> Kernel for Fold<T, O> {
             dst.copy_from_slice(acc);
         }
     }
+
+    /// The same operations in the same order as `load` then `fold`, so the
+    /// same bits; avg (which divides when storing) goes through the accumulator.
+    #[inline(always)]
+    fn combine2(&self, dst: &mut [T], a: &[T], b: &[T]) -> bool {
+        if self.divisor.is_some() {
+            return false;
+        }
+        for ((d, &p), &q) in dst.iter_mut().zip(a).zip(b) {
+            *d = O::apply(p, q);
+        }
+        true
+    }
 }
 
 /// Logical and/or/xor: operands become 0/1 truth values, then the bitwise op.

@@ -11,7 +11,9 @@
 //! Small messages are one-step exchanges (each rank publishes, then reads what
 //! it needs); large ones go in rounds of half a rank's area, and reductions
 //! split each round's work by slices (reduce-scatter + allgather), with the
-//! memory component reducing peers' data in place in the segment.
+//! memory component reducing peers' data in place in the segment. Bcast and
+//! allgather/gather copy into destinations larger than the last-level cache
+//! with non-temporal stores (`cache.rs`).
 //!
 //! Limits: host memory, teams whose ranks all share a host (threads or
 //! processes), no active sets (the p2p TL serves those). A rank runs its shm
@@ -19,6 +21,7 @@
 //! breaks the team (later ones fail at once, saying so).
 
 mod alg;
+mod cache;
 mod context;
 mod epoch;
 mod layout;
@@ -48,7 +51,13 @@ pub(crate) struct ShmConfig {
     pub data_size: usize,
     /// Allreduce/reduce messages from this size up use `rsag`.
     pub rsag_threshold: usize,
+    /// Destination buffers from this size up are written past the cache
+    /// by bcast and allgather/gather (`cache.rs`).
+    pub stream_threshold: usize,
 }
+
+/// The variable whose default is read from the machine (the last-level cache).
+const STREAM: &str = "UCC_TL_SHM_STREAM_THRESHOLD";
 
 const KNOBS: &[Knob<ShmConfig>] = &[
     Knob {
@@ -73,6 +82,17 @@ const KNOBS: &[Knob<ShmConfig>] = &[
         max: usize::MAX,
         slot: |c| &mut c.rsag_threshold,
     },
+    Knob {
+        field: ConfigField {
+            name: STREAM,
+            default: "auto",
+            doc: "Bcast and allgather/gather write destination buffers from this size up with non-temporal stores, past the cache (auto: the size of the last-level cache, read at run time; inf: never).",
+        },
+        unit: Unit::Bytes,
+        min: 0,
+        max: usize::MAX,
+        slot: |c| &mut c.stream_threshold,
+    },
 ];
 
 const TUNE: ConfigField =
@@ -81,7 +101,9 @@ const TUNE: ConfigField =
 impl ShmConfig {
     pub(crate) fn from_config(c: &Config) -> Result<ShmConfig> {
         let mut config = ShmConfig::default();
-        knobs::read(c, KNOBS, &mut config, &|_| None)?;
+        // "auto" is not a size: unless the variable is set, the threshold
+        // is the machine's last-level cache.
+        knobs::read(c, KNOBS, &mut config, &|k| (k.field.name == STREAM).then(cache::last_level_cache))?;
         Ok(config)
     }
 }

@@ -8,6 +8,7 @@ use ferrocoll_core::args;
 use super::rounds::{piece_of, rounds};
 use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
+use crate::shm::cache::copy_out;
 use crate::shm::epoch::Flag;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] =
@@ -23,7 +24,7 @@ async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
             team.publish(Flag::Arrive, e)?;
         } else {
             team.wait(Flag::Arrive, &[o.root], e).await?;
-            team.copy(part, team.seg.data(o.root, e)?.range(0, part.len())?)?;
+            copy_out(&team, part, team.seg.data(o.root, e)?.range(0, part.len())?, o.buf.len())?;
         }
         team.publish(Flag::Done, e)?;
     }

@@ -17,6 +17,7 @@ use ferrocoll_core::args::{Blocked, Blocks};
 use ferrocoll_core::{MemRef, Result};
 
 use super::rounds::{piece, piece_of, rounds};
+use crate::shm::cache::copy_out;
 use crate::shm::epoch::Flag;
 use crate::shm::team::ShmTeam;
 
@@ -35,9 +36,9 @@ pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blo
             team.wait(Flag::Arrive, &team.all, e).await?;
             for r in (0..p).filter(|&r| r != me) {
                 let theirs = piece_of(d.block(r)?, cap, k)?;
-                team.copy(theirs, team.seg.data(r, e)?.range(0, theirs.len())?)?;
+                copy_out(team, theirs, team.seg.data(r, e)?.range(0, theirs.len())?, d.mem.len())?;
             }
-            team.copy(piece_of(d.block(me)?, cap, k)?, part)?;
+            copy_out(team, piece_of(d.block(me)?, cap, k)?, part, d.mem.len())?;
         }
         team.publish(Flag::Done, e)?;
     }
@@ -71,6 +72,7 @@ pub(crate) async fn scatter_rounds(
             let (s, l) = piece(into.len(), slot, k);
             if l > 0 {
                 team.wait(Flag::Arrive, &[g], e).await?;
+                // Plain copies: streaming ones measured slower here (`cache::copy_out`).
                 team.copy(into.range(s, l)?, team.seg.data(g, e)?.range(me * slot, l)?)?;
             }
         }

@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn table_is_consistent_and_defaults_name_existing_algorithms() {
         registry().check().unwrap();
-        let config = ShmConfig { data_size: 1 << 18, rsag_threshold: 16 << 10 };
+        let config = ShmConfig { data_size: 1 << 18, rsag_threshold: 16 << 10, stream_threshold: 32 << 20 };
         for size in [2, 3, 8] {
             for d in defaults(&config, size) {
                 assert!(registry().find(d.coll, d.alg).is_some(), "{d:?}");

@@ -75,11 +75,18 @@ pub(crate) async fn rsag(team: &ShmTeam, input: MemRef, out: Option<MemRef>, red
         team.reduce(team.seg.results(me, e)?.range(0, n)?, &srcs, reducer.last(n / es))?;
         team.publish(Flag::Reduced, e)?;
         if let Some(out) = out {
-            team.wait(Flag::Reduced, &team.all, e).await?;
             let dst = piece_of(out, cap, k)?;
-            for r in 0..p {
+            // Plain copies even into destinations larger than the cache:
+            // streaming ones measured slower here (`cache::copy_out`). Mine
+            // first: it is ready, and copying it overlaps the others' reductions.
+            let copy = |r: usize| {
                 let (o, l) = slice(r);
-                team.copy(dst.range(o, l)?, team.seg.results(r, e)?.range(0, l)?)?;
+                team.copy(dst.range(o, l)?, team.seg.results(r, e)?.range(0, l)?)
+            };
+            copy(me)?;
+            team.wait(Flag::Reduced, &team.all, e).await?;
+            for r in (0..p).filter(|&r| r != me) {
+                copy(r)?;
             }
         }
         team.publish(Flag::Done, e)?;
