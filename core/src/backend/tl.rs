@@ -143,12 +143,14 @@ pub trait TlTeam: Send + Sync {
 }
 
 /// What each post of a request passes to its task.
-#[derive(Clone, Debug)]
-pub struct PostInfo {
+#[derive(Clone, Copy, Debug)]
+pub struct PostInfo<'a> {
     /// The team's sequence number of this collective (matching key).
     pub seq: u64,
-    /// Where the task records what it waits for.
-    pub diag: Arc<TaskDiag>,
+    /// Where the task records what it waits for (the request's: a task
+    /// clones it into its future; lent, so a post counts no reference it
+    /// does not keep).
+    pub diag: &'a Arc<TaskDiag>,
     /// The CUDA stream (a `CUstream`, as an address) of the execution engine
     /// on which a stream-native task enqueues this post: set only for a
     /// triggered post whose task said it is
@@ -163,7 +165,7 @@ pub struct PostInfo {
 /// A prepared collective: produces one future per post (persistent requests post many times).
 pub trait CollTask: Send + Sync {
     /// The future of one execution.
-    fn start(&self, post: &PostInfo) -> Result<TaskFuture>;
+    fn start(&self, post: &PostInfo<'_>) -> Result<TaskFuture>;
 
     /// Whether polling the task's own future is all it needs to finish: it
     /// moves no bytes through a TL context's transports (the shm TL's

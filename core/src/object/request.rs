@@ -266,7 +266,7 @@ impl<'a> Request<'a> {
             return Ok(());
         };
         self.diag.clear();
-        let post = PostInfo { seq, diag: self.diag.clone(), engine_copies: false, stream: None };
+        let post = PostInfo { seq, diag: &self.diag, engine_copies: false, stream: None };
         let fut = task.start(&post).map_err(|e| e.prefixed(self.desc(seq)))?;
         // A persistent request's next post takes the slot of the one before
         // (finished: `check_postable` said so), which keeps the request's
@@ -278,9 +278,9 @@ impl<'a> Request<'a> {
             // it a diag of its own.
             Some(slot) => match slot.rearm(fut, seq, &self.diag, self.callback()) {
                 Ok(()) => slot,
-                Err(fut) => self.new_slot(fut, seq, post.diag),
+                Err(fut) => self.new_slot(fut, seq, self.diag.clone()),
             },
-            None => self.new_slot(fut, seq, post.diag),
+            None => self.new_slot(fut, seq, self.diag.clone()),
         };
         self.team.recorder.record(seq, &slot);
         // One poll now sends the first messages without waiting for progress.

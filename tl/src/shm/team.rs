@@ -130,8 +130,13 @@ impl ShmTeam {
 
     /// The next epoch of this rank (collectives are serialised, see the module docs).
     pub(crate) fn next_epoch(&self) -> u64 {
-        // Relaxed: only the one running task of this rank touches the counter.
-        self.epoch.fetch_add(1, Ordering::Relaxed) + 1
+        // Relaxed, and a load and a store rather than a read-modify-write:
+        // only the one running task of this rank touches the counter, and
+        // the turn (Release when passed on, Acquire when taken) orders it
+        // after the task before, whichever thread ran that one.
+        let e = self.epoch.load(Ordering::Relaxed) + 1;
+        self.epoch.store(e, Ordering::Relaxed);
+        e
     }
 
     pub(crate) fn diag_waiting(&self, r: usize) {

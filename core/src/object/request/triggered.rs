@@ -46,14 +46,15 @@ impl Request<'_> {
         let desc = self.desc(self.next_seq());
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
-        let post = PostInfo { seq: desc.seq, diag: diag.clone(), engine_copies, stream };
+        let seq = desc.seq;
+        let post = PostInfo { seq, diag: &diag, engine_copies, stream };
         let start: StartFn = match &self.task {
             None => Box::new(|| Ok(None)),
             // Teams of one do their work when the task is made (there is no
             // peer to keep in order with), so theirs is made once triggered.
             Some(task) if self.team.size == 1 => {
-                let task = task.clone();
-                Box::new(move || task.start(&post).map(Some))
+                let (task, diag) = (task.clone(), diag.clone());
+                Box::new(move || task.start(&PostInfo { seq, diag: &diag, engine_copies, stream }).map(Some))
             }
             // Made now, so that it takes its place among the team's
             // collectives (sequence number, shm ticket); it is not polled
