@@ -47,8 +47,6 @@ pub struct Request<'a> {
     /// Process-wide unique id, carried by the events of its triggered posts.
     id: u64,
     selected: Arc<str>,
-    /// "team 0x… (rank r of n)", made once for the messages of every post.
-    team_desc: Arc<str>,
     slot: Option<Arc<TaskSlot>>,
     /// What its task waits for, shared by its posts: a post starts once the
     /// one before has finished, and a finished slot's record never reads it.
@@ -172,7 +170,6 @@ impl<'a> Request<'a> {
         selected: &AlgName,
         active: &ActiveTeam,
     ) -> Self {
-        let team_desc = team.desc.clone();
         // Relaxed: ids only need to be unique.
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
@@ -182,7 +179,6 @@ impl<'a> Request<'a> {
             task,
             id,
             selected: selected.name.clone(),
-            team_desc,
             slot: None,
             diag: Arc::default(),
             shown,
@@ -198,7 +194,6 @@ impl<'a> Request<'a> {
     /// A request made of a finished one's parked parts (see `plan_cache.rs`).
     fn from_parked(team: Arc<TeamInner>, p: Parked) -> Self {
         Request {
-            team_desc: team.desc.clone(),
             team,
             init: p.init,
             task: Some(p.task),
@@ -228,7 +223,9 @@ impl<'a> Request<'a> {
             return;
         };
         if matches!(slot.status(), Ok(Status::Ok)) {
-            slot.forget_callback();
+            if self.on_complete.is_some() {
+                slot.forget_callback();
+            }
             self.team.plans.park(Parked {
                 init: self.init.clone(),
                 task,
@@ -336,7 +333,7 @@ impl<'a> Request<'a> {
             root: i.coll.is_rooted().then_some(i.root),
             bytes: i.msgsize,
         };
-        TaskDesc { coll: i.coll.name(), seq, team: self.team_desc.clone(), via: self.selected.clone(), call }
+        TaskDesc { coll: i.coll.name(), seq, team: self.team.desc.clone(), via: self.selected.clone(), call }
     }
 
     /// Refuse a post of a finalized request, of one in progress, of a

@@ -38,7 +38,7 @@ impl Request<'_> {
                 "triggered_post of {} on {} (team {})",
                 self.init.coll,
                 ee.describe(),
-                self.team_desc
+                self.team.desc
             ))
         })?;
         let armed = Armed::new(trigger, self.id);
