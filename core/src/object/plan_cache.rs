@@ -5,29 +5,27 @@
 //!
 //! When such a request is released after it completed successfully, its
 //! prepared parts are parked on its team ([`PlanCache::park`]); the next
-//! `collective_init` with the same call takes them back
-//! ([`PlanCache::take`]) instead of making new ones — the one-shot request
-//! then costs what a persistent request's post costs. Validation still runs
-//! on every call, and before it anything else that could fail: a bad
-//! argument is refused exactly as before, and the trace still logs the
-//! selection.
+//! `collective_init` with the same call takes them back instead of making
+//! new ones — the one-shot request then costs what a persistent request's
+//! post costs. A bad argument is refused exactly as before, and the trace
+//! still logs the selection. Two ways to match:
 //!
-//! A call whose raw arguments are those of a parked request — plain
-//! buffers of an explicit memory type, no callback, no active set: then
-//! validation, a function of the arguments, the team's rank and size and
-//! the context's default timeout alone, would give what it gave that
-//! request — skips validation too ([`PlanCache::take_raw`]). Any other is
-//! validated first and matched on the validated arguments
-//! ([`PlanCache::take`]).
+//! - On the raw arguments ([`PlanCache::take_raw`]), before validation, when
+//!   they are plain buffers of an explicit memory type with no callback and
+//!   no active set: validation is a function of the arguments, the team's
+//!   rank and size and the context's default timeout alone, so arguments
+//!   equal to a parked request's would validate as they did.
+//! - On the validated arguments ([`PlanCache::take`]) otherwise: the
+//!   collective, the buffers (address, length and memory type), count,
+//!   datatype, reduction, root, flags, timeout and tag. For the collectives
+//!   parked (no v-variants, no active sets) the algorithms' operands follow
+//!   from those alone.
 //!
-//! "The same call" is decided on the validated arguments: the collective,
-//! the buffers (address, length and memory type), count, datatype, reduction,
-//! root, flags, timeout, tag and the callback (the same `Arc`, so C callers,
-//! whose callbacks are made per request, never match). For the collectives
-//! parked (no v-variants, no active sets) the algorithms' operands follow
-//! from those alone. Only host memory is parked, only tasks that say they
-//! may run again for a new request ([`CollTask::reusable`]), and only
-//! requests never posted on an execution engine.
+//! Only host memory is parked, only tasks that say they may run again for a
+//! new request ([`CollTask::reusable`]), only requests never posted on an
+//! execution engine, and none with a callback in its arguments (a closure
+//! cannot be compared; `Request::set_completion`, which the C interface
+//! uses, is not part of the call and does not stop parking).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -151,12 +149,7 @@ impl PlanCache {
 
 /// Whether requests like `init` are parked at all (see the module docs).
 fn parkable(init: &CollInit) -> bool {
-    use CollType::*;
-    let plain = matches!(init.coll, Allreduce | Reduce | Bcast | Barrier | Fanin | Fanout | Allgather | Alltoall)
-        || matches!(init.coll, Gather | Scatter | ReduceScatter);
-    // A callback is made per request by the C interface (it holds the
-    // request's handle): parking it would keep the handle alive for nothing.
-    plain && init.active_set.is_none() && init.mem_type == MemType::Host && init.cb.is_none()
+    !init.coll.is_vector() && init.active_set.is_none() && init.mem_type == MemType::Host && init.cb.is_none()
 }
 
 /// Whether `a` and `b` are the same call (see the module docs).
