@@ -21,7 +21,7 @@
 # test binary of ferrocoll-kernels and the unit tests of ferrocoll-cuda,
 # ferrocoll-mc and ferrocoll-ee, and the C API's c_api test with the libucc.so it
 # loads (it compiles its C programs there, from capi/tests/c, with the machine's cc), into DIR/tests;
-# ferrocoll-perftest, ferrocoll-run and ferrocoll-info (for benchmarks; not run here) and
+# ferrocoll-perftest, ferrocoll-run, ferrocoll-info and ferrocoll-reduce-bench (for benchmarks; not run here) and
 # ferrocoll-ucc-install (c_api's installer) into DIR/tools.
 #
 # With the device tool: build here, then
@@ -100,7 +100,7 @@ PY
         cp target/release/deps/libucc.so "$dir/tests/libucc.so" || die "c_api was built but not libucc.so"
         chmod -x "$dir/tests/libucc.so"
     fi
-    for tool in ferrocoll-perftest ferrocoll-run ferrocoll-info ferrocoll-ucc-install; do
+    for tool in ferrocoll-perftest ferrocoll-run ferrocoll-info ferrocoll-reduce-bench ferrocoll-ucc-install; do
         [ -x "target/release/$tool" ] && cp "target/release/$tool" "$dir/tools/"
     done
     local size

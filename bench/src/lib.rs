@@ -13,6 +13,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod perftest;
+pub mod reduce_bench;
 pub mod run;
 mod say;
 pub mod threads;

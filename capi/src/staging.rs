@@ -203,6 +203,10 @@ impl Ee for StagingEe<'_> {
     fn wait(&self, timeout: Duration) -> Result<Event> {
         self.inner.wait(timeout)
     }
+
+    fn capturing(&self) -> Result<bool> {
+        self.inner.capturing()
+    }
 }
 
 /// The trigger of a [`StagingEe`].

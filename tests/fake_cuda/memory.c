@@ -291,14 +291,24 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     RET(copy((uint64_t)dst, src, n, NULL, 1));
 }
 
+/* Whether host memory [addr, addr + n) is pageable (neither cuMemHostAlloc'd
+ * nor registered). CUDA runs an "async" copy between the device and pageable
+ * memory synchronously: it returns only when the stream has reached and
+ * done it (a thread that must release the stream first then waits forever,
+ * as on a GPU). */
+static int pageable(uint64_t addr, size_t n) {
+    struct fc_block b;
+    return !fc_block_holding(addr, n, &b) || (b.kind != K_HOST_ALLOC && b.kind != K_REGISTERED);
+}
+
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
     ENTER(cuMemcpyHtoDAsync_v2);
-    RET(copy(dst, (uint64_t)src, n, s, 0));
+    RET(copy(dst, (uint64_t)src, n, s, pageable((uint64_t)src, n)));
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
     ENTER(cuMemcpyDtoHAsync_v2);
-    RET(copy((uint64_t)dst, src, n, s, 0));
+    RET(copy((uint64_t)dst, src, n, s, pageable((uint64_t)dst, n)));
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {

@@ -30,6 +30,8 @@ static struct {
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
@@ -62,6 +64,8 @@ static int load_driver(int init)
     SYM(StreamDestroy, "cuStreamDestroy_v2");
     SYM(MemAlloc, "cuMemAlloc_v2");
     SYM(MemFree, "cuMemFree_v2");
+    SYM(MemHostAlloc, "cuMemHostAlloc");
+    SYM(MemFreeHost, "cuMemFreeHost");
     SYM(MemsetD32Async, "cuMemsetD32Async");
     SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2");
@@ -118,9 +122,13 @@ static int scattered_blocks(int rank, ucc_team_h team, ucc_context_h ctx, ucc_ee
 {
     CUdeviceptr     sbuf, rbuf;
     uint64_t        counts[2] = {B, B}, sdispls[2], rdispls[2];
-    int32_t         host[4 * B / 4];
+    int32_t        *host;
     ucc_coll_args_t a;
     ucc_coll_req_h  req;
+    /* Pinned, as PyTorch's non-blocking copies are: a copy into pageable
+     * memory returns only when it is done, so the thread that must progress
+     * the collective would wait for the stream that waits for the collective. */
+    CU(cu.MemHostAlloc((void **)&host, 4 * B, 0));
     CU(cu.MemAlloc(&sbuf, 4 * B));
     CU(cu.MemAlloc(&rbuf, 4 * B));
     sdispls[0] = sbuf + 2 * B, sdispls[1] = sbuf;
@@ -172,6 +180,7 @@ static int scattered_blocks(int rank, ucc_team_h team, ucc_context_h ctx, ucc_ee
     CHECK_OK(ucc_collective_finalize(req));
     CU(cu.MemFree(sbuf));
     CU(cu.MemFree(rbuf));
+    CU(cu.MemFreeHost(host));
     return 0;
 }
 
@@ -181,7 +190,7 @@ static int body(int rank, int size)
     CUcontext       cuctx;
     CUstream        stream;
     CUdeviceptr     src, dst;
-    int32_t         host[N];
+    int32_t        *host; /* pinned: see scattered_blocks */
     ucc_lib_h       lib;
     ucc_context_h   ctx;
     ucc_team_h      team;
@@ -197,6 +206,7 @@ static int body(int rank, int size)
     CU(cu.StreamCreate(&stream, 1 /* CU_STREAM_NON_BLOCKING */));
     CU(cu.MemAlloc(&src, N * 4));
     CU(cu.MemAlloc(&dst, N * 4));
+    CU(cu.MemHostAlloc((void **)&host, N * 4, 0));
 
     /* The memory component's calls on device memory. */
     CHECK_OK(ucc_mc_available(UCC_MEMORY_TYPE_CUDA));
@@ -285,6 +295,7 @@ static int body(int rank, int size)
     CHECK_OK(ucc_finalize(lib));
     CU(cu.MemFree(src));
     CU(cu.MemFree(dst));
+    CU(cu.MemFreeHost(host));
     CU(cu.StreamDestroy(stream));
     return 0;
 }

@@ -69,6 +69,12 @@ pub trait Ee: Send + Sync {
     fn native_post(&self, _ev: &Event, _request: u64) -> Option<Result<(usize, Box<dyn EeTrigger>)>> {
         None
     }
+
+    /// Whether the engine's stream is being captured into a CUDA graph now;
+    /// `false` (the default) for engines without a stream.
+    fn capturing(&self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// The engine's side of one triggered post.

@@ -201,6 +201,19 @@ pub trait CollTask: Send + Sync {
         false
     }
 
+    /// Called before a triggered post on a CUDA stream engine, before the
+    /// engine enqueues anything on its stream: the last moment a task may
+    /// do work that must not overlap the stream being held for it. TL/NCCL
+    /// makes its communicator here (bounded), so that the post can be
+    /// stream-native: the host-driven alternative would block the stream
+    /// on a flag while NCCL makes the communicator, and NCCL loads its
+    /// kernels then — which, under CUDA's lazy module loading, waits for
+    /// the device behind that very stream (a deadlock, seen on an H100).
+    /// The default does nothing.
+    fn prepare_stream_post(&self, _ee: &dyn crate::backend::Ee) -> Result<()> {
+        Ok(())
+    }
+
     /// The copies the task makes around each execution, if an execution
     /// engine may make them instead (see [`EngineCopies`]); `None` (the
     /// default) if it makes none or must make them itself.

@@ -262,6 +262,11 @@ impl Ee for CudaStreamEe {
         Some(self.check_trigger(ev).map(|()| (self.shared.engine.stream.as_raw() as usize, trigger)))
     }
 
+    fn capturing(&self) -> Result<bool> {
+        self.shared.ctx.make_current()?;
+        Ok(self.shared.engine.stream.capture_status()? != ferrocoll_cuda::Capture::None)
+    }
+
     fn set_event(&self, ev: Event) -> Result<()> {
         Err(Error::not_supported(format!(
             "set_event({ev}) on {}: a CUDA stream engine is triggered by its stream, not by events",

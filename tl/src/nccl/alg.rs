@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock};
 use ferrocoll_core::args::{
     Allgather, Allreduce, Alltoall, Bcast, Blocked, CollInit, Gather, Operands, Reduce, ReduceScatter, Scatter,
 };
-use ferrocoll_core::backend::{CollTask, PostInfo};
+use ferrocoll_core::backend::{CollTask, Ee, PostInfo};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::MsgRange;
 use ferrocoll_core::{CollType, DataType, Error, MemRef, ReduceOp, Result};
@@ -120,6 +120,19 @@ impl CollTask for NcclTask {
 
     fn native_on_stream(&self) -> bool {
         self.team.comm_ready()
+    }
+
+    /// The first triggered post on a stream makes the communicator before
+    /// the engine touches the stream (see the trait's reason: NCCL loads its
+    /// kernels while it makes one, which must not wait behind a stream held
+    /// for this collective). Not while the stream is captured: making a
+    /// communicator inside a capture is not ours to risk, and the
+    /// host-driven path refuses the capture with a reason instead.
+    fn prepare_stream_post(&self, ee: &dyn Ee) -> Result<()> {
+        if self.team.comm_ready() || ee.capturing()? {
+            return Ok(());
+        }
+        self.team.wait_comm(self.init.timeout.unwrap_or(super::team::COMM_WAIT_LIMIT))
     }
 }
 

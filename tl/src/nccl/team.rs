@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use ferrocoll_core::args::CollInit;
 use ferrocoll_core::backend::CollTask;
@@ -26,6 +27,12 @@ struct Lazy {
     stream: Option<Stream>,
     events: Option<EventPool>,
 }
+
+/// How long the first triggered post on a CUDA stream waits for the team's
+/// communicator when the collective has no timeout of its own: as long as
+/// team creation may take (`UCC_TEAM_CREATE_TIMEOUT`'s default), since
+/// every rank's first collective takes part in making it.
+pub(crate) const COMM_WAIT_LIMIT: Duration = Duration::from_secs(120);
 
 /// The team (shared by its tasks).
 pub(crate) struct NcclTeam {
@@ -91,6 +98,26 @@ impl NcclTeam {
     /// then enqueue on the engine's stream).
     pub(crate) fn comm_ready(&self) -> bool {
         self.lock().comm.as_ref().is_some_and(Comm::is_ready)
+    }
+
+    /// Poll [`poll_comm`](Self::poll_comm) until the communicator is made or
+    /// failed, at most `limit` (a `TimedOut` error saying what was awaited;
+    /// the creation goes on, and later posts poll it again).
+    pub(crate) fn wait_comm(&self, limit: Duration) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if let Poll::Ready(r) = self.poll_comm() {
+                return r;
+            }
+            if start.elapsed() >= limit {
+                return Err(Error::timed_out(format!(
+                    "{}: a triggered post on a CUDA stream waited {limit:?} for the NCCL communicator \
+                     (ncclCommInitRankConfig still in progress: has every rank of the team posted a collective?)",
+                    self.desc
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 
     /// Make the communicator (first call), then poll its creation: `Pending`

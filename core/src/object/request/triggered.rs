@@ -7,7 +7,7 @@ use super::Request;
 use crate::backend::{Armed, Ee, EeTrigger, PostInfo, StartFn, triggered_task};
 use crate::engine::{TaskDiag, TaskSlot};
 use crate::error::Result;
-use crate::types::Event;
+use crate::types::{EeType, Event};
 
 impl Request<'_> {
     /// Post the collective on execution engine `ee`, to start when `ev`
@@ -85,6 +85,11 @@ impl Request<'_> {
     /// requests hand their copies over: a persistent request's next post
     /// could reuse the memory while the engine still copies out of it.
     fn arm(&self, ee: &dyn Ee, ev: &Event) -> Result<(Box<dyn EeTrigger>, bool, Option<usize>)> {
+        if ee.ee_type() == EeType::CudaStream {
+            if let Some(task) = &self.task {
+                task.prepare_stream_post(ee)?;
+            }
+        }
         let native = self.task.as_ref().filter(|t| t.native_on_stream()).and_then(|_| ee.native_post(ev, self.id));
         if let Some(native) = native {
             let (stream, trigger) = native?;
