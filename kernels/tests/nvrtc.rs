@@ -77,7 +77,7 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
     let (major, minor) = nvrtc_version().unwrap();
     eprintln!("NVRTC {major}.{minor}");
     let expected: HashSet<&str> = all_kernel_names().into_iter().collect();
-    for (arch_major, arch_minor) in [(8, 0), (9, 0)] {
+    for (arch_major, arch_minor) in [(8, 0), (8, 9), (9, 0)] {
         let start = Instant::now();
         let ptx = compile_source(&source(), arch_major, arch_minor).unwrap();
         let text = ptx.to_src();
@@ -90,6 +90,9 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
         assert!(extra.is_empty(), "entries in the PTX that all_kernel_names() does not list: {extra:?}");
         // Every reduce kernel takes the 96-byte ReduceArgs by value.
         assert!(text.contains(".param .align 8 .b8 fc_reduce_float16_sum_param_0[96]"), "ReduceArgs parameter");
+        // From compute capability 8.9 float8 converts in hardware; before it, in software.
+        let hardware_fp8 = text.contains("cvt.rn.satfinite.e4m3x2.f32") && text.contains("cvt.rn.f16x2.e4m3x2");
+        assert_eq!(hardware_fp8, (arch_major, arch_minor) >= (8, 9), "float8 conversions on sm_{arch_major}{arch_minor}");
     }
 }
 

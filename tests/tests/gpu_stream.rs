@@ -159,6 +159,38 @@ fn the_time_a_triggered_post_adds_to_a_stream() {
                 })
                 .collect(),
         );
+        // The same with the stream busy when the post is enqueued (a memset
+        // ahead of it, as a trainer's stream is busy with compute): the host's
+        // enqueueing is hidden, and the difference is what the stream itself
+        // spends on the post (event, wait, the host noticing and releasing it).
+        let busy = Buf::device(if on_fake_driver() { 1 << 10 } else { 16 << 20 });
+        // With a request: triggered-posted before the second event, then
+        // waited for (the host progresses the collective before it waits
+        // for the stream, which waits for the collective).
+        let busy_gap = |req: Option<&mut ferrocoll::Request>| -> f64 {
+            // SAFETY: live events of the current context, the engine's stream.
+            unsafe { ok(sys::cuEventRecord(e0, stream), "record") };
+            busy.memset(7, stream);
+            let req = req.map(|r| {
+                r.triggered_post(&ee, &COMPUTE).expect("triggered_post");
+                r
+            });
+            // SAFETY: as above.
+            unsafe { ok(sys::cuEventRecord(e1, stream), "record") };
+            if let Some(r) = req {
+                r.wait().expect("wait");
+                while ee.get_event().is_some() {}
+            }
+            let mut ms = 0.0f32;
+            // SAFETY: as above.
+            unsafe {
+                ok(sys::cuEventSynchronize(e1), "cuEventSynchronize");
+                ok(sys::cuEventElapsedTime_v2(&mut ms, e0, e1), "cuEventElapsedTime");
+            }
+            f64::from(ms) * 1000.0
+        };
+        let busy_base = median((0..iters).map(|_| busy_gap(None)).collect());
+        let busy_with = median((0..iters).map(|_| busy_gap(Some(&mut req))).collect());
         let plain = median(
             (0..iters)
                 .map(|_| {
@@ -172,11 +204,13 @@ fn the_time_a_triggered_post_adds_to_a_stream() {
         println!(
             "triggered post on a CUDA stream (device {}, {} stream waits, team of 1, 4-byte allreduce, median of {iters}): \
              adds {:.2} us to the stream (gap {with:.2} us vs {base:.2} us between two back-to-back events); \
-             triggered_post call {:.2} us on the host; plain post+wait {plain:.2} us",
+             triggered_post call {:.2} us on the host; plain post+wait {plain:.2} us; \
+             on a busy stream (a 16 MiB memset ahead) it adds {:.2} us (gap {busy_with:.2} us vs {busy_base:.2} us)",
             ee.device(),
             if ee.wide_waits() { "64-bit" } else { "32-bit" },
             with - base,
             median(call),
+            busy_with - busy_base,
         );
         drop(req);
         // SAFETY: events created above, no longer in use (synchronised).
