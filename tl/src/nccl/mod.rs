@@ -24,8 +24,14 @@
 //! - **Lazy, non-blocking communicator**: made at the team's first
 //!   collective (`ncclCommInitRankConfig` with `blocking = 0`), polled with
 //!   `ncclCommGetAsyncError` by that collective's future (so by progress and
-//!   wait), never blocking a post. Posts after a failed creation fail with
-//!   its error.
+//!   wait), never blocking a plain post. Posts after a failed creation fail
+//!   with its error. The exception: a triggered post on a CUDA stream engine
+//!   while the communicator is not made waits for it (bounded by the
+//!   collective's timeout, else `team::COMM_WAIT_LIMIT`, 120 s) before anything
+//!   is enqueued, and is then stream-native — the host-driven path would
+//!   hold the user's stream while NCCL makes the communicator and loads its
+//!   kernels, and under CUDA's lazy module loading that load waits behind
+//!   the held stream: a deadlock, seen on an H100.
 //! - **Streams**: a plain post enqueues on the team's own stream (made with
 //!   the communicator, on the device current when the team was created);
 //!   completion is an event recorded after the call, queried by progress. A
@@ -33,9 +39,10 @@
 //!   enqueues on the engine's stream itself (`CollTask::native_on_stream`):
 //!   stream order is the dependency, and a stream being captured into a
 //!   CUDA graph captures the collective (the request then completes at
-//!   post: the graph's launches run it). Before the communicator exists, a
-//!   triggered post takes the engine's host-driven path (event + flag) —
-//!   which refuses a capture with an error saying why.
+//!   post: the graph's launches run it). A triggered post on a stream being
+//!   captured before the communicator exists takes the engine's host-driven
+//!   path (event + flag), which refuses the capture with an error saying
+//!   why (a communicator is not made inside a user's capture).
 //! - **Errors**: a failed NCCL call or a failed creation aborts the
 //!   communicator at once and fails the collective with an error naming the
 //!   call and the rank (`ncclGetLastError`'s text included). A collective
@@ -51,10 +58,13 @@
 //!   floats.
 //!
 //! ## Limits
-//! - **Nothing here has run on a GPU yet**: the lifecycle and error paths
-//!   ran against the fake `libnccl.so.2` of the tests (`tests/fake_nccl/`,
-//!   over the fake CUDA driver); the GPU tests (`tests/tests/gpu_nccl.rs`)
-//!   are written for the GPU machine.
+//! - Run on one H100 with NCCL 2.28.9 (the nvidia-nccl-cu13 wheel): every
+//!   test of `tests/tests/gpu_nccl.rs` passes (one-rank teams over every
+//!   collective and datatype, two ranks of one GPU falling back, a captured
+//!   allreduce replayed 100 times, a refused host-driven capture). Error
+//!   paths NCCL will not produce on demand run against the fake
+//!   `libnccl.so.2` of the tests (`tests/fake_nccl/`, over the fake CUDA
+//!   driver). Multi-GPU and multi-node teams have not run anywhere.
 //! - One communicator per team; the device is the one current on the thread
 //!   that creates the team (device 0 if none).
 //! - No barrier, fanin, fanout (host collectives), reduce_scatterv, active

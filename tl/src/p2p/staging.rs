@@ -148,7 +148,16 @@ impl Staging {
     async fn copy_all(&self, copies: impl Iterator<Item = (MemRef, MemRef)>, diag: &TaskDiag) -> Result<()> {
         // Dropping the started copies on an error waits for them (PendingCopy's drop).
         let mut pending = copies.map(|(dst, src)| self.mc.copy_start(dst, src)).collect::<Result<Vec<_>>>()?;
-        diag.waiting_for_device(Some("the GPU to finish the staging copies"));
+        // A copy that never finishes is, on a GPU, most often queued behind
+        // a stream held for a triggered collective: CUDA maps a process's
+        // streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 by
+        // default), and work behind a stream wait on one queue waits with it
+        // (measured on an H100: 3 ranks of one process hung at 8, ran at 32).
+        diag.waiting_for_device(Some(
+            "the GPU to finish the staging copies (if ranks of this process share a GPU and post on CUDA \
+             streams, a copy can queue behind another stream's wait on one of the device's hardware queues: \
+             set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts)",
+        ));
         let done = std::future::poll_fn(|_| {
             for copy in &mut pending {
                 match copy.is_done() {
