@@ -146,21 +146,34 @@ fn component(mem: MemType) -> Result<Arc<dyn Mc>> {
     })
 }
 
-/// `len` bytes of `mc`'s memory holding random values of `dt` (in [-1, 1)).
+/// `len` bytes of `mc`'s memory holding random values of `dt` (in [-1, 1),
+/// never all zeros): a table of 4099 random elements, tiled from a
+/// seed-dependent start so that sources differ (filling 256 MiB element by
+/// element took longer than the timing itself).
 fn random_operand(mc: &dyn Mc, host: &HostMc, dt: DataType, len: usize, seed: u64) -> Result<Scratch> {
-    let s = mc.alloc(len)?;
-    let staging = host.alloc(len)?;
+    const TABLE: usize = 4099;
     let elem = dt.size();
-    // SAFETY: staging is a fresh host allocation of len bytes that nothing else refers to.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(staging.mem().addr(), len) };
+    let mut table = vec![0u8; TABLE * elem];
     let mut x = seed | 1;
-    for chunk in bytes.chunks_exact_mut(elem) {
+    for chunk in table.chunks_exact_mut(elem) {
         // xorshift64: cheap, and never zero.
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         let v = (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
         put_real(chunk, dt, v);
+    }
+    let s = mc.alloc(len)?;
+    let staging = host.alloc(len)?;
+    // SAFETY: staging is a fresh host allocation of len bytes that nothing else refers to.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(staging.mem().addr(), len) };
+    let mut from = (seed as usize % TABLE) * elem;
+    for chunk in bytes.chunks_mut(table.len()) {
+        // Each piece continues the table where the last one stopped.
+        let (len, n) = (chunk.len(), chunk.len().min(table.len() - from));
+        chunk[..n].copy_from_slice(&table[from..from + n]);
+        chunk[n..].copy_from_slice(&table[..len - n]);
+        from = (from + len) % table.len();
     }
     mc.copy(s.mem(), staging.mem())?;
     Ok(s)
