@@ -259,6 +259,41 @@ fn a_creation_that_never_ends_times_out_with_a_message() {
     );
 }
 
+/// The first triggered post waits for the communicator before touching the
+/// stream; a creation that never ends fails that post at the collective's
+/// timeout, naming what it waited for, with nothing left on the stream.
+#[test]
+fn a_triggered_post_whose_communicator_never_comes_fails_at_its_timeout() {
+    scenario(
+        "a_triggered_post_whose_communicator_never_comes_fails_at_its_timeout",
+        Nccl::Fake(&[]),
+        &[("FAKE_NCCL_INIT_HANG", "1")],
+        || {
+            one_rank(|team| {
+                let ee = CudaStreamEe::new_stream(0).expect("engine");
+                let stream: sys::CUstream = ee.stream().cast();
+                let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
+                let dst = DevBuf::new(64, Kind::Device);
+                // SAFETY: 16 f32 each, outliving the request.
+                let mut req =
+                    unsafe { allreduce(team, &src, &dst, 16, Some(Duration::from_millis(300))) }.expect("init");
+                let (waits, records) =
+                    (fake_cuda_counter("calls.cuStreamWaitValue64_v2"), fake_cuda_counter("calls.cuEventRecord"));
+                let start = std::time::Instant::now();
+                let e = req.triggered_post(&ee, &Event::new(EventType::ComputeComplete)).expect_err("times out");
+                assert_eq!(e.status(), Status::TimedOut, "{e}");
+                assert!(e.context().contains("waited") && e.context().contains("NCCL communicator"), "{e}");
+                assert!(start.elapsed() >= Duration::from_millis(300), "bounded by the collective's timeout");
+                assert_eq!(fake_cuda_counter("calls.cuStreamWaitValue64_v2"), waits, "the stream was never held");
+                assert_eq!(fake_cuda_counter("calls.cuEventRecord"), records, "nothing recorded on the stream");
+                assert!(gpu_support::stream::drains_within(stream, Duration::from_secs(5)));
+            });
+            // The creation never ended: the team's destruction aborts it.
+            assert_eq!((counter("comms.finalized"), counter("comms.aborted")), (0, 1));
+        },
+    );
+}
+
 #[test]
 fn two_ranks_share_one_unique_id_and_errors_name_each_rank() {
     scenario(
@@ -365,30 +400,36 @@ fn a_capturing_stream_refuses_host_driven_posts_and_captures_nccl_ones() {
 /// waits behind the held stream (the deadlock seen on an H100).
 #[test]
 fn the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream() {
-    scenario("the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream", Nccl::Fake(&[]), &[], || {
-        one_rank(|team| {
-            let ee = CudaStreamEe::new_stream(0).expect("engine");
-            let stream: sys::CUstream = ee.stream().cast();
-            let compute = Event::new(EventType::ComputeComplete);
-            let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
-            let dst = DevBuf::new(64, Kind::Device);
-            // SAFETY: 16 f32 each, outliving the request.
-            let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
-            assert_eq!(req.selected(), "nccl/nccl");
-            assert_eq!(counter("calls.ncclCommInitRankConfig"), 0, "lazy: no communicator before the first post");
-            let waits = || {
-                fake_cuda_counter("calls.cuStreamWaitValue64_v2") + fake_cuda_counter("calls.cuStreamWaitValue32_v2")
-            };
-            let waits_before = waits();
-            req.triggered_post(&ee, &compute).expect("the first triggered post");
-            assert_eq!(counter("calls.ncclCommInitRankConfig"), 1, "made by the post");
-            assert_eq!(waits(), waits_before, "the stream was never held on a flag");
-            req.wait().expect("completed");
-            gpu_support::stream::sync(stream);
-            assert_eq!(f32s(&dst.read()), vec![3.0; 16]);
-        });
-        assert_eq!(counter("comms.aborted"), 0);
-    });
+    scenario(
+        "the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream",
+        Nccl::Fake(&[]),
+        &[],
+        || {
+            one_rank(|team| {
+                let ee = CudaStreamEe::new_stream(0).expect("engine");
+                let stream: sys::CUstream = ee.stream().cast();
+                let compute = Event::new(EventType::ComputeComplete);
+                let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
+                let dst = DevBuf::new(64, Kind::Device);
+                // SAFETY: 16 f32 each, outliving the request.
+                let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
+                assert_eq!(req.selected(), "nccl/nccl");
+                assert_eq!(counter("calls.ncclCommInitRankConfig"), 0, "lazy: no communicator before the first post");
+                let waits = || {
+                    fake_cuda_counter("calls.cuStreamWaitValue64_v2")
+                        + fake_cuda_counter("calls.cuStreamWaitValue32_v2")
+                };
+                let waits_before = waits();
+                req.triggered_post(&ee, &compute).expect("the first triggered post");
+                assert_eq!(counter("calls.ncclCommInitRankConfig"), 1, "made by the post");
+                assert_eq!(waits(), waits_before, "the stream was never held on a flag");
+                req.wait().expect("completed");
+                gpu_support::stream::sync(stream);
+                assert_eq!(f32s(&dst.read()), vec![3.0; 16]);
+            });
+            assert_eq!(counter("comms.aborted"), 0);
+        },
+    );
 }
 
 /// A counter of the fake CUDA driver in this child.

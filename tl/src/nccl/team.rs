@@ -110,6 +110,9 @@ impl NcclTeam {
                 return r;
             }
             if start.elapsed() >= limit {
+                // As for a collective that timed out: the creation may never
+                // end, so teardown aborts instead of finalizing.
+                self.set_errored();
                 return Err(Error::timed_out(format!(
                     "{}: a triggered post on a CUDA stream waited {limit:?} for the NCCL communicator \
                      (ncclCommInitRankConfig still in progress: has every rank of the team posted a collective?)",
