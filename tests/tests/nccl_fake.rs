@@ -270,10 +270,7 @@ fn a_triggered_post_whose_communicator_never_comes_fails_at_its_timeout() {
         &[("FAKE_NCCL_INIT_HANG", "1")],
         || {
             one_rank(|team| {
-                let ee = CudaStreamEe::new_stream(0).expect("engine");
-                let stream: sys::CUstream = ee.stream().cast();
-                let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
-                let dst = DevBuf::new(64, Kind::Device);
+                let (ee, stream, src, dst) = engine_and_buffers();
                 // SAFETY: 16 f32 each, outliving the request.
                 let mut req =
                     unsafe { allreduce(team, &src, &dst, 16, Some(Duration::from_millis(300))) }.expect("init");
@@ -340,11 +337,8 @@ fn two_ranks_on_one_device_fall_back_to_other_tls() {
 fn a_capturing_stream_refuses_host_driven_posts_and_captures_nccl_ones() {
     scenario("a_capturing_stream_refuses_host_driven_posts_and_captures_nccl_ones", Nccl::Fake(&[]), &[], || {
         one_rank(|team| {
-            let ee = CudaStreamEe::new_stream(0).expect("engine");
-            let stream: sys::CUstream = ee.stream().cast();
+            let (ee, stream, src, dst) = engine_and_buffers();
             let compute = Event::new(EventType::ComputeComplete);
-            let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
-            let dst = DevBuf::new(64, Kind::Device);
             // SAFETY: 16 f32 each, outliving the request.
             let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
             assert_eq!(req.selected(), "nccl/nccl");
@@ -406,11 +400,8 @@ fn the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream() 
         &[],
         || {
             one_rank(|team| {
-                let ee = CudaStreamEe::new_stream(0).expect("engine");
-                let stream: sys::CUstream = ee.stream().cast();
+                let (ee, stream, src, dst) = engine_and_buffers();
                 let compute = Event::new(EventType::ComputeComplete);
-                let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
-                let dst = DevBuf::new(64, Kind::Device);
                 // SAFETY: 16 f32 each, outliving the request.
                 let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
                 assert_eq!(req.selected(), "nccl/nccl");
@@ -430,6 +421,15 @@ fn the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream() 
             assert_eq!(counter("comms.aborted"), 0);
         },
     );
+}
+
+/// A stream engine on device 0 and its stream; 16 f32 of 3.0 in device
+/// memory and 64 bytes for their sum.
+fn engine_and_buffers() -> (CudaStreamEe, sys::CUstream, DevBuf, DevBuf) {
+    let ee = CudaStreamEe::new_stream(0).expect("engine");
+    let stream: sys::CUstream = ee.stream().cast();
+    let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
+    (ee, stream, src, DevBuf::new(64, Kind::Device))
 }
 
 /// A counter of the fake CUDA driver in this child.
