@@ -15,7 +15,14 @@
 #                                        in DIR with REQUIRE_GPU=1 (a skipped GPU
 #                                        test fails) and the nvidia wheels' library
 #                                        folders on LD_LIBRARY_PATH; exit non-zero
-#                                        if any binary fails
+#                                        if any binary fails. A binary still running
+#                                        after GPU_CHECK_TIMEOUT s (300) has the
+#                                        backtraces of all its processes' threads
+#                                        printed (cuda-gdb, else gdb), then is stopped
+#   scripts/gpu-check.sh all [DIR]       on the GPU machine, for one call of a lease:
+#                                        run, the GPU benchmarks, then sanitize, within
+#                                        GPU_CHECK_BUDGET s (540); full logs under $OUT
+#                                        (else DIR/logs), a summary printed last
 #
 # What is collected: the test binaries named gpu_* (but gpu_fake_driver) and ee_* (tests/), every
 # test binary of ferrocoll-kernels and the unit tests of ferrocoll-cuda,
@@ -24,16 +31,17 @@
 # ferrocoll-perftest, ferrocoll-run, ferrocoll-info and ferrocoll-reduce-bench (for benchmarks; not run here) and
 # ferrocoll-ucc-install (c_api's installer) into DIR/tools.
 #
-# With the device tool: build here, then
-#   run(command="scripts/gpu-check.sh run target/gpu-check", carry=["target/gpu-check"])
+# With the device tool: build here, then, in one call of the lease,
+#   run(command="scripts/gpu-check.sh all target/gpu-check", carry=["target/gpu-check"])
+# (or "run" for the tests alone).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mode="build"
 case "${1:-}" in
-    build | run | sanitize) mode="$1"; shift ;;
+    build | run | sanitize | all) mode="$1"; shift ;;
     exec) mode="exec_in_env"; shift; gpu_exec=("${@:2}"); set -- "${1:-}" ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
 esac
 dir="${1:-$root/target/gpu-check}"
 limit_bytes=$((64 * 1024 * 1024))
@@ -203,6 +211,55 @@ exec_in_env() {
     "${gpu_exec[@]}"
 }
 
+# The process `pid` and its descendants, one per line.
+tree_of() {
+    local c
+    echo "$1"
+    for c in $(pgrep -P "$1" 2>/dev/null); do tree_of "$c"; done
+}
+
+# Where every thread of `pid` and of its descendants is (cuda-gdb, else gdb):
+# a hung GPU test says where it hangs before it is stopped.
+backtraces() {
+    local dbg p n=0
+    dbg="$(command -v cuda-gdb || command -v gdb || true)"
+    [ -n "$dbg" ] || { echo "gpu-check: no cuda-gdb or gdb here to show where it hangs"; return 0; }
+    for p in $(tree_of "$1"); do
+        n=$((n + 1))
+        [ "$n" -le 6 ] || break
+        echo "--- threads of pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+        timeout 60 "$dbg" -batch -p "$p" -ex "set pagination off" -ex "thread apply all bt 30" 2>&1 \
+            | grep -E '^(Thread|#)' | head -400 || true
+    done
+}
+
+# Run "$@" for at most `limit` seconds; past it, show where it is and stop it
+# and its children. Its exit status (124 when stopped).
+run_limited() {
+    local limit="$1" pid waited=0
+    shift
+    "$@" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "$limit" ]; do
+        sleep 1
+        waited=$((waited + 1))
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "gpu-check: $(basename "$1") still running after $limit s: where its threads are"
+        backtraces "$pid"
+        local all
+        all="$(tree_of "$pid")"
+        # shellcheck disable=SC2086 # one pid per word
+        kill -TERM $all 2>/dev/null || true
+        sleep 2
+        # shellcheck disable=SC2086
+        kill -KILL $all 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        return 124
+    fi
+    wait "$pid"
+}
+
 run() {
     gpu_env
     local failed=() passed=0 t status
@@ -217,7 +274,7 @@ run() {
         # of one test never share a hardware queue with another test's.
         local threads=4
         case "$(basename "$t")" in gpu_stream) threads=1 ;; esac
-        timeout -k 5 "${GPU_CHECK_TIMEOUT:-300}" "$t" --test-threads="$threads"
+        run_limited "${GPU_CHECK_TIMEOUT:-300}" "$t" --test-threads="$threads"
         status=$?
         [ "$status" -eq 124 ] && echo "gpu-check: $(basename "$t") stopped after ${GPU_CHECK_TIMEOUT:-300} s (hung?)"
         set -e
@@ -232,6 +289,44 @@ run() {
         printf 'gpu-check: FAILED: %s\n' "${failed[@]}"
         exit 1
     fi
+}
+
+# run, the benchmarks the GPU issues ask for, and sanitize, in one budget.
+all() {
+    local budget="${GPU_CHECK_BUDGET:-540}" out="${OUT:-$dir/logs}" status=0
+    mkdir -p "$out"
+    left() { echo $((budget - SECONDS)); }
+    SECONDS=0
+    # In a subshell: run exits the shell when a binary failed.
+    (GPU_CHECK_TIMEOUT="${GPU_CHECK_TIMEOUT:-120}" run) >"$out/run.log" 2>&1 || status=1
+    gpu_env >/dev/null
+    local t="$dir/tests" tools="$dir/tools"
+    {
+        echo "=== reduce kernels against the copy"
+        run_limited 90 "$tools/ferrocoll-reduce-bench" -m cuda -s 256m -n 20 || true
+        echo "=== triggered post"
+        run_limited 60 "$t/gpu_stream" the_time_a_triggered_post_adds_to_a_stream --exact --nocapture || true
+        echo "=== TL/NCCL overhead"
+        run_limited 60 "$t/gpu_nccl" nccl_overhead_benchmark_one_rank --exact --nocapture || true
+        local coll mem
+        for coll in allreduce allgather reduce_scatter; do
+            for mem in cuda host; do
+                [ "$(left)" -gt 120 ] || break 2
+                echo "=== perftest $coll -m $mem, 2 processes"
+                run_limited 60 "$tools/ferrocoll-perftest" --np 2 -c "$coll" -m "$mem" -b 4 -e 64m -f 16 -n 20 -w 3 || true
+            done
+        done
+    } >"$out/bench.log" 2>&1
+    if [ "$(left)" -gt 60 ]; then
+        (run_limited "$(left)" sanitize) >"$out/sanitize.log" 2>&1 || status=1
+    else
+        echo "gpu-check: no time left for sanitize" >"$out/sanitize.log"
+    fi
+    echo "=== summary ($SECONDS s; logs in $out)"
+    grep -E "^=== |test result|FAILED|stopped|still running" "$out/run.log" || true
+    grep -E "SUMMARY|found errors" "$out/sanitize.log" || true
+    grep -vE "^gpu-check: LD_LIBRARY_PATH|^GPU 0|^running|^$|^test result" "$out/bench.log" | tail -60
+    return "$status"
 }
 
 "$mode"
