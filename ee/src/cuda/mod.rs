@@ -53,10 +53,12 @@
 //! `NotSupported` at creation, never a panic.
 
 mod flag;
+mod input;
 mod retire;
 mod stream;
 mod trigger;
 
+pub use input::{CONFIG_FIELDS, INPUT, StreamInput};
 pub use stream::CudaStreamEe;
 
 /// Whether a CUDA stream engine can be created here: `Ok`, or `NotSupported`
