@@ -83,9 +83,7 @@ pub fn parse(args: &[String]) -> Result<Options> {
     let mut o = Options::default();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next().ok_or_else(|| Error::invalid_param(format!("{flag} needs a value; {USAGE}")))
-        };
+        let mut value = || it.next().ok_or_else(|| Error::invalid_param(format!("{flag} needs a value; {USAGE}")));
         let bad = |v: &str| Error::invalid_param(format!("{flag} {v:?} is not valid; {USAGE}"));
         match flag.as_str() {
             "-m" => {
@@ -98,7 +96,8 @@ pub fn parse(args: &[String]) -> Result<Options> {
             }
             "-s" => {
                 let v = value()?;
-                o.size = parse_count(v).and_then(|n| usize::try_from(n).ok()).filter(|&n| n > 0).ok_or_else(|| bad(v))?;
+                o.size =
+                    parse_count(v).and_then(|n| usize::try_from(n).ok()).filter(|&n| n > 0).ok_or_else(|| bad(v))?;
             }
             "-n" | "-w" => {
                 let v = value()?;
@@ -115,8 +114,10 @@ pub fn parse(args: &[String]) -> Result<Options> {
             }
             "-k" => {
                 let v = value()?;
-                o.sources =
-                    v.split(',').map(|k| k.parse().ok().filter(|&k: &usize| (1..=64).contains(&k)).ok_or_else(|| bad(k))).collect::<Result<_>>()?;
+                o.sources = v
+                    .split(',')
+                    .map(|k| k.parse().ok().filter(|&k: &usize| (1..=64).contains(&k)).ok_or_else(|| bad(k)))
+                    .collect::<Result<_>>()?;
             }
             "-h" | "--help" => return Err(Error::invalid_param(USAGE.to_string())),
             other => return Err(Error::invalid_param(format!("unknown option {other:?}; {USAGE}"))),
@@ -276,7 +277,9 @@ mod tests {
         assert_eq!((o.size, o.iters, o.warmup), (1 << 20, 3, 0));
         assert_eq!(o.dtypes, vec![DataType::Float16, DataType::Float8E5M2]);
         assert_eq!(o.sources, vec![2, 3]);
-        for (bad, named) in [("-t f33", "f33"), ("-k 0", "0"), ("-s 0", "0"), ("-n 0", "0"), ("-m rocm", "rocm"), ("-q", "-q")] {
+        for (bad, named) in
+            [("-t f33", "f33"), ("-k 0", "0"), ("-s 0", "0"), ("-n 0", "0"), ("-m rocm", "rocm"), ("-q", "-q")]
+        {
             let e = parse(&args(bad)).unwrap_err();
             assert!(e.context().contains(named), "{bad}: {e}");
         }

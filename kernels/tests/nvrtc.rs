@@ -92,7 +92,11 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
         assert!(text.contains(".param .align 8 .b8 fc_reduce_float16_sum_param_0[96]"), "ReduceArgs parameter");
         // From compute capability 8.9 float8 converts in hardware; before it, in software.
         let hardware_fp8 = text.contains("cvt.rn.satfinite.e4m3x2.f32") && text.contains("cvt.rn.f16x2.e4m3x2");
-        assert_eq!(hardware_fp8, (arch_major, arch_minor) >= (8, 9), "float8 conversions on sm_{arch_major}{arch_minor}");
+        assert_eq!(
+            hardware_fp8,
+            (arch_major, arch_minor) >= (8, 9),
+            "float8 conversions on sm_{arch_major}{arch_minor}"
+        );
     }
 }
 

@@ -365,30 +365,36 @@ fn a_capturing_stream_refuses_host_driven_posts_and_captures_nccl_ones() {
 /// waits behind the held stream (the deadlock seen on an H100).
 #[test]
 fn the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream() {
-    scenario("the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream", Nccl::Fake(&[]), &[], || {
-        one_rank(|team| {
-            let ee = CudaStreamEe::new_stream(0).expect("engine");
-            let stream: sys::CUstream = ee.stream().cast();
-            let compute = Event::new(EventType::ComputeComplete);
-            let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
-            let dst = DevBuf::new(64, Kind::Device);
-            // SAFETY: 16 f32 each, outliving the request.
-            let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
-            assert_eq!(req.selected(), "nccl/nccl");
-            assert_eq!(counter("calls.ncclCommInitRankConfig"), 0, "lazy: no communicator before the first post");
-            let waits = || {
-                fake_cuda_counter("calls.cuStreamWaitValue64_v2") + fake_cuda_counter("calls.cuStreamWaitValue32_v2")
-            };
-            let waits_before = waits();
-            req.triggered_post(&ee, &compute).expect("the first triggered post");
-            assert_eq!(counter("calls.ncclCommInitRankConfig"), 1, "made by the post");
-            assert_eq!(waits(), waits_before, "the stream was never held on a flag");
-            req.wait().expect("completed");
-            gpu_support::stream::sync(stream);
-            assert_eq!(f32s(&dst.read()), vec![3.0; 16]);
-        });
-        assert_eq!(counter("comms.aborted"), 0);
-    });
+    scenario(
+        "the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream",
+        Nccl::Fake(&[]),
+        &[],
+        || {
+            one_rank(|team| {
+                let ee = CudaStreamEe::new_stream(0).expect("engine");
+                let stream: sys::CUstream = ee.stream().cast();
+                let compute = Event::new(EventType::ComputeComplete);
+                let src = DevBuf::from_host(&f32_bytes(&[3.0; 16]), Kind::Device);
+                let dst = DevBuf::new(64, Kind::Device);
+                // SAFETY: 16 f32 each, outliving the request.
+                let mut req = unsafe { allreduce(team, &src, &dst, 16, None) }.expect("init");
+                assert_eq!(req.selected(), "nccl/nccl");
+                assert_eq!(counter("calls.ncclCommInitRankConfig"), 0, "lazy: no communicator before the first post");
+                let waits = || {
+                    fake_cuda_counter("calls.cuStreamWaitValue64_v2")
+                        + fake_cuda_counter("calls.cuStreamWaitValue32_v2")
+                };
+                let waits_before = waits();
+                req.triggered_post(&ee, &compute).expect("the first triggered post");
+                assert_eq!(counter("calls.ncclCommInitRankConfig"), 1, "made by the post");
+                assert_eq!(waits(), waits_before, "the stream was never held on a flag");
+                req.wait().expect("completed");
+                gpu_support::stream::sync(stream);
+                assert_eq!(f32s(&dst.read()), vec![3.0; 16]);
+            });
+            assert_eq!(counter("comms.aborted"), 0);
+        },
+    );
 }
 
 /// A counter of the fake CUDA driver in this child.
