@@ -202,14 +202,13 @@ fn time_a_triggered_post(team: &Team, input: StreamInput) {
     // With a request: triggered-posted before the second event, then
     // waited for (the host progresses the collective before it waits
     // for the stream, which waits for the collective).
-    let busy_gap = |req: Option<&mut ferrocoll::Request>| -> f64 {
+    let busy_gap = |mut req: Option<&mut ferrocoll::Request>| -> f64 {
         // SAFETY: live events of the current context, the engine's stream.
         unsafe { ok(sys::cuEventRecord(e0, stream), "record") };
         busy.memset(7, stream);
-        let req = req.map(|r| {
+        if let Some(r) = req.as_mut() {
             r.triggered_post(&ee, &COMPUTE).expect("triggered_post");
-            r
-        });
+        }
         // SAFETY: as above.
         unsafe { ok(sys::cuEventRecord(e1, stream), "record") };
         if let Some(r) = req {

@@ -183,7 +183,7 @@ impl StreamTrigger {
             return Poll::Ready(Ok(()));
         }
         self.pending_polls = self.pending_polls.wrapping_add(1);
-        if self.pending_polls % HEALTH_EVERY == 0 {
+        if self.pending_polls.is_multiple_of(HEALTH_EVERY) {
             let health = self.shared.ctx.make_current().and_then(|()| self.shared.engine.stream.query());
             if let Err(e) = health {
                 return Poll::Ready(Err(e.prefixed("the triggered post's stream, waiting for its input write")));
