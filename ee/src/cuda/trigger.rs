@@ -122,8 +122,8 @@ fn refuse_capture(shared: &Shared) -> Result<()> {
         Capture::None => Ok(()),
         state => Err(Error::not_supported(format!(
             "{} is being captured into a CUDA graph ({state:?}): the collective selected for it is driven from \
-             the host (an event or a write, a wait on a host-mapped flag, progress on the CPU), which a replay of the graph \
-             would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
+             the host (an event or a write, a wait on a host-mapped flag, progress on the CPU), which a replay of \
+             the graph would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
              collective (TL/NCCL on CUDA memory, once its communicator exists) or post this one outside the capture",
             shared.describe()
         ))),
