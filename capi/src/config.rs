@@ -41,11 +41,12 @@ const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
 /// given; ferrocoll reads those of its own TLs and UCC's `TL_UCP_TUNE`.
 const COMPONENT_PREFIXES: &[&str] = &["TL_", "CL_", "MC_", "EC_"];
 
-/// Every documented variable: the core's and those of every TL of this build.
+/// Every documented variable: the core's, the execution engines' and those of every TL of this build.
 pub(crate) fn fields() -> &'static [ConfigField] {
     static FIELDS: OnceLock<Vec<ConfigField>> = OnceLock::new();
     FIELDS.get_or_init(|| {
         let mut f = CORE_FIELDS.to_vec();
+        f.extend_from_slice(ferrocoll::ee::cuda::CONFIG_FIELDS);
         for tl in ferrocoll::default_components().tls {
             f.extend(tl.config_fields());
         }

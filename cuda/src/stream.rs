@@ -1,14 +1,15 @@
 //! Streams: the calling thread's per-thread default stream, a user's
 //! stream borrowed by handle, or a stream created (and destroyed) here;
 //! synchronisation, and the stream memory operations that make a stream
-//! wait for a value in memory (`cuStreamWaitValue32/64`).
+//! wait for a value in memory (`cuStreamWaitValue32/64`) or write one when
+//! it reaches them (`cuStreamWriteValue32/64`).
 
 use std::ffi::c_void;
 
 use ferrocoll_core::Result;
 
 use crate::context::Context;
-use crate::error::check;
+use crate::error::{check, driver_error};
 use crate::probe::loaded;
 use crate::sys::driver as sys;
 
@@ -110,6 +111,19 @@ impl Stream {
         check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw) })
     }
 
+    /// Whether everything enqueued on the stream has run (`cuStreamQuery`):
+    /// `Ok(false)` for `CUDA_ERROR_NOT_READY`; an error for a failed device
+    /// (sticky errors are reported here as by every call). Asked in the
+    /// relaxed capture mode, as [`Event::query`](crate::Event::query) is.
+    pub fn query(&self) -> Result<bool> {
+        // SAFETY: the stream is valid (type invariant); the call only reads its state.
+        match crate::event::relaxed_capture(|| unsafe { sys::cuStreamQuery(self.raw) })? {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            r => Err(driver_error("cuStreamQuery", r)),
+        }
+    }
+
     /// Enqueue "wait until the 32-bit value at device address `addr`
     /// satisfies `cond` against `value`". The stream's context must be current.
     ///
@@ -131,6 +145,34 @@ impl Stream {
     pub unsafe fn wait_value64(&self, addr: u64, value: u64, cond: WaitCond) -> Result<()> {
         // SAFETY: as in wait_value32.
         check("cuStreamWaitValue64", unsafe { sys::cuStreamWaitValue64_v2(self.raw, addr, value, cond.flags()) })
+    }
+
+    /// Enqueue "write the 32-bit `value` at device address `addr`" once the
+    /// work enqueued before it has run. Default flags: the driver puts a
+    /// memory barrier before the write, so whoever sees the value also sees
+    /// that earlier work's writes. The stream's context must be current.
+    ///
+    /// # Safety
+    /// `addr` must be a device-visible address of 4 bytes (for example the
+    /// device mapping of pinned host memory) that stays allocated until the
+    /// stream has passed the write, and that nothing else reads or writes
+    /// except atomically.
+    pub unsafe fn write_value32(&self, addr: u64, value: u32) -> Result<()> {
+        let flags = sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32;
+        // SAFETY: the stream is valid (type invariant); the caller keeps addr
+        // allocated until the stream passes the write.
+        check("cuStreamWriteValue32", unsafe { sys::cuStreamWriteValue32_v2(self.raw, addr, value, flags) })
+    }
+
+    /// As [`write_value32`](Stream::write_value32) with a 64-bit value (the
+    /// device must report `CanUse64BitStreamMemOps`).
+    ///
+    /// # Safety
+    /// As for `write_value32`, with 8 bytes at `addr`.
+    pub unsafe fn write_value64(&self, addr: u64, value: u64) -> Result<()> {
+        let flags = sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32;
+        // SAFETY: as in write_value32.
+        check("cuStreamWriteValue64", unsafe { sys::cuStreamWriteValue64_v2(self.raw, addr, value, flags) })
     }
 
     /// Whether the stream is being captured into a CUDA graph

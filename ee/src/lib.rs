@@ -29,7 +29,8 @@
 //!   from `CollectiveComplete` or `test`.
 //! - [`CudaStreamEe`]: the stream itself. The collective starts after the
 //!   work enqueued on the stream before `triggered_post`, and work enqueued
-//!   after it waits until the collective has ended (an event and a
+//!   after it waits until the collective has ended (an event, or with
+//!   `UCC_EE_CUDA_STREAM_INPUT=write` a stream write to host memory, and a
 //!   stream-memory-op wait on a host-mapped flag; see [`cuda`]).
 //!
 //! ## Events

@@ -29,7 +29,9 @@
  *   streams (created without CU_STREAM_NON_BLOCKING, and per-thread default
  *   streams) wait for each other's earlier work, as in CUDA.
  *   cuStreamWaitValue32/64 blocks its stream's worker until the value in
- *   memory satisfies the condition. FAKE_CUDA_STREAM_DELAY_US delays every
+ *   memory satisfies the condition; cuStreamWriteValue32/64 stores its
+ *   value (atomically, with release order) when the worker reaches it
+ *   (both 64-bit forms are refused when FAKE_CUDA_WIDE=0). FAKE_CUDA_STREAM_DELAY_US delays every
  *   stream operation, to widen races.
  * - Events complete when the stream work before their record has run;
  *   timing events record the host clock when they complete.
@@ -133,7 +135,8 @@ enum {
     X(cuStreamDestroy_v2) X(cuStreamGetCtx) X(cuStreamSynchronize) X(cuStreamQuery)                \
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)                        \
     X(cuThreadExchangeStreamCaptureMode)                                                           \
-    X(cuStreamWaitValue32_v2) X(cuStreamWaitValue64_v2) X(cuEventCreate) X(cuEventDestroy_v2)      \
+    X(cuStreamWaitValue32_v2) X(cuStreamWaitValue64_v2) X(cuStreamWriteValue32_v2)                 \
+    X(cuStreamWriteValue64_v2) X(cuEventCreate) X(cuEventDestroy_v2)                               \
     X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2)                \
     X(cuMemAlloc_v2) X(cuMemAllocManaged) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemFreeHost)       \
     X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2)                 \
@@ -220,7 +223,7 @@ int fc_block_at(uint64_t addr, struct fc_block *out);
 int fc_block_alive(uint64_t addr, uint64_t id);
 
 /* ---- streams (stream.c) ---- */
-enum fc_op_kind { OP_COPY, OP_MEMSET8, OP_MEMSET32, OP_KERNEL, OP_EVENT, OP_WAIT32, OP_WAIT64 };
+enum fc_op_kind { OP_COPY, OP_MEMSET8, OP_MEMSET32, OP_KERNEL, OP_EVENT, OP_WAIT32, OP_WAIT64, OP_WRITE32, OP_WRITE64 };
 
 #define FC_MAX_RANGES 10
 struct fc_range {
@@ -231,7 +234,7 @@ struct fc_op {
     struct fc_op *next;
     enum fc_op_kind kind;
     uint64_t seq;
-    uint64_t a, b, c;               /* copy: dst, src, n; memset: dst, value, count; wait: addr, value, flags */
+    uint64_t a, b, c;               /* copy: dst, src, n; memset: dst, value, count; wait, write: addr, value, flags */
     struct fc_event *event;         /* OP_EVENT */
     uint64_t event_gen;
     struct fc_function *fn;         /* OP_KERNEL */

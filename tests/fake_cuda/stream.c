@@ -1,6 +1,6 @@
 /* fake libcuda: streams (a FIFO of operations per stream, drained in order
  * by the stream's own worker thread), the legacy and per-thread default
- * streams, stream memory waits, events, and synchronisation. */
+ * streams, stream memory waits and writes, events, and synchronisation. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
@@ -250,6 +250,10 @@ static void run_op(struct fc_stream *s, struct fc_op *op) {
             nanosleep(&d, NULL);
         }
         break;
+    /* Stored when the stream reaches it, after the work before it ran (the
+     * default flags' memory barrier: release order for the host's acquire). */
+    case OP_WRITE32: __atomic_store_n((uint32_t *)(uintptr_t)op->a, (uint32_t)op->b, __ATOMIC_RELEASE); break;
+    case OP_WRITE64: __atomic_store_n((uint64_t *)(uintptr_t)op->a, op->b, __ATOMIC_RELEASE); break;
     case OP_EVENT: break;
     }
 }
@@ -525,6 +529,35 @@ CUresult cuStreamWaitValue32_v2(CUstream h, CUdeviceptr addr, unsigned value, un
 CUresult cuStreamWaitValue64_v2(CUstream h, CUdeviceptr addr, unsigned long long value, unsigned flags) {
     ENTER(cuStreamWaitValue64_v2);
     RET(wait_value(h, addr, value, flags, 1));
+}
+
+static CUresult write_value(CUstream h, uint64_t addr, uint64_t value, unsigned flags, int wide) {
+    CUresult err = CUDA_SUCCESS;
+    if (!fc_current(&err)) return err;
+    struct fc_stream *s = fc_stream_of(h, &err);
+    if (!s) return err;
+    if (wide && !fc_cfg.wide) return CUDA_ERROR_NOT_SUPPORTED; /* as on devices without 64-bit stream memory ops */
+    /* 0: CU_STREAM_WRITE_VALUE_DEFAULT, 1: ..._NO_MEMORY_BARRIER (the fake orders both) */
+    if ((flags & ~1u) || addr % (wide ? 8 : 4)) return CUDA_ERROR_INVALID_VALUE;
+    struct fc_op *op = fc_op_new(wide ? OP_WRITE64 : OP_WRITE32);
+    op->a = addr, op->b = value, op->c = flags;
+    fc_op_range(op, addr, wide ? 8 : 4, 0);
+    if (op->fault) { /* the driver refuses a write to memory it does not map */
+        free(op);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fc_enqueue(s, op);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWriteValue32_v2(CUstream h, CUdeviceptr addr, unsigned value, unsigned flags) {
+    ENTER(cuStreamWriteValue32_v2);
+    RET(write_value(h, addr, value, flags, 0));
+}
+
+CUresult cuStreamWriteValue64_v2(CUstream h, CUdeviceptr addr, unsigned long long value, unsigned flags) {
+    ENTER(cuStreamWriteValue64_v2);
+    RET(write_value(h, addr, value, flags, 1));
 }
 
 /* ---- events ---- */

@@ -12,7 +12,9 @@
 //! - here: the fake itself (a stream really waits, work runs in order), the
 //!   memory component's and the stream engine's teardown (every block,
 //!   stream, event, flag and context reference accounted for), stream
-//!   ordering with 32-bit waits and a slow stream;
+//!   ordering with 32-bit waits and a slow stream, with either input
+//!   dependency of the engine (`UCC_EE_CUDA_STREAM_INPUT`), and no event
+//!   query by a trigger whose input is `write`;
 //! - `errors.rs`: out of memory, a missing entry point, no device, a failing
 //!   `cuInit`, no unified addressing, refused stream waits, failing event
 //!   queries and copies — each an error that names the call, nothing left
@@ -39,6 +41,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrocoll::core::backend::Mc;
+use ferrocoll::ee::cuda::StreamInput;
 use ferrocoll::{
     BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, Config, CudaStreamEe, DataType, MemRef, MemType, ReduceOp,
     Status,
@@ -48,7 +51,7 @@ use ferrocoll_mc::{CudaMc, DEFAULT_DEVICE_CACHE_LIMIT};
 use ferrocoll_tests::fake_cuda::{self, Report};
 use ferrocoll_tests::native::required;
 use ferrocoll_tests::world;
-use gpu_support::stream::{Requests, ok, ordered_rounds, ordered_rounds_of};
+use gpu_support::stream::{Requests, ok, ordered_rounds, ordered_rounds_on, ordered_rounds_with};
 use gpu_support::{DevBuf, Kind};
 
 /// The driver settings of one scenario.
@@ -223,6 +226,50 @@ fn the_fake_holds_stream_work_behind_a_wait_until_the_value_is_reached() {
     );
 }
 
+/// Stream memory writes run in stream order: a 64-bit and a 32-bit write
+/// queued behind a wait leave their words alone until the wait passes, and
+/// then hold their values (the 32-bit one only its 4 bytes).
+#[test]
+fn the_fake_writes_stream_values_only_when_the_stream_reaches_them() {
+    const TEST: &str = "the_fake_writes_stream_values_only_when_the_stream_reaches_them";
+    scenario(
+        TEST,
+        knobs(),
+        || {
+            let driver = ferrocoll_cuda::driver().expect("the fake passes the probe");
+            gpu_support::bind();
+            let flag = ferrocoll_cuda::HostAlloc::new(driver.device(0).unwrap().context(), 64).expect("flag");
+            let word = |w: usize| flag.atomic_u64(w).expect("a word of the flag");
+            word(2).store(0xaaaa_aaaa_0000_0000, Ordering::Release);
+            let mut stream: CUstream = std::ptr::null_mut();
+            // SAFETY: valid out-pointer; device 0's context is current (bind);
+            // the addresses map the live flag, which outlives the stream's work
+            // (synchronised below).
+            unsafe {
+                ok(sys::cuStreamCreate(&mut stream, 1), "cuStreamCreate");
+                ok(sys::cuStreamWaitValue64_v2(stream, flag.device_ptr(), 1, 0), "cuStreamWaitValue64");
+                ok(sys::cuStreamWriteValue64_v2(stream, flag.device_ptr() + 8, 0x1234_5678_9abc, 0), "write64");
+                ok(sys::cuStreamWriteValue32_v2(stream, flag.device_ptr() + 16, 7, 0), "write32");
+            }
+            std::thread::sleep(Duration::from_millis(30));
+            assert_eq!((word(1).load(Ordering::Acquire), word(2).load(Ordering::Acquire)), (0, 0xaaaa_aaaa_0000_0000));
+            word(0).store(1, Ordering::Release);
+            // SAFETY: the stream is live; destroyed once idle.
+            unsafe {
+                ok(sys::cuStreamSynchronize(stream), "cuStreamSynchronize");
+                ok(sys::cuStreamDestroy_v2(stream), "cuStreamDestroy");
+            }
+            assert_eq!(word(1).load(Ordering::Acquire), 0x1234_5678_9abc);
+            assert_eq!(word(2).load(Ordering::Acquire), 0xaaaa_aaaa_0000_0007, "a 32-bit write wrote 4 bytes");
+        },
+        |report, output| {
+            assert_eq!(report.calls("cuStreamWriteValue64_v2"), 1, "{output}");
+            assert_eq!(report.calls("cuStreamWriteValue32_v2"), 1, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
 /// Scratch, pinned memory and copies of the memory component: afterwards
 /// the only device and managed blocks alive are those its pools keep (as
 /// designed: pools live for the process), a pinned block is unregistered
@@ -379,16 +426,19 @@ fn one_shot_triggered_collectives_stage_on_the_engine_stream() {
         TEST,
         knobs().env("FAKE_CUDA_STREAM_DELAY_US", 100),
         || {
-            world::run(2, &Config::new(), |team, _| {
-                ordered_rounds_of(team, MemType::Cuda, 6, 1 << 16, Requests::OneShot)
-            });
+            for input in [StreamInput::Event, StreamInput::Write] {
+                world::run(2, &Config::new(), move |team, _| {
+                    ordered_rounds_with(team, Some(input), MemType::Cuda, 6, 1 << 16, Requests::OneShot)
+                });
+            }
             assert_eq!(counter("copies.async_on_default_stream"), 0, "a staging copy went to a default stream");
         },
         |report, output| {
             assert!(
-                report.calls("cuMemcpyAsync") >= 2 * 6 * 2,
+                report.calls("cuMemcpyAsync") >= 2 * 2 * 6 * 2,
                 "the staging copies did not reach the driver: {output}"
             );
+            assert!(report.calls("cuStreamWriteValue64_v2") >= 2 * 6, "the write input was not used: {output}");
             balanced(TEST, report, output);
         },
     );
@@ -416,6 +466,65 @@ fn triggered_posts_keep_stream_order_with_32_bit_waits_on_a_slow_stream() {
             assert!(report.get("events.not_ready") > 0, "no post found its stream busy: {output}");
             balanced(TEST, report, output);
         },
+    );
+}
+
+/// As above with the `write` input (`UCC_EE_CUDA_STREAM_INPUT=write`, read
+/// from the environment when the engine is created): the stream writes each
+/// post's number with `cuStreamWriteValue32` on the low half of the
+/// `started` word, which progress compares cyclically.
+#[test]
+fn triggered_posts_keep_stream_order_with_32_bit_writes_on_a_slow_stream() {
+    const TEST: &str = "triggered_posts_keep_stream_order_with_32_bit_writes_on_a_slow_stream";
+    scenario(
+        TEST,
+        knobs().env("FAKE_CUDA_WIDE", 0).env("FAKE_CUDA_STREAM_DELAY_US", 200).env("UCC_EE_CUDA_STREAM_INPUT", "write"),
+        || {
+            let ee = CudaStreamEe::new_stream(0).unwrap();
+            assert_eq!(ee.input(), StreamInput::Write, "the knob of the environment");
+            assert!(!ee.wide_waits(), "64-bit waits on a device without them");
+            drop(ee);
+            for mem_type in [MemType::Host, MemType::Cuda] {
+                world::run(2, &Config::new(), move |team, _| ordered_rounds(team, mem_type, 10, 1 << 16));
+            }
+        },
+        |report, output| {
+            assert_eq!(report.calls("cuStreamWaitValue64_v2") + report.calls("cuStreamWriteValue64_v2"), 0, "{output}");
+            assert!(report.calls("cuStreamWriteValue32_v2") >= 40, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// With the `write` input a trigger learns that its stream reached the post
+/// from host memory: no `cuEventQuery` while posts wait for a slow stream
+/// (on pinned host memory, where nothing else queries events), while the
+/// `event` input queries on the same rounds.
+#[test]
+fn a_trigger_with_the_write_input_makes_no_event_query() {
+    const TEST: &str = "a_trigger_with_the_write_input_makes_no_event_query";
+    scenario(
+        TEST,
+        knobs().env("FAKE_CUDA_STREAM_DELAY_US", 200),
+        || {
+            let rounds = |input: StreamInput| {
+                let (queries, writes) = (counter("calls.cuEventQuery"), counter("calls.cuStreamWriteValue64_v2"));
+                for size in [1, 2] {
+                    world::run(size, &Config::new(), move |team, _| {
+                        ordered_rounds_on(team, Some(input), MemType::Host, 10, 1 << 16)
+                    });
+                }
+                (counter("calls.cuEventQuery") - queries, counter("calls.cuStreamWriteValue64_v2") - writes)
+            };
+            let (queries, writes) = rounds(StreamInput::Write);
+            assert_eq!(queries, 0, "event queries with the write input");
+            // One write per post (1 + 2 ranks, 10 rounds), and one per engine at creation.
+            assert_eq!(writes, 3 * 10 + 3, "writes of the started word");
+            let (queries, writes) = rounds(StreamInput::Event);
+            assert!(queries > 0, "the event input made no event query: the check above proves nothing");
+            assert_eq!(writes, 0, "writes with the event input");
+        },
+        |report, output| balanced(TEST, report, output),
     );
 }
 

@@ -3,6 +3,12 @@
 //! "wait until flag ≥ n" on the stream; the flag is raised to `n` once
 //! posts 1..=n have all ended, so stream work never overtakes a collective
 //! that ended later than one after it. Sequence-numbered, never reset.
+//!
+//! The same allocation holds, one cache line further, the `started` word
+//! of the `write` input (`UCC_EE_CUDA_STREAM_INPUT=write`): the stream
+//! writes post `n`'s number there when it reaches the post, and progress
+//! reads it. The lines are apart so that the device's polled word and the
+//! host's polled word never share one.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -11,8 +17,13 @@ use std::sync::{Mutex, MutexGuard};
 use ferrocoll_core::Result;
 use ferrocoll_cuda::{Context, HostAlloc};
 
-/// Bytes allocated: one cache line, so the device polls a line nobody else writes.
-const BYTES: usize = 64;
+/// Bytes allocated: two cache lines, the flag's (which the device polls and
+/// only the host writes) and the `started` word's (which the host polls and
+/// only the device writes).
+const BYTES: usize = 128;
+
+/// The 64-bit word of the `started` value: the first of the second line.
+const STARTED: usize = 64 / 8;
 
 /// Which sequence numbers were handed out and which have ended.
 #[derive(Default)]
@@ -72,6 +83,35 @@ impl Flag {
         if wide || cfg!(target_endian = "little") { dev } else { dev + 4 }
     }
 
+    /// The device address of the `started` word, or of its low 32-bit half
+    /// (for 32-bit writes), where the stream writes the number of the post
+    /// it reached.
+    pub(crate) fn started_device_ptr(&self, wide: bool) -> u64 {
+        let dev = self.mem.device_ptr() + 8 * STARTED as u64;
+        if wide || cfg!(target_endian = "little") { dev } else { dev + 4 }
+    }
+
+    /// Whether the stream reached post `seq`'s write of `started` (so ran
+    /// everything enqueued before it). `wide`: the device writes 64 bits;
+    /// else 32, compared cyclically (exact while fewer than 2³¹ posts are
+    /// outstanding, as the 32-bit wait).
+    pub(crate) fn started(&self, seq: u64, wide: bool) -> bool {
+        // BYTES >= 8 * (STARTED + 1) were allocated in `new`.
+        let Some(word) = self.mem.atomic_u64(STARTED) else { return false };
+        // Acquire: pairs with the write's memory barrier (default flags), so
+        // the work before it — staging copies into host memory the
+        // collective then reads — is visible once the value is.
+        let value = word.load(Ordering::Acquire);
+        if wide {
+            value >= seq
+        } else {
+            // started_device_ptr points at the numerically low half on either
+            // endianness, so that is the device's value. Truncations intended:
+            // GEQ compared cyclically.
+            (value as u32).wrapping_sub(seq as u32) as i32 >= 0
+        }
+    }
+
     /// Lock the order, to issue a sequence number and enqueue its wait atomically.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Order> {
         // Poisoned only if a thread panicked holding it; the counters stay consistent.
@@ -123,6 +163,11 @@ fn device_write_barrier() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_started_word_is_on_its_own_cache_line() {
+        const { assert!(STARTED * 8 >= 64 && (STARTED + 1) * 8 <= BYTES) };
+    }
 
     #[test]
     fn the_flag_rises_only_over_posts_that_all_ended() {

@@ -6,10 +6,24 @@
 //!
 //! A triggered post on [`CudaStreamEe`], for host-driven TLs (every TL of
 //! ferrocoll today):
-//! - **input dependency**: `triggered_post` records a CUDA event on the
-//!   stream; the collective's task polls it (`cuEventQuery`) on each
-//!   progress and starts once it completed, i.e. once the work enqueued
-//!   before the post has run;
+//! - **input dependency**, chosen by `UCC_EE_CUDA_STREAM_INPUT` when the
+//!   engine is created ([`StreamInput`]; `CudaStreamEe::new_stream` and
+//!   `from_raw` read the environment, `ucc_ee_create` the library's
+//!   configuration, the `*_with` constructors take it):
+//!   - `event` (the default): `triggered_post` records a CUDA event on the
+//!     stream; the collective's task polls it (`cuEventQuery`, inside two
+//!     `cuThreadExchangeStreamCaptureMode` calls) on each progress and
+//!     starts once it completed, i.e. once the work enqueued before the
+//!     post has run;
+//!   - `write`: `triggered_post` enqueues `cuStreamWriteValue64(started,
+//!     n)` (default flags: after the work before it, with a memory barrier)
+//!     on a second word of the flag's allocation, one cache line away from
+//!     the flag, and the task reads it with an acquire load (`started ≥ n`),
+//!     no driver call per poll. A failed stream never writes: every 1024
+//!     polls that find it unwritten, one `cuStreamQuery` reports a failed
+//!     stream, and the collective fails. **`write` has not run on a GPU
+//!     yet** (only on the fake driver), hence not the default; the timing
+//!     test of `gpu_stream.rs` measures both;
 //! - **output dependency**: right after the event, it enqueues on the same
 //!   stream `cuStreamWaitValue64(flag ≥ n, GEQ)` on a 64-bit counter in
 //!   pinned host memory mapped into the device (one per engine, n = the
@@ -22,9 +36,12 @@
 //! (`CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS` = 0) wait with
 //! `cuStreamWaitValue32` on the counter's low half, which compares
 //! cyclically and is therefore exact while fewer than 2³¹ posts are
-//! outstanding. If the stream refuses even that (probed at creation with a
-//! wait that is already met), creation is `NotSupported` naming the
-//! attribute; there is no wait-kernel fallback.
+//! outstanding; the `write` input likewise writes the low half of
+//! `started` (`cuStreamWriteValue32`) and compares it cyclically. If the
+//! stream refuses even that (probed at creation with a wait that is
+//! already met, and with `write` a write of the value already there),
+//! creation is `NotSupported` naming the attribute or the knob; there is
+//! no wait-kernel fallback.
 //!
 //! Stream-native collectives (TL/NCCL) skip both dependencies: the engine
 //! hands them its stream (`native_post`) and they enqueue there at post.
@@ -34,7 +51,8 @@
 //! Staging copies: a one-shot collective whose TL stages device buffers
 //! through pinned host memory hands those copies to the engine
 //! (`trigger_with_copies`), which enqueues them on the stream itself —
-//! device → host before the input event, host → device after the wait —
+//! device → host before the input (event or write), host → device after
+//! the wait —
 //! so that the collective never needs work on another stream while the
 //! stream waits for it (the driver documents that work ordered only
 //! through stream memory waits may be serialised by the hardware into a
@@ -53,10 +71,12 @@
 //! `NotSupported` at creation, never a panic.
 
 mod flag;
+mod input;
 mod retire;
 mod stream;
 mod trigger;
 
+pub use input::{CONFIG_FIELDS, INPUT, StreamInput};
 pub use stream::CudaStreamEe;
 
 /// Whether a CUDA stream engine can be created here: `Ok`, or `NotSupported`

@@ -11,6 +11,7 @@ use ferrocoll_core::{Ee, EeTrigger, EeType, Error, Event, EventType, Result, Sta
 use ferrocoll_cuda::{Attribute, Context, DeviceId, EventPool, PrimaryContext, Stream, WaitCond, current_device};
 
 use super::flag::Flag;
+use super::input::StreamInput;
 use super::retire::Retiring;
 use super::trigger::{NativeTrigger, StreamTrigger};
 use crate::queue::Outbound;
@@ -32,8 +33,11 @@ pub(crate) struct Shared {
     pub(crate) number: u64,
     pub(crate) ctx: Context,
     pub(crate) device: DeviceId,
-    /// Whether the device takes 64-bit stream waits (else 32-bit ones on the flag's low half).
-    wide: bool,
+    /// Whether the device takes 64-bit stream waits and writes (else 32-bit
+    /// ones on the low halves of the flag and of the `started` word).
+    pub(crate) wide: bool,
+    /// The input dependency of host-driven triggered posts.
+    pub(crate) input: StreamInput,
     pub(crate) flag: Flag,
     pub(crate) events: EventPool,
     /// Owners of host copies the stream's staging copies still use.
@@ -60,6 +64,24 @@ impl Shared {
             // Truncation intended: GEQ compares cyclically ((int32)(flag - value) >= 0).
             // SAFETY: as above, on the flag's low 32 bits.
             unsafe { stream.wait_value32(addr, value as u32, WaitCond::Geq) }
+        }
+    }
+}
+
+impl Shared {
+    /// Enqueue "write `value` to the flag's `started` word" on the stream
+    /// (the `write` input). The context must be current.
+    pub(crate) fn enqueue_started(&self, value: u64) -> Result<()> {
+        let (stream, addr) = (&self.engine.stream, self.flag.started_device_ptr(self.wide));
+        if self.wide {
+            // SAFETY: addr is the device mapping of the flag's live `started`
+            // word, freed only after the stream was synchronised (Shared's
+            // drop); the host reads it only atomically (Flag::started).
+            unsafe { stream.write_value64(addr, value) }
+        } else {
+            // Truncation intended: the host compares the low half cyclically.
+            // SAFETY: as above, on the word's low 32 bits.
+            unsafe { stream.write_value32(addr, value as u32) }
         }
     }
 }
@@ -102,6 +124,10 @@ impl CudaStreamEe {
     /// when no CUDA driver is loadable (naming `libcuda.so.1`) or the device
     /// cannot run stream memory operations.
     ///
+    /// Its input dependency is `UCC_EE_CUDA_STREAM_INPUT` as the environment
+    /// has it now (`InvalidParam` naming a bad value); see
+    /// [`from_raw_with`](CudaStreamEe::from_raw_with) to choose it.
+    ///
     /// Enqueues one wait that is already satisfied on the stream (it checks
     /// that the stream takes stream-memory-op waits).
     ///
@@ -118,6 +144,16 @@ impl CudaStreamEe {
     /// synchronises the stream (the engine's flag must outlive the stream's
     /// waits on it).
     pub unsafe fn from_raw(stream: *mut c_void) -> Result<CudaStreamEe> {
+        // SAFETY: this function's contract, passed on.
+        unsafe { Self::from_raw_with(stream, StreamInput::from_env()?) }
+    }
+
+    /// As [`from_raw`](CudaStreamEe::from_raw), with the input dependency
+    /// `input` (what `ucc_ee_create` passes, from its library's configuration).
+    ///
+    /// # Safety
+    /// As for [`from_raw`](CudaStreamEe::from_raw).
+    pub unsafe fn from_raw_with(stream: *mut c_void, input: StreamInput) -> Result<CudaStreamEe> {
         ferrocoll_cuda::driver()?;
         if matches!(stream as usize, 0..=2) {
             return Err(Error::invalid_param(format!(
@@ -129,13 +165,20 @@ impl CudaStreamEe {
         // and every request triggered on it (this function's contract).
         let stream = unsafe { Stream::from_raw(stream) }?;
         let ctx = stream.context().map_err(|e| e.prefixed(format_args!("stream {:p}", stream.as_raw())))?;
-        Self::with_parts(EngineStream { stream, _primary: None }, ctx)
+        Self::with_parts(EngineStream { stream, _primary: None }, ctx, input)
     }
 
     /// An engine over a new non-blocking stream of device `device` (its
     /// primary context), which the engine destroys when dropped; for tools
-    /// and benchmarks. Reach the stream with [`CudaStreamEe::stream`].
+    /// and benchmarks. Reach the stream with [`CudaStreamEe::stream`]. Its
+    /// input dependency is `UCC_EE_CUDA_STREAM_INPUT` as the environment has
+    /// it now.
     pub fn new_stream(device: usize) -> Result<CudaStreamEe> {
+        Self::new_stream_with(device, StreamInput::from_env()?)
+    }
+
+    /// As [`new_stream`](CudaStreamEe::new_stream), with the input dependency `input`.
+    pub fn new_stream_with(device: usize, input: StreamInput) -> Result<CudaStreamEe> {
         let count = ferrocoll_cuda::driver()?.count();
         if device >= count {
             return Err(Error::invalid_param(format!(
@@ -146,18 +189,22 @@ impl CudaStreamEe {
         let ctx = primary.context();
         // On error `primary` is dropped, which releases the context.
         let stream = Stream::create(ctx)?;
-        Self::with_parts(EngineStream { stream, _primary: Some(primary) }, ctx)
+        Self::with_parts(EngineStream { stream, _primary: Some(primary) }, ctx, input)
     }
 
-    fn with_parts(engine: EngineStream, ctx: Context) -> Result<CudaStreamEe> {
+    fn with_parts(engine: EngineStream, ctx: Context, input: StreamInput) -> Result<CudaStreamEe> {
         ctx.make_current()?;
         let device = current_device()?;
         let wide = device.attribute(Attribute::CanUse64BitStreamMemOps)?;
         // Relaxed: numbers only need to be unique.
         let number = NEXT_NUMBER.fetch_add(1, Ordering::Relaxed);
+        let how = match input {
+            StreamInput::Event => "cuEventQuery",
+            StreamInput::Write => "the stream's write of the post's number to host memory",
+        };
         let waiting_for = format!(
             "the work enqueued on CUDA stream EE #{number} (stream {:p}, device {device}) before triggered_post \
-             to complete (cuEventQuery)",
+             to complete ({how})",
             engine.stream.as_raw()
         )
         .into();
@@ -166,6 +213,7 @@ impl CudaStreamEe {
             ctx,
             device,
             wide: wide != 0,
+            input,
             flag: Flag::new(ctx)?,
             events: EventPool::new(ctx),
             retiring: Retiring::default(),
@@ -181,6 +229,16 @@ impl CudaStreamEe {
             )),
             _ => e,
         })?;
+        if input == StreamInput::Write {
+            // Likewise a write of the value the word already holds (0).
+            shared.enqueue_started(0).map_err(|e| match e.status() {
+                Status::NotSupported => Error::not_supported(format!(
+                    "device {device} cannot write memory from a stream ({e}); UCC_EE_CUDA_STREAM_INPUT=write needs \
+                     it, event does not"
+                )),
+                _ => e,
+            })?;
+        }
         Ok(CudaStreamEe { shared: Arc::new(shared) })
     }
 
@@ -202,6 +260,11 @@ impl CudaStreamEe {
     /// Whether stream waits are 64-bit (else 32-bit, compared cyclically).
     pub fn wide_waits(&self) -> bool {
         self.shared.wide
+    }
+
+    /// The input dependency of this engine's host-driven triggered posts.
+    pub fn input(&self) -> StreamInput {
+        self.shared.input
     }
 
     /// `ev` can trigger a collective here: only `ComputeComplete` (the work

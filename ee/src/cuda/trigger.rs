@@ -1,7 +1,9 @@
 //! The stream engine's side of one triggered post, for host-driven TLs:
-//! an event recorded on the stream is the input dependency (the task starts
-//! once it completed), a wait on the engine's flag the output dependency
-//! (raised when the collective ends, fails or is dropped).
+//! the input dependency is an event recorded on the stream (`event`) or
+//! the stream's write of the post's number to the flag's `started` word
+//! (`write`); the task starts once it completed. A wait on the engine's
+//! flag is the output dependency (raised when the collective ends, fails
+//! or is dropped).
 
 use std::sync::Arc;
 use std::task::Poll;
@@ -10,22 +12,31 @@ use ferrocoll_core::backend::EngineCopies;
 use ferrocoll_core::{EeTrigger, Error, Event, MemRef, Result};
 use ferrocoll_cuda::{Capture, Stream, memory};
 
+use super::input::StreamInput;
 use super::stream::Shared;
+
+/// Pending polls of a `write` input between two checks of the stream's
+/// health (`cuStreamQuery`): a failed device never writes, and without the
+/// check the task would wait for the write until its timeout.
+const HEALTH_EVERY: u32 = 1024;
 
 pub(crate) struct StreamTrigger {
     shared: Arc<Shared>,
-    /// The input-dependency event, until it completed.
+    /// The input-dependency event (`event` input), until it completed.
     event: Option<ferrocoll_cuda::Event>,
+    /// Polls of the `write` input that found the stream not there yet.
+    pending_polls: u32,
     /// This post's sequence number: the flag value that releases the stream.
     seq: u64,
     completed: bool,
 }
 
 impl StreamTrigger {
-    /// Record the input-dependency event, then enqueue the wait for the
-    /// output dependency, both on the engine's stream; with `copies`, the
-    /// copies `before` ahead of the event and `after` behind the wait, and
-    /// an event behind them that tells when their memory may go.
+    /// Enqueue the input dependency (record the event, or the write of the
+    /// post's number), then the wait for the output dependency, all on the
+    /// engine's stream; with `copies`, the copies `before` ahead of the
+    /// input and `after` behind the wait, and an event behind them that
+    /// tells when their memory may go.
     ///
     /// Refused at once (`NotSupported`, nothing enqueued) while the stream
     /// is being captured into a CUDA graph: the event query and the flag
@@ -53,18 +64,35 @@ impl StreamTrigger {
             enqueue_copies(&c.before, stream)
                 .map_err(|e| keep_on_error(e.prefixed("the staging copies before the collective")))?;
         }
-        let event = shared.events.take().map_err(keep_on_error)?;
-        if let Err(e) = event.record(stream) {
-            shared.events.put(event);
-            return Err(keep_on_error(e));
-        }
+        let event = match shared.input {
+            StreamInput::Event => {
+                let event = shared.events.take().map_err(keep_on_error)?;
+                if let Err(e) = event.record(stream) {
+                    shared.events.put(event);
+                    return Err(keep_on_error(e));
+                }
+                Some(event)
+            }
+            StreamInput::Write => None,
+        };
         let seq = order.issue();
-        let undo = |event: ferrocoll_cuda::Event, e: Error| {
+        let undo = |event: Option<ferrocoll_cuda::Event>, e: Error| {
             // Nothing waits for this number: let later ones pass it.
             shared.flag.release(seq);
-            shared.events.put(event);
+            if let Some(event) = event {
+                shared.events.put(event);
+            }
             keep_on_error(e)
         };
+        // `started` only grows: the writes reach the stream in sequence order
+        // (under `order`), and a number that was never written is passed by
+        // the next post's.
+        if shared.input == StreamInput::Write {
+            if let Err(e) = shared.enqueue_started(seq) {
+                drop(order);
+                return Err(undo(None, e.prefixed("the triggered post's input write")));
+            }
+        }
         if let Err(e) = shared.enqueue_wait(seq) {
             drop(order);
             return Err(undo(event, e));
@@ -84,7 +112,7 @@ impl StreamTrigger {
             });
             shared.retiring.push(behind, c.keep.clone());
         }
-        Ok(StreamTrigger { shared: shared.clone(), event: Some(event), seq, completed: false })
+        Ok(StreamTrigger { shared: shared.clone(), event, pending_polls: 0, seq, completed: false })
     }
 }
 
@@ -94,8 +122,8 @@ fn refuse_capture(shared: &Shared) -> Result<()> {
         Capture::None => Ok(()),
         state => Err(Error::not_supported(format!(
             "{} is being captured into a CUDA graph ({state:?}): the collective selected for it is driven from \
-             the host (an event, a wait on a host-mapped flag, progress on the CPU), which a replay of the graph \
-             would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
+             the host (an event or a write, a wait on a host-mapped flag, progress on the CPU), which a replay of \
+             the graph would not redo, so it is refused instead of corrupting the capture; capture a stream-native \
              collective (TL/NCCL on CUDA memory, once its communicator exists) or post this one outside the capture",
             shared.describe()
         ))),
@@ -146,8 +174,30 @@ fn enqueue_copies(copies: &[(MemRef, MemRef)], stream: &Stream) -> Result<()> {
     Ok(())
 }
 
+impl StreamTrigger {
+    /// The `write` input: whether the stream wrote this post's number (or a
+    /// later one) to `started`. No driver call, but every `HEALTH_EVERY`
+    /// pending polls one `cuStreamQuery`, which reports a failed device.
+    fn poll_started(&mut self) -> Poll<Result<()>> {
+        if self.shared.flag.started(self.seq, self.shared.wide) {
+            return Poll::Ready(Ok(()));
+        }
+        self.pending_polls = self.pending_polls.wrapping_add(1);
+        if self.pending_polls.is_multiple_of(HEALTH_EVERY) {
+            let health = self.shared.ctx.make_current().and_then(|()| self.shared.engine.stream.query());
+            if let Err(e) = health {
+                return Poll::Ready(Err(e.prefixed("the triggered post's stream, waiting for its input write")));
+            }
+        }
+        Poll::Pending
+    }
+}
+
 impl EeTrigger for StreamTrigger {
     fn poll_ready(&mut self) -> Poll<Result<()>> {
+        if self.shared.input == StreamInput::Write {
+            return self.poll_started();
+        }
         let Some(event) = &self.event else { return Poll::Ready(Ok(())) };
         if let Err(e) = self.shared.ctx.make_current() {
             return Poll::Ready(Err(e));

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use ferrocoll::core::backend::Mc;
+use ferrocoll::ee::cuda::StreamInput;
 use ferrocoll::{
     BufferInfo, CollArgs, CollBuffer, CollType, Config, CudaStreamEe, DataType, EventType, MemRef, MemType, ReduceOp,
     Status,
@@ -14,7 +15,7 @@ use ferrocoll_mc::CudaMc;
 use ferrocoll_tests::world::{self, TEST_TIMEOUT};
 
 use super::{balanced, counter, held, knobs, scenario};
-use crate::gpu_support::stream::{Buf, COMPUTE, allreduce, drains_within, engine};
+use crate::gpu_support::stream::{Buf, COMPUTE, allreduce, drains_within, engine, engine_with};
 use crate::gpu_support::{DevBuf, Kind};
 
 /// Panic unless `e` has `status` and its message contains every one of `needles`.
@@ -210,6 +211,94 @@ fn a_failing_input_event_fails_the_triggered_collective_and_releases_the_stream(
         },
         |report, output| {
             assert!(report.get("injected.cuEventQuery") >= 1, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// With `UCC_EE_CUDA_STREAM_INPUT=write`, a stream that refuses memory
+/// writes: the engine is refused naming the knob and the call, and undone.
+#[test]
+fn an_engine_whose_stream_refuses_memory_writes_is_not_supported_with_the_write_input() {
+    const TEST: &str = "errors::an_engine_whose_stream_refuses_memory_writes_is_not_supported_with_the_write_input";
+    scenario(
+        TEST,
+        knobs().env("UCC_EE_CUDA_STREAM_INPUT", "write").env("FAKE_CUDA_FAIL", "cuStreamWriteValue64_v2:1+:801"),
+        || {
+            let e = CudaStreamEe::new_stream(0).unwrap_err();
+            expect(&e, Status::NotSupported, &["UCC_EE_CUDA_STREAM_INPUT=write", "cuStreamWriteValue64"]);
+            assert_eq!(held(0), 0);
+            let ee = CudaStreamEe::new_stream_with(0, StreamInput::Event).expect("the event input needs no write");
+            drop(ee);
+        },
+        |report, output| {
+            assert_eq!(report.calls("cuStreamCreate"), 2, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// With the `write` input: a post whose write the driver refuses fails at
+/// once naming it, leaves the stream free, and the next post works (its
+/// number is passed by the flag as the failed one's was released).
+#[test]
+fn a_refused_input_write_fails_the_post_and_the_next_one_works() {
+    const TEST: &str = "errors::a_refused_input_write_fails_the_post_and_the_next_one_works";
+    scenario(
+        TEST,
+        // The first write is the engine's check at creation; the second, the first post's.
+        knobs().env("FAKE_CUDA_FAIL", "cuStreamWriteValue64_v2:2:999"),
+        || {
+            world::run(1, &Config::new(), |team, _| {
+                let (ee, stream) = engine_with(StreamInput::Write);
+                let (src, dst) = (Buf::pinned(16), Buf::pinned(16));
+                // SAFETY: the buffers outlive the request.
+                let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
+                let e = req.triggered_post(&ee, &COMPUTE).expect_err("the input write is refused");
+                expect(&e, Status::NoMessage, &["input write", "cuStreamWriteValue64", "CUDA_ERROR_UNKNOWN"]);
+                assert!(drains_within(stream, Duration::from_secs(10)), "the stream stayed blocked");
+                while ee.get_event().is_some() {}
+                // SAFETY: as above.
+                let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
+                req.triggered_post(&ee, &COMPUTE).expect("the next post");
+                req.wait().expect("the next post completes");
+                assert!(drains_within(stream, Duration::from_secs(10)), "the stream stayed blocked");
+            });
+        },
+        |report, output| {
+            assert_eq!(report.get("injected.cuStreamWriteValue64_v2"), 1, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
+/// With the `write` input, a stream that fails while a post waits for its
+/// write (the write never comes): the periodic `cuStreamQuery` reports it,
+/// the collective fails naming it, and the stream is released.
+#[test]
+fn a_failing_stream_fails_a_post_waiting_for_its_input_write() {
+    const TEST: &str = "errors::a_failing_stream_fails_a_post_waiting_for_its_input_write";
+    scenario(
+        TEST,
+        // Every stream operation takes 300 ms: the post's write is reached
+        // long after the first health check.
+        knobs().env("FAKE_CUDA_STREAM_DELAY_US", 300_000).env("FAKE_CUDA_FAIL", "cuStreamQuery:1:719"),
+        || {
+            world::run(1, &Config::new(), |team, _| {
+                let (ee, stream) = engine_with(StreamInput::Write);
+                let (src, dst) = (Buf::pinned(16), Buf::pinned(16));
+                // SAFETY: the buffers outlive the request.
+                let mut req = unsafe { allreduce(team, &src, &dst, TEST_TIMEOUT) };
+                req.triggered_post(&ee, &COMPUTE).expect("triggered_post");
+                let e = req.wait().expect_err("the stream failed");
+                expect(&e, Status::NoMessage, &["input write", "cuStreamQuery", "CUDA_ERROR_LAUNCH_FAILED"]);
+                assert!(drains_within(stream, Duration::from_secs(10)), "the stream stayed blocked");
+                let events: Vec<_> = std::iter::from_fn(|| ee.get_event()).collect();
+                assert_eq!(events.last().map(|e| e.ev_type), Some(EventType::CollectiveComplete), "{events:?}");
+            });
+        },
+        |report, output| {
+            assert_eq!(report.get("injected.cuStreamQuery"), 1, "{output}");
             balanced(TEST, report, output);
         },
     );

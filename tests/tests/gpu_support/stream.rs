@@ -7,6 +7,7 @@
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
+use ferrocoll::ee::cuda::StreamInput;
 use ferrocoll::{
     BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, CudaStreamEe, DataType, Event, EventType, MemType, ReduceOp,
     Request, Team,
@@ -159,9 +160,21 @@ unsafe fn allreduce_with(team: &Team, src: &Buf, dst: &Buf, timeout: Duration, f
 }
 
 /// A stream engine over a new stream of device 0, whose context is made
-/// current on this thread; and the stream.
+/// current on this thread; and the stream. Its input dependency is
+/// `UCC_EE_CUDA_STREAM_INPUT` of the environment.
 pub fn engine() -> (CudaStreamEe, CUstream) {
-    let ee = CudaStreamEe::new_stream(0).expect("a CUDA stream engine on device 0");
+    made(CudaStreamEe::new_stream(0))
+}
+
+/// As [`engine`], with the input dependency `input`.
+pub fn engine_with(input: StreamInput) -> (CudaStreamEe, CUstream) {
+    let (ee, stream) = made(CudaStreamEe::new_stream_with(0, input));
+    assert_eq!(ee.input(), input);
+    (ee, stream)
+}
+
+fn made(ee: ferrocoll::Result<CudaStreamEe>) -> (CudaStreamEe, CUstream) {
+    let ee = ee.expect("a CUDA stream engine on device 0");
     // SAFETY: the engine's context is live while the engine is.
     ok(unsafe { sys::cuCtxSetCurrent(ee.context().cast()) }, "cuCtxSetCurrent");
     let stream = ee.stream().cast();
@@ -200,6 +213,12 @@ pub fn ordered_rounds(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: u
     ordered_rounds_of(team, mem_type, rounds, busy_bytes, Requests::Alternating);
 }
 
+/// [`ordered_rounds`] on an engine with the input dependency `input`
+/// (`None`: the environment's `UCC_EE_CUDA_STREAM_INPUT`).
+pub fn ordered_rounds_on(team: &Team, input: Option<StreamInput>, mem_type: MemType, rounds: u32, busy_bytes: usize) {
+    ordered_rounds_with(team, input, mem_type, rounds, busy_bytes, Requests::Alternating);
+}
+
 /// Which requests [`ordered_rounds_of`] triggers: persistent and one-shot
 /// ones differ (a one-shot collective on device memory hands its staging
 /// copies to the stream engine, a persistent one makes them itself).
@@ -213,9 +232,22 @@ pub enum Requests {
 
 /// [`ordered_rounds`] with a choice of requests.
 pub fn ordered_rounds_of(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: usize, requests: Requests) {
+    ordered_rounds_with(team, None, mem_type, rounds, busy_bytes, requests);
+}
+
+/// [`ordered_rounds_of`] on an engine with the input dependency `input`
+/// (`None`: the environment's `UCC_EE_CUDA_STREAM_INPUT`).
+pub fn ordered_rounds_with(
+    team: &Team,
+    input: Option<StreamInput>,
+    mem_type: MemType,
+    rounds: u32,
+    busy_bytes: usize,
+    requests: Requests,
+) {
     const N: usize = 4096;
     let size = team.size();
-    let (ee, stream) = engine();
+    let (ee, stream) = input.map_or_else(engine, engine_with);
     let (src, dst, out) = (Buf::new(mem_type, N), Buf::new(mem_type, N), Buf::pinned(N));
     let busy = Buf::device(busy_bytes / 4);
     let stage = Buf::device(N);
@@ -231,7 +263,11 @@ pub fn ordered_rounds_of(team: &Team, mem_type: MemType, rounds: u32, busy_bytes
         } else {
             &mut persistent
         };
-        let what = format!("{mem_type} memory, rank {} of {size}, round {round} ({requests:?})", team.rank());
+        let what = format!(
+            "{mem_type} memory, rank {} of {size}, round {round} ({requests:?}, input {})",
+            team.rank(),
+            ee.input()
+        );
         out.fill(POISON);
         busy.memset(round, stream);
         dst.memset(POISON, stream);
