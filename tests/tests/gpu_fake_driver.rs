@@ -528,6 +528,37 @@ fn a_trigger_with_the_write_input_makes_no_event_query() {
     );
 }
 
+/// A host-driven triggered post does not query the event it has just
+/// recorded (it has practically never completed by then, and the query is
+/// three driver calls with its capture-mode exchange); progress and wait do.
+#[test]
+fn a_triggered_post_does_not_query_the_event_it_just_recorded() {
+    const TEST: &str = "a_triggered_post_does_not_query_the_event_it_just_recorded";
+    scenario(
+        TEST,
+        knobs(),
+        || {
+            world::run(1, &Config::new(), |team, _| {
+                let (ee, stream) = gpu_support::stream::engine_with(StreamInput::Event);
+                let (src, dst) = (gpu_support::stream::Buf::pinned(4), gpu_support::stream::Buf::pinned(4));
+                // SAFETY: the buffers outlive the request (dropped first, below).
+                let mut req = unsafe { gpu_support::stream::allreduce(team, &src, &dst, world::TEST_TIMEOUT) };
+                for round in 0..3 {
+                    let queries = counter("calls.cuEventQuery");
+                    req.triggered_post(&ee, &gpu_support::stream::COMPUTE).expect("triggered_post");
+                    assert_eq!(counter("calls.cuEventQuery"), queries, "round {round}: queried at post");
+                    req.wait().expect("wait");
+                    assert!(counter("calls.cuEventQuery") > queries, "round {round}: wait never queried the event");
+                    while ee.get_event().is_some() {}
+                }
+                drop(req);
+                gpu_support::stream::sync(stream);
+            });
+        },
+        |report, output| balanced(TEST, report, output),
+    );
+}
+
 /// A pointer query from a thread without a context, on a driver that
 /// wants one for it: the component binds the device's context, asks
 /// again, and gives the thread nothing to pop.

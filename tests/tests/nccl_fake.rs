@@ -415,6 +415,13 @@ fn the_first_triggered_post_makes_the_communicator_and_never_holds_the_stream() 
                 assert_eq!(counter("calls.ncclCommInitRankConfig"), 1, "made by the post");
                 assert_eq!(waits(), waits_before, "the stream was never held on a flag");
                 req.wait().expect("completed");
+                // Later posts are stream-native at once, and do not query the
+                // completion event they have just recorded (three driver calls).
+                let queries = fake_cuda_counter("calls.cuEventQuery");
+                req.triggered_post(&ee, &compute).expect("a later triggered post");
+                assert_eq!(fake_cuda_counter("calls.cuEventQuery"), queries, "queried at post");
+                req.wait().expect("completed");
+                assert!(fake_cuda_counter("calls.cuEventQuery") > queries, "the wait never queried the event");
                 gpu_support::stream::sync(stream);
                 assert_eq!(f32s(&dst.read()), vec![3.0; 16]);
             });

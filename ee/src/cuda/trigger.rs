@@ -26,6 +26,11 @@ pub(crate) struct StreamTrigger {
     event: Option<ferrocoll_cuda::Event>,
     /// Polls of the `write` input that found the stream not there yet.
     pending_polls: u32,
+    /// No poll yet. The first comes at post, right after the event was
+    /// recorded, when it has practically never completed: that poll skips
+    /// the query (with the capture-mode exchange around it, three driver
+    /// calls) and says not ready.
+    unpolled: bool,
     /// This post's sequence number: the flag value that releases the stream.
     seq: u64,
     completed: bool,
@@ -112,7 +117,7 @@ impl StreamTrigger {
             });
             shared.retiring.push(behind, c.keep.clone());
         }
-        Ok(StreamTrigger { shared: shared.clone(), event, pending_polls: 0, seq, completed: false })
+        Ok(StreamTrigger { shared: shared.clone(), event, pending_polls: 0, unpolled: true, seq, completed: false })
     }
 }
 
@@ -199,6 +204,9 @@ impl EeTrigger for StreamTrigger {
             return self.poll_started();
         }
         let Some(event) = &self.event else { return Poll::Ready(Ok(())) };
+        if std::mem::replace(&mut self.unpolled, false) {
+            return Poll::Pending;
+        }
         if let Err(e) = self.shared.ctx.make_current() {
             return Poll::Ready(Err(e));
         }

@@ -5,6 +5,7 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, LazyLock};
+use std::task::Poll;
 
 use ferrocoll_core::args::{
     Allgather, Allreduce, Alltoall, Bcast, Blocked, CollInit, Gather, Operands, Reduce, ReduceScatter, Scatter,
@@ -178,7 +179,16 @@ fn run(x: Exec, call: &'static str, plan: Result<Plan>) -> AlgFuture {
                 .waiting_for_work(Some(format!("{call} enqueued by {} to complete (cuEventQuery)", team.desc).into()));
             let team = flight.team.clone();
             let ev = flight.event.insert(ev);
-            std::future::poll_fn(|_| team.poll_event(ev)).await?;
+            // The poll that enqueued (at post) does not query the event it
+            // just recorded, which has practically never completed: that
+            // query is three driver calls (with its capture-mode exchange).
+            let mut just_enqueued = true;
+            std::future::poll_fn(
+                |_| {
+                    if std::mem::take(&mut just_enqueued) { Poll::Pending } else { team.poll_event(ev) }
+                },
+            )
+            .await?;
         }
         x.diag.waiting_for_work(None);
         flight.done = true;
