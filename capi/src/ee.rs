@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use ferrocoll::ee::cuda::StreamInput;
+use ferrocoll::ee::cuda::StreamOptions;
 use ferrocoll::{CpuEe, CudaStreamEe, Ee, Error, Event, EventType, Result};
 
 use crate::abi::*;
@@ -187,10 +187,10 @@ pub unsafe extern "C" fn ucc_ee_create(
             EE_CUDA_STREAM => {
                 non_null(p.ee_context, "params.ee_context (the CUDA stream)")?;
                 // The team's library configuration (environment, file, modify calls).
-                let input = StreamInput::from_config(t.ctx.get()?.config())?;
+                let options = StreamOptions::from_config(t.ctx.get()?.config())?;
                 // SAFETY: the caller promises a valid stream that outlives the
                 // engine and the requests triggered on it (UCC's contract).
-                Arc::new(unsafe { CudaStreamEe::from_raw_with(p.ee_context, input) }?)
+                Arc::new(unsafe { CudaStreamEe::from_raw_with(p.ee_context, options) }?)
             }
             EE_ROCM_STREAM => {
                 return Err(Error::not_supported("params.ee_type ROCm stream: ferrocoll has no ROCm support"));

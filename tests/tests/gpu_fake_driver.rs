@@ -41,7 +41,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ferrocoll::core::backend::Mc;
-use ferrocoll::ee::cuda::StreamInput;
+use ferrocoll::ee::cuda::{StreamInput, StreamWait};
 use ferrocoll::{
     BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, Config, CudaStreamEe, DataType, MemRef, MemType, ReduceOp,
     Status,
@@ -428,7 +428,7 @@ fn one_shot_triggered_collectives_stage_on_the_engine_stream() {
         || {
             for input in [StreamInput::Event, StreamInput::Write] {
                 world::run(2, &Config::new(), move |team, _| {
-                    ordered_rounds_with(team, Some(input), MemType::Cuda, 6, 1 << 16, Requests::OneShot)
+                    ordered_rounds_with(team, Some(input.into()), MemType::Cuda, 6, 1 << 16, Requests::OneShot)
                 });
             }
             assert_eq!(counter("copies.async_on_default_stream"), 0, "a staging copy went to a default stream");
@@ -496,6 +496,34 @@ fn triggered_posts_keep_stream_order_with_32_bit_writes_on_a_slow_stream() {
     );
 }
 
+/// With `UCC_EE_CUDA_STREAM_WAIT=kernel` (read from the environment when the
+/// engine is created) the stream is held by `fc_flag_wait`, one thread
+/// spinning on the flag, instead of a stream memory wait; stream order holds
+/// on pinned and on device memory, and no stream memory wait is enqueued.
+#[test]
+fn triggered_posts_keep_stream_order_with_the_kernel_wait() {
+    const TEST: &str = "triggered_posts_keep_stream_order_with_the_kernel_wait";
+    scenario(
+        TEST,
+        knobs().env("FAKE_CUDA_STREAM_DELAY_US", 200).env("UCC_EE_CUDA_STREAM_WAIT", "kernel"),
+        || {
+            let ee = CudaStreamEe::new_stream(0).unwrap();
+            assert_eq!(ee.wait_kind(), StreamWait::Kernel, "the knob of the environment");
+            drop(ee);
+            for mem_type in [MemType::Host, MemType::Cuda] {
+                world::run(2, &Config::new(), move |team, _| ordered_rounds(team, mem_type, 10, 1 << 16));
+            }
+        },
+        |report, output| {
+            let memops = report.calls("cuStreamWaitValue64_v2") + report.calls("cuStreamWaitValue32_v2");
+            assert_eq!(memops, 0, "stream memory waits with the kernel wait\n{output}");
+            // One wait kernel per post (2 ranks, 10 rounds, 2 memory types), and one per engine at creation.
+            assert!(report.calls("cuLaunchKernel") >= 2 * 10 * 2, "{output}");
+            balanced(TEST, report, output);
+        },
+    );
+}
+
 /// With the `write` input a trigger learns that its stream reached the post
 /// from host memory: no `cuEventQuery` while posts wait for a slow stream
 /// (on pinned host memory, where nothing else queries events), while the
@@ -511,7 +539,7 @@ fn a_trigger_with_the_write_input_makes_no_event_query() {
                 let (queries, writes) = (counter("calls.cuEventQuery"), counter("calls.cuStreamWriteValue64_v2"));
                 for size in [1, 2] {
                     world::run(size, &Config::new(), move |team, _| {
-                        ordered_rounds_on(team, Some(input), MemType::Host, 10, 1 << 16)
+                        ordered_rounds_on(team, Some(input.into()), MemType::Host, 10, 1 << 16)
                     });
                 }
                 (counter("calls.cuEventQuery") - queries, counter("calls.cuStreamWriteValue64_v2") - writes)

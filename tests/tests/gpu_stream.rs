@@ -11,22 +11,28 @@
 //! pinned host copies on its own streams).
 //!
 //! The ordering, release and timing tests run with each input dependency
-//! of the engine (`UCC_EE_CUDA_STREAM_INPUT`: `event`, `write`), chosen
-//! through `CudaStreamEe::new_stream_with`.
+//! of the engine (`UCC_EE_CUDA_STREAM_INPUT`: `event`, `write`) and each
+//! way of holding the stream (`UCC_EE_CUDA_STREAM_WAIT`: `memop`, `kernel`),
+//! chosen through `CudaStreamEe::new_stream_with`.
 
 mod gpu_support;
 
 use std::time::{Duration, Instant};
 
-use ferrocoll::ee::cuda::StreamInput;
+use ferrocoll::ee::cuda::{StreamInput, StreamOptions, StreamWait};
 use ferrocoll::{CollType, Config, Context, CudaStreamEe, Ee, Event, EventType, MemType, Status, Team};
 use ferrocoll_cuda::sys::driver as sys;
 use ferrocoll_tests::gpu::{gpu_status, on_fake_driver, skip_unless_gpu};
 use ferrocoll_tests::world::{self, TEST_TIMEOUT};
 use gpu_support::stream::{Buf, COMPUTE, allreduce, drains_within, engine, engine_with, ok, ordered_rounds_on};
 
-/// Both input dependencies of the stream engine.
-const INPUTS: [StreamInput; 2] = [StreamInput::Event, StreamInput::Write];
+/// Every input dependency with every way of holding the stream.
+const OPTIONS: [StreamOptions; 4] = [
+    StreamOptions { input: StreamInput::Event, wait: StreamWait::Memop },
+    StreamOptions { input: StreamInput::Write, wait: StreamWait::Memop },
+    StreamOptions { input: StreamInput::Event, wait: StreamWait::Kernel },
+    StreamOptions { input: StreamInput::Write, wait: StreamWait::Kernel },
+];
 
 #[test]
 fn a_cuda_engine_is_refused_cleanly_where_it_cannot_run() {
@@ -71,11 +77,11 @@ fn a_triggered_allreduce_is_ordered_with_its_stream() {
     // The fake driver memsets on the CPU: fewer rounds and a smaller busy
     // buffer there (its streams run behind the host all the same).
     let (rounds, busy_bytes): (u32, usize) = if on_fake_driver() { (40, 4 << 20) } else { (200, 256 << 20) };
-    for input in INPUTS {
+    for options in OPTIONS {
         for mem_type in [MemType::Host, MemType::Cuda] {
             for size in [1, 2, 3] {
                 world::run(size, &Config::new(), move |team, _| {
-                    ordered_rounds_on(team, Some(input), mem_type, rounds, busy_bytes)
+                    ordered_rounds_on(team, Some(options), mem_type, rounds, busy_bytes)
                 });
             }
         }
@@ -89,19 +95,19 @@ fn a_failed_or_dropped_triggered_post_releases_its_stream() {
     if skip_unless_gpu("a_failed_or_dropped_triggered_post_releases_its_stream") {
         return;
     }
-    for input in INPUTS {
+    for options in OPTIONS {
         world::run(2, &world::pin(CollType::Allreduce, "knomial"), move |team, ctx| {
-            failed_or_dropped(team, ctx, input)
+            failed_or_dropped(team, ctx, options)
         });
     }
 }
 
 /// Rank 0's part of `a_failed_or_dropped_triggered_post_releases_its_stream`.
-fn failed_or_dropped(team: &Team, ctx: &Context, input: StreamInput) {
+fn failed_or_dropped(team: &Team, ctx: &Context, options: StreamOptions) {
     if team.rank() == 1 {
         return;
     }
-    let (ee, stream) = engine_with(input);
+    let (ee, stream) = engine_with(options);
     let (src, dst, out, stage) = (Buf::pinned(64), Buf::pinned(64), Buf::pinned(64), Buf::device(64));
     for drop_it in [false, true] {
         let timeout = if drop_it { TEST_TIMEOUT } else { Duration::from_millis(300) };
@@ -115,7 +121,7 @@ fn failed_or_dropped(team: &Team, ctx: &Context, input: StreamInput) {
         }
         assert!(
             !drains_within(stream, Duration::from_millis(50)),
-            "the stream ran past an unfinished collective ({input})"
+            "the stream ran past an unfinished collective ({options:?})"
         );
         let id = req.id();
         if drop_it {
@@ -126,7 +132,7 @@ fn failed_or_dropped(team: &Team, ctx: &Context, input: StreamInput) {
         }
         assert!(
             drains_within(stream, Duration::from_secs(10)),
-            "the stream stayed blocked (dropped: {drop_it}, {input})"
+            "the stream stayed blocked (dropped: {drop_it}, {options:?})"
         );
         let events: Vec<_> = std::iter::from_fn(|| ee.get_event()).collect();
         assert_eq!(events.last(), Some(&Event::with_request(EventType::CollectiveComplete, id)), "{events:?}");
@@ -134,8 +140,8 @@ fn failed_or_dropped(team: &Team, ctx: &Context, input: StreamInput) {
 }
 
 /// How long a triggered post keeps a stream waiting, on a team of one (the
-/// collective itself is a copy of 4 bytes), with each input dependency
-/// (`UCC_EE_CUDA_STREAM_INPUT`), so that one run compares them. Printed,
+/// collective itself is a copy of 4 bytes), with each engine option
+/// (`UCC_EE_CUDA_STREAM_INPUT` × `UCC_EE_CUDA_STREAM_WAIT`), so that one run compares them. Printed,
 /// never asserted.
 #[test]
 fn the_time_a_triggered_post_adds_to_a_stream() {
@@ -143,15 +149,16 @@ fn the_time_a_triggered_post_adds_to_a_stream() {
         return;
     }
     world::run(1, &Config::new(), |team, _| {
-        for input in INPUTS {
-            time_a_triggered_post(team, input);
+        for options in OPTIONS {
+            time_a_triggered_post(team, options);
         }
     });
 }
 
-/// One input's part of `the_time_a_triggered_post_adds_to_a_stream`.
-fn time_a_triggered_post(team: &Team, input: StreamInput) {
-    let (ee, stream) = engine_with(input);
+/// One engine option's part of `the_time_a_triggered_post_adds_to_a_stream`.
+fn time_a_triggered_post(team: &Team, options: StreamOptions) {
+    let (ee, stream) = engine_with(options);
+    let StreamOptions { input, wait } = options;
     let (src, dst) = (Buf::pinned(1), Buf::pinned(1));
     let (mut e0, mut e1) = (std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: valid out-pointers; the engine's context is current.
@@ -236,7 +243,7 @@ fn time_a_triggered_post(team: &Team, input: StreamInput) {
             .collect(),
     );
     println!(
-        "triggered post on a CUDA stream, input {input} (device {}, {} stream memory ops, team of 1, 4-byte \
+        "triggered post on a CUDA stream, input {input}, wait {wait} (device {}, {} stream memory ops, team of 1, 4-byte \
          allreduce, median of {iters}): adds {:.2} us to the stream (gap {with:.2} us vs {base:.2} us between two \
          back-to-back events); triggered_post call {:.2} us on the host; plain post+wait {plain:.2} us; on a busy \
          stream (a {} memset ahead) it adds {:.2} us (gap {busy_with:.2} us vs {busy_base:.2} us)",

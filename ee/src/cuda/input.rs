@@ -17,9 +17,6 @@ pub const INPUT: ConfigField = ConfigField {
           which progress reads without a driver call; not yet run on a GPU). Read when the engine is created.",
 };
 
-/// The configuration variables of the CUDA stream engine (for `ferrocoll-info -c`).
-pub const CONFIG_FIELDS: &[ConfigField] = &[INPUT];
-
 /// A stream engine's input dependency for host-driven triggered posts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum StreamInput {

@@ -31,6 +31,12 @@
 //!   fails, times out, or its request is dropped — the task raises the
 //!   counter with a release store; it is raised to n only once posts
 //!   1..=n have all ended. Work enqueued after the post waits for that.
+//!   `UCC_EE_CUDA_STREAM_WAIT=kernel` ([`StreamWait`], read with the input
+//!   knob) holds the stream with a one-thread kernel spinning on the same
+//!   flag (`fc_flag_wait` of `ferrocoll-kernels`, compiled with NVRTC when
+//!   the engine is created) instead of the stream memory wait. **`kernel`
+//!   has not run on a GPU yet** (only on the fake driver), hence not the
+//!   default; the timing test of `gpu_stream.rs` measures every input × wait.
 //!
 //! Devices without 64-bit stream memory operations
 //! (`CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS` = 0) wait with
@@ -72,11 +78,18 @@
 
 mod flag;
 mod input;
+mod options;
 mod retire;
 mod stream;
 mod trigger;
+mod wait;
 
-pub use input::{CONFIG_FIELDS, INPUT, StreamInput};
+pub use input::{INPUT, StreamInput};
+pub use options::StreamOptions;
+pub use wait::{StreamWait, WAIT};
+
+/// The configuration variables of the CUDA stream engine (for `ferrocoll-info -c`).
+pub const CONFIG_FIELDS: &[ferrocoll_core::config::ConfigField] = &[INPUT, WAIT];
 pub use stream::CudaStreamEe;
 
 /// Whether a CUDA stream engine can be created here: `Ok`, or `NotSupported`

@@ -12,8 +12,10 @@ use ferrocoll_cuda::{Attribute, Context, DeviceId, EventPool, PrimaryContext, St
 
 use super::flag::Flag;
 use super::input::StreamInput;
+use super::options::StreamOptions;
 use super::retire::Retiring;
 use super::trigger::{NativeTrigger, StreamTrigger};
+use super::wait::{StreamWait, WaitKernel};
 use crate::queue::Outbound;
 
 /// Numbers engines for messages.
@@ -38,6 +40,9 @@ pub(crate) struct Shared {
     pub(crate) wide: bool,
     /// The input dependency of host-driven triggered posts.
     pub(crate) input: StreamInput,
+    /// The kernel that holds the stream (`UCC_EE_CUDA_STREAM_WAIT=kernel`),
+    /// loaded in the engine's context; `None`: a stream memory wait.
+    wait_kernel: Option<WaitKernel>,
     pub(crate) flag: Flag,
     pub(crate) events: EventPool,
     /// Owners of host copies the stream's staging copies still use.
@@ -55,6 +60,9 @@ impl Shared {
 
     /// Enqueue "wait until flag ≥ value" on the stream. The context must be current.
     pub(crate) fn enqueue_wait(&self, value: u64) -> Result<()> {
+        if let Some(k) = &self.wait_kernel {
+            return k.enqueue(&self.engine.stream, self.flag.device_ptr(true), value);
+        }
         let (stream, addr) = (&self.engine.stream, self.flag.device_ptr(self.wide));
         if self.wide {
             // SAFETY: addr is the device mapping of the live flag, which is
@@ -124,9 +132,10 @@ impl CudaStreamEe {
     /// when no CUDA driver is loadable (naming `libcuda.so.1`) or the device
     /// cannot run stream memory operations.
     ///
-    /// Its input dependency is `UCC_EE_CUDA_STREAM_INPUT` as the environment
-    /// has it now (`InvalidParam` naming a bad value); see
-    /// [`from_raw_with`](CudaStreamEe::from_raw_with) to choose it.
+    /// Its input and output dependencies are `UCC_EE_CUDA_STREAM_INPUT` and
+    /// `UCC_EE_CUDA_STREAM_WAIT` as the environment has them now
+    /// (`InvalidParam` naming a bad value); see
+    /// [`from_raw_with`](CudaStreamEe::from_raw_with) to choose them.
     ///
     /// Enqueues one wait that is already satisfied on the stream (it checks
     /// that the stream takes stream-memory-op waits).
@@ -145,15 +154,16 @@ impl CudaStreamEe {
     /// waits on it).
     pub unsafe fn from_raw(stream: *mut c_void) -> Result<CudaStreamEe> {
         // SAFETY: this function's contract, passed on.
-        unsafe { Self::from_raw_with(stream, StreamInput::from_env()?) }
+        unsafe { Self::from_raw_with(stream, StreamOptions::from_env()?) }
     }
 
-    /// As [`from_raw`](CudaStreamEe::from_raw), with the input dependency
-    /// `input` (what `ucc_ee_create` passes, from its library's configuration).
+    /// As [`from_raw`](CudaStreamEe::from_raw), with `options` (what
+    /// `ucc_ee_create` passes, from its library's configuration; a
+    /// [`StreamInput`] or a [`StreamWait`] alone leaves the other at its default).
     ///
     /// # Safety
     /// As for [`from_raw`](CudaStreamEe::from_raw).
-    pub unsafe fn from_raw_with(stream: *mut c_void, input: StreamInput) -> Result<CudaStreamEe> {
+    pub unsafe fn from_raw_with(stream: *mut c_void, options: impl Into<StreamOptions>) -> Result<CudaStreamEe> {
         ferrocoll_cuda::driver()?;
         if matches!(stream as usize, 0..=2) {
             return Err(Error::invalid_param(format!(
@@ -165,20 +175,21 @@ impl CudaStreamEe {
         // and every request triggered on it (this function's contract).
         let stream = unsafe { Stream::from_raw(stream) }?;
         let ctx = stream.context().map_err(|e| e.prefixed(format_args!("stream {:p}", stream.as_raw())))?;
-        Self::with_parts(EngineStream { stream, _primary: None }, ctx, input)
+        Self::with_parts(EngineStream { stream, _primary: None }, ctx, options.into())
     }
 
     /// An engine over a new non-blocking stream of device `device` (its
     /// primary context), which the engine destroys when dropped; for tools
     /// and benchmarks. Reach the stream with [`CudaStreamEe::stream`]. Its
-    /// input dependency is `UCC_EE_CUDA_STREAM_INPUT` as the environment has
-    /// it now.
+    /// options are `UCC_EE_CUDA_STREAM_INPUT` and `UCC_EE_CUDA_STREAM_WAIT`
+    /// as the environment has them now.
     pub fn new_stream(device: usize) -> Result<CudaStreamEe> {
-        Self::new_stream_with(device, StreamInput::from_env()?)
+        Self::new_stream_with(device, StreamOptions::from_env()?)
     }
 
-    /// As [`new_stream`](CudaStreamEe::new_stream), with the input dependency `input`.
-    pub fn new_stream_with(device: usize, input: StreamInput) -> Result<CudaStreamEe> {
+    /// As [`new_stream`](CudaStreamEe::new_stream), with `options` (or a
+    /// [`StreamInput`] or [`StreamWait`] alone, the other at its default).
+    pub fn new_stream_with(device: usize, options: impl Into<StreamOptions>) -> Result<CudaStreamEe> {
         let count = ferrocoll_cuda::driver()?.count();
         if device >= count {
             return Err(Error::invalid_param(format!(
@@ -189,12 +200,19 @@ impl CudaStreamEe {
         let ctx = primary.context();
         // On error `primary` is dropped, which releases the context.
         let stream = Stream::create(ctx)?;
-        Self::with_parts(EngineStream { stream, _primary: Some(primary) }, ctx, input)
+        Self::with_parts(EngineStream { stream, _primary: Some(primary) }, ctx, options.into())
     }
 
-    fn with_parts(engine: EngineStream, ctx: Context, input: StreamInput) -> Result<CudaStreamEe> {
+    fn with_parts(engine: EngineStream, ctx: Context, options: StreamOptions) -> Result<CudaStreamEe> {
+        let StreamOptions { input, wait } = options;
         ctx.make_current()?;
         let device = current_device()?;
+        let wait_kernel = match wait {
+            StreamWait::Memop => None,
+            StreamWait::Kernel => Some(WaitKernel::load(device).map_err(|e| {
+                e.prefixed(format!("UCC_EE_CUDA_STREAM_WAIT=kernel on device {device} (memop needs no kernel)"))
+            })?),
+        };
         let wide = device.attribute(Attribute::CanUse64BitStreamMemOps)?;
         // Relaxed: numbers only need to be unique.
         let number = NEXT_NUMBER.fetch_add(1, Ordering::Relaxed);
@@ -214,6 +232,7 @@ impl CudaStreamEe {
             device,
             wide: wide != 0,
             input,
+            wait_kernel,
             flag: Flag::new(ctx)?,
             events: EventPool::new(ctx),
             retiring: Retiring::default(),
@@ -265,6 +284,11 @@ impl CudaStreamEe {
     /// The input dependency of this engine's host-driven triggered posts.
     pub fn input(&self) -> StreamInput {
         self.shared.input
+    }
+
+    /// How this engine's host-driven triggered posts hold the stream.
+    pub fn wait_kind(&self) -> StreamWait {
+        if self.shared.wait_kernel.is_some() { StreamWait::Kernel } else { StreamWait::Memop }
     }
 
     /// `ev` can trigger a collective here: only `ComputeComplete` (the work

@@ -7,7 +7,7 @@
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use ferrocoll::ee::cuda::StreamInput;
+use ferrocoll::ee::cuda::StreamOptions;
 use ferrocoll::{
     BufferInfo, CollArgs, CollBuffer, CollFlags, CollType, CudaStreamEe, DataType, Event, EventType, MemType, ReduceOp,
     Request, Team,
@@ -166,10 +166,11 @@ pub fn engine() -> (CudaStreamEe, CUstream) {
     made(CudaStreamEe::new_stream(0))
 }
 
-/// As [`engine`], with the input dependency `input`.
-pub fn engine_with(input: StreamInput) -> (CudaStreamEe, CUstream) {
-    let (ee, stream) = made(CudaStreamEe::new_stream_with(0, input));
-    assert_eq!(ee.input(), input);
+/// As [`engine`], with `options` (or an input or a wait alone).
+pub fn engine_with(options: impl Into<StreamOptions>) -> (CudaStreamEe, CUstream) {
+    let options = options.into();
+    let (ee, stream) = made(CudaStreamEe::new_stream_with(0, options));
+    assert_eq!((ee.input(), ee.wait_kind()), (options.input, options.wait));
     (ee, stream)
 }
 
@@ -213,10 +214,16 @@ pub fn ordered_rounds(team: &Team, mem_type: MemType, rounds: u32, busy_bytes: u
     ordered_rounds_of(team, mem_type, rounds, busy_bytes, Requests::Alternating);
 }
 
-/// [`ordered_rounds`] on an engine with the input dependency `input`
-/// (`None`: the environment's `UCC_EE_CUDA_STREAM_INPUT`).
-pub fn ordered_rounds_on(team: &Team, input: Option<StreamInput>, mem_type: MemType, rounds: u32, busy_bytes: usize) {
-    ordered_rounds_with(team, input, mem_type, rounds, busy_bytes, Requests::Alternating);
+/// [`ordered_rounds`] on an engine with `options` (`None`: the
+/// environment's `UCC_EE_CUDA_STREAM_INPUT` and `UCC_EE_CUDA_STREAM_WAIT`).
+pub fn ordered_rounds_on(
+    team: &Team,
+    options: Option<StreamOptions>,
+    mem_type: MemType,
+    rounds: u32,
+    busy_bytes: usize,
+) {
+    ordered_rounds_with(team, options, mem_type, rounds, busy_bytes, Requests::Alternating);
 }
 
 /// Which requests [`ordered_rounds_of`] triggers: persistent and one-shot
@@ -235,11 +242,10 @@ pub fn ordered_rounds_of(team: &Team, mem_type: MemType, rounds: u32, busy_bytes
     ordered_rounds_with(team, None, mem_type, rounds, busy_bytes, requests);
 }
 
-/// [`ordered_rounds_of`] on an engine with the input dependency `input`
-/// (`None`: the environment's `UCC_EE_CUDA_STREAM_INPUT`).
+/// [`ordered_rounds_of`] on an engine with `options` (`None`: the environment's).
 pub fn ordered_rounds_with(
     team: &Team,
-    input: Option<StreamInput>,
+    options: Option<StreamOptions>,
     mem_type: MemType,
     rounds: u32,
     busy_bytes: usize,
@@ -247,7 +253,7 @@ pub fn ordered_rounds_with(
 ) {
     const N: usize = 4096;
     let size = team.size();
-    let (ee, stream) = input.map_or_else(engine, engine_with);
+    let (ee, stream) = options.map_or_else(engine, engine_with);
     let (src, dst, out) = (Buf::new(mem_type, N), Buf::new(mem_type, N), Buf::pinned(N));
     let busy = Buf::device(busy_bytes / 4);
     let stage = Buf::device(N);
@@ -264,9 +270,10 @@ pub fn ordered_rounds_with(
             &mut persistent
         };
         let what = format!(
-            "{mem_type} memory, rank {} of {size}, round {round} ({requests:?}, input {})",
+            "{mem_type} memory, rank {} of {size}, round {round} ({requests:?}, input {}, wait {})",
             team.rank(),
-            ee.input()
+            ee.input(),
+            ee.wait_kind()
         );
         out.fill(POISON);
         busy.memset(round, stream);
