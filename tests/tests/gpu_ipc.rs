@@ -126,8 +126,13 @@ impl Importer {
     }
 
     /// Close everything, let the importer exit, and check that it passed
-    /// (and, on the fake, closed every mapping it opened).
-    fn finish(mut self, opened: u32) {
+    /// (and, on the fake, opened `opened` mappings and closed every one).
+    fn finish(self, opened: u32) {
+        self.finish_with(&[&format!("ipc.opened={opened}"), "live.ipc_mappings=0"]);
+    }
+
+    /// As [`Importer::finish`], with the lines its fake-driver report must hold.
+    fn finish_with(mut self, report_lines: &[&str]) {
         assert_eq!(self.ask("quit"), "bye");
         drop(self.stdin);
         let status = self.child.wait().expect("wait for the importer");
@@ -135,8 +140,9 @@ impl Importer {
         if let Some(path) = self.report {
             let text = std::fs::read_to_string(&path).expect("the importer's fake-driver report");
             let _ = std::fs::remove_file(&path);
-            assert!(text.lines().any(|l| l == format!("ipc.opened={opened}")), "{text}");
-            assert!(text.lines().any(|l| l == "live.ipc_mappings=0"), "every mapping closed:\n{text}");
+            for want in report_lines {
+                assert!(text.lines().any(|l| l == *want), "{want} in the importer's report:\n{text}");
+            }
         }
     }
 }
@@ -232,7 +238,7 @@ fn opening_in_the_exporting_process_and_exporting_host_memory_are_errors() {
     let base = format!("{:#x}", e.base);
     assert!(err.context().contains("cuIpcOpenMemHandle") && err.context().contains(&base), "{err}");
     // Host memory the driver does not know is no allocation to export.
-    let host = vec![0u8; 64];
+    let host = [0u8; 64];
     let err = ipc::export(host.as_ptr() as u64).unwrap_err();
     let addr = format!("{:#x}", host.as_ptr() as u64);
     assert!(err.context().contains("cuMemGetAddressRange") && err.context().contains(&addr), "{err}");
@@ -295,4 +301,43 @@ fn a_driver_without_the_ipc_entry_points_is_an_error_not_a_panic() {
     assert!(run.report.teardown_problems().is_empty(), "{:?}", run.report.teardown_problems());
     assert_eq!(run.report.calls("cuMemAlloc_v2"), 1, "the rest of the driver serves");
     assert_eq!(run.report.calls("cuIpcGetMemHandle") + run.report.calls("cuMemGetAddressRange_v2"), 0);
+}
+
+/// On the fake driver only (what a GPU cannot be asked for): a handle whose
+/// allocation was freed is refused by the opener with an error naming the
+/// call, and a close the driver refuses is logged when the mapping is
+/// dropped, the importer going on and exiting normally.
+#[test]
+fn a_freed_allocation_and_a_failing_close_are_errors_not_panics() {
+    const TEST: &str = "a_freed_allocation_and_a_failing_close_are_errors_not_panics";
+    if fake_cuda::is_child() {
+        ferrocoll_cuda::driver().expect("the fake driver");
+        bind();
+        let gone = DevBuf::from_host(&[3; 4096], Kind::Device);
+        let e_gone = ipc::export(gone.addr() as u64).unwrap();
+        drop(gone);
+        let live = DevBuf::from_host(&[4; 4096], Kind::Device);
+        let e_live = ipc::export(live.addr() as u64).unwrap();
+        let mut importer = Importer::start();
+        let answer = importer.open(&e_gone, 4096, 3, 3);
+        assert!(
+            answer.starts_with("error ")
+                && answer.contains("cuIpcOpenMemHandle")
+                && answer.contains("CUDA_ERROR_INVALID_HANDLE"),
+            "{answer}"
+        );
+        assert_eq!(importer.open(&e_live, 4096, 4, 5), "ok opens=1 hits=0 stale=0 len=1");
+        // FAKE_CUDA_FAIL fails the importer's first close (quit drops the cache).
+        importer.finish_with(&["ipc.opened=1", "errors.cuIpcCloseMemHandle=1", "live.ipc_mappings=1"]);
+        assert_eq!(live.read(), vec![5; 4096]);
+        return;
+    }
+    let lib = match fake_cuda::fake() {
+        Ok(fake) => fake.dir().to_path_buf(),
+        Err(why) => return fake_cuda::skip(TEST, &why),
+    };
+    let run =
+        fake_cuda::run(TEST, &lib, &[("FAKE_CUDA_FAIL", "cuIpcCloseMemHandle:1")]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(run.report.teardown_problems().is_empty(), "{:?}", run.report.teardown_problems());
+    assert_eq!(run.report.get("ipc.exported"), 2);
 }
