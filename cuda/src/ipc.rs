@@ -206,7 +206,13 @@ pub fn export(ptr: u64) -> Result<Exported> {
     check("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut raw, base) })
         .map_err(|e| e.prefixed(format_args!("CUDA IPC export of {ptr:#x} (allocation {base:#x})")))?;
     let buffer_id = buffer_id(base).map_err(|e| e.prefixed(format_args!("CUDA IPC export of {ptr:#x}")))?;
-    Ok(Exported { handle: IpcHandle::from_raw(&raw), base, size: size as u64, offset: ptr - base, buffer_id })
+    let size = size as u64;
+    let offset = ptr.checked_sub(base).filter(|&o| o < size).ok_or_else(|| {
+        Error::internal(format!(
+            "CUDA IPC export of {ptr:#x}: cuMemGetAddressRange answered {base:#x} + {size}, which does not hold it"
+        ))
+    })?;
+    Ok(Exported { handle: IpcHandle::from_raw(&raw), base, size, offset, buffer_id })
 }
 
 /// The buffer id of the allocation holding `addr` (`CU_POINTER_ATTRIBUTE_BUFFER_ID`).
@@ -269,8 +275,9 @@ impl OpenedMem {
     pub fn open(peer: &Exported) -> Result<OpenedMem> {
         let what = || format!("CUDA IPC open of the peer's allocation {:#x} ({} bytes)", peer.base, peer.size);
         ipc_loaded().map_err(|e| e.prefixed(what()))?;
-        let ctx =
-            Context::current()?.ok_or_else(|| Error::invalid_param(format!("{}: no current CUDA context", what())))?;
+        let ctx = Context::current()
+            .map_err(|e| e.prefixed(what()))?
+            .ok_or_else(|| Error::invalid_param(format!("{}: no current CUDA context", what())))?;
         let mut ptr: sys::CUdeviceptr = 0;
         let lazy = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as std::ffi::c_uint;
         // SAFETY: the driver exports the call (ipc_loaded); the handle is

@@ -7,10 +7,12 @@
  * pages through /proc/<pid>/fd/<fd> (CUDA IPC, ipc.c); managed and host
  * memory stay private anonymous mappings. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
@@ -119,7 +121,19 @@ static void *map_block(uint64_t size, int *fd) {
         snprintf(name, sizeof name, "fake-cuda-%d-%llu", (int)getpid(),
                  (unsigned long long)__atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
         *fd = memfd_create(name, MFD_CLOEXEC);
-        if (*fd < 0) return NULL;
+        if (*fd < 0 && errno == EMFILE) {
+            /* Each live device block holds an fd: use the hard limit before giving up. */
+            struct rlimit lim;
+            if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+                lim.rlim_cur = lim.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &lim) == 0) *fd = memfd_create(name, MFD_CLOEXEC);
+            }
+        }
+        if (*fd < 0) {
+            fc_warn("memfd_create for a device block of %llu bytes: %m (each live device block holds one fd)",
+                    (unsigned long long)size);
+            return NULL;
+        }
         if (ftruncate(*fd, (off_t)mapping_len(size)) != 0) {
             close(*fd);
             return NULL;

@@ -104,9 +104,10 @@ impl<M> IpcCache<M> {
 
     /// The mapping of `peer`'s allocation exported by rank `rank`: the
     /// cached one, else one made by `open` (an entry at the same base with
-    /// another buffer id is dropped first; the least recently used one is
-    /// dropped when the cache is full). `open`'s error is returned as is,
-    /// and the cache is left without the entry.
+    /// another buffer id is dropped before `open` is called; the least
+    /// recently used one is dropped after it succeeded, when the cache is
+    /// full). `open`'s error is returned as is, and the cache is left
+    /// without the entry (and with every other one it had).
     pub fn get_or_open(
         &mut self,
         rank: usize,
@@ -122,6 +123,9 @@ impl<M> IpcCache<M> {
                 self.remove(&old);
                 self.stats.stale += 1;
             }
+            let mapping = open(peer)?;
+            self.stats.opens += 1;
+            // Room is made only once the open succeeded: a refused open costs no entry.
             if self.entries.len() >= self.capacity {
                 let lru = self.entries.iter().min_by_key(|(_, e)| e.last_use).map(|(k, _)| *k);
                 if let Some(lru) = lru {
@@ -129,8 +133,6 @@ impl<M> IpcCache<M> {
                     self.stats.evicted += 1;
                 }
             }
-            let mapping = open(peer)?;
-            self.stats.opens += 1;
             self.by_base.insert((rank, peer.base), key);
             self.entries.insert(key, Entry { mapping, base: peer.base, last_use: 0 });
         }
@@ -283,6 +285,10 @@ mod tests {
         assert_eq!(err.context(), "refused");
         assert!(cache.is_empty());
         assert_eq!(cache.stats().opens, 0);
+        let mut full = World::new(1);
+        full.get(0, &peer(0x1000, 1));
+        assert!(full.cache.get_or_open(0, &peer(0x2000, 2), |_| Err(Error::no_memory("full"))).is_err());
+        assert_eq!((full.cache.len(), full.closed.borrow().len()), (1, 0), "a refused open evicts nothing");
         assert_eq!(IpcCache::<Fake>::with_capacity(0).unwrap_err().status(), Status::InvalidParam);
         assert_eq!(IpcCache::<Fake>::new().capacity(), DEFAULT_CAPACITY);
     }
