@@ -74,7 +74,9 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle handle, unsigned f
     if (!p || flags != 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, the only flag */ ||
         memcmp(h.magic, FC_IPC_MAGIC, sizeof h.magic) != 0 || h.size == 0)
         RET(CUDA_ERROR_INVALID_VALUE);
-    /* The real driver refuses a handle of this process ("invalid device context"). */
+    /* The real driver refuses a handle of this process with "invalid device
+     * context" (CUDA_ERROR_INVALID_CONTEXT: UCX logs exactly that for a
+     * same-process open, openucx/ucx pull request 11603). */
     if (h.pid == (int32_t)getpid()) RET(CUDA_ERROR_INVALID_CONTEXT);
     char path[64], link[256];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)h.pid, (int)h.fd);
