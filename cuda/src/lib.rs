@@ -25,7 +25,9 @@
 //!    and [`EventPool`], pinned memory ([`HostAlloc`], [`RegisteredHost`]),
 //!    device and managed memory and copies ([`memory`]), the pointer query
 //!    ([`pointer_attributes`]), [`Module`] and [`Function`] (kernel
-//!    launch), and NVRTC compilation to [`Ptx`] or a CUBIN ([`nvrtc`]).
+//!    launch), NVRTC compilation to [`Ptx`] or a CUBIN ([`nvrtc`]), and
+//!    CUDA IPC between processes of one node ([`ipc`]: export, open, the
+//!    cache of opened mappings; for a TL/CUDA not built yet).
 //!    `unsafe` remains only where a raw address's validity is the caller's
 //!    promise (freeing, copying, launching, stream waits, a user's stream).
 //!
@@ -68,6 +70,7 @@ mod device;
 pub mod error;
 mod event;
 mod host;
+pub mod ipc;
 mod kept;
 pub mod memory;
 mod module;

@@ -97,6 +97,23 @@ pub(crate) fn load(lib: Library, symbols: &[&'static str]) -> Result<()> {
         .copied()
 }
 
+/// Check once per process (the answer kept in `kept`) that the driver,
+/// which already passed [`load`], also exports `symbols`: an optional group
+/// of entry points (`group` names it in messages, e.g. "CUDA IPC") that
+/// the probe does not require, so that a driver without them still serves
+/// everything else. After `Ok`, calling those entry points cannot panic;
+/// `NotSupported` naming the first missing one otherwise.
+pub(crate) fn load_group(kept: &'static Kept<()>, group: &str, symbols: &[&'static str]) -> Result<()> {
+    load(Library::Driver, crate::probe::SYMBOLS)?;
+    kept.get_or_init(|| match missing_symbol(Library::Driver, symbols) {
+        Some(name) => {
+            Err(Error::not_supported(format!("{DRIVER_LIBRARY} has no {name}: this driver does not offer {group}")))
+        }
+        None => Ok(()),
+    })
+    .copied()
+}
+
 /// Whether cudarc can `dlopen` `lib` (under any of the names it tries).
 /// Calls nothing in it, so this never panics; tests use it to tell "no
 /// driver here" from other probe failures.

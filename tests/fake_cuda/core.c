@@ -156,6 +156,8 @@ static void write_report(FILE *f) {
             LOAD(fc_n.kernels_launched), LOAD(fc_n.kernels_run));
     fprintf(f, "waits.blocked=%ld\nevents.not_ready=%ld\n", LOAD(fc_n.waits_blocked), LOAD(fc_n.events_not_ready));
     fprintf(f, "copies.async_on_default_stream=%ld\n", LOAD(fc_n.async_default_stream_copies));
+    fprintf(f, "ipc.exported=%ld\nipc.opened=%ld\nipc.closed=%ld\nlive.ipc_mappings=%ld\n", LOAD(fc_n.ipc_exported),
+            LOAD(fc_n.ipc_opened), LOAD(fc_n.ipc_closed), LOAD(fc_n.ipc_opened) - LOAD(fc_n.ipc_closed));
 #undef LOAD
 }
 

@@ -52,6 +52,19 @@
  *   code (default OUT_OF_MEMORY for allocations, else UNKNOWN). A missing
  *   symbol is a build of this library with a version script hiding it; no
  *   device is FAKE_CUDA_DEVICES=0.
+ * - CUDA IPC, across processes (ipc.c): device memory is a shared mapping
+ *   of a memfd kept open while the block lives; cuIpcGetMemHandle (on the
+ *   base of a live cuMemAlloc block) writes the exporter's pid, the fd, the
+ *   size, the block id and the memfd's serial into the 64-byte handle, and
+ *   cuIpcOpenMemHandle_v2 in another process maps /proc/<pid>/fd/<fd>
+ *   (after checking that the fd is still that memfd) and registers it as a
+ *   device block of the exporter's device, so copies and kernels work on
+ *   it; cuIpcCloseMemHandle unmaps it (quarantined like a freed block).
+ *   Opening in the exporting process is CUDA_ERROR_INVALID_CONTEXT, as the
+ *   real driver answers; a handle whose allocation is gone (freed, or its
+ *   process exited) is CUDA_ERROR_INVALID_HANDLE. cuMemGetAddressRange_v2
+ *   answers for device and managed blocks (CUDA_ERROR_NOT_FOUND otherwise),
+ *   and the pointer query knows CU_POINTER_ATTRIBUTE_BUFFER_ID (the block id).
  * - FAKE_CUDA_QUERY_NEEDS_CTX=1: cuPointerGetAttributes wants a current
  *   context (CUDA_ERROR_INVALID_CONTEXT otherwise), as some drivers do.
  * - FAKE_CUDA_REPORT=path ("%p" becomes the pid): at exit, counts as
@@ -83,7 +96,8 @@
  *   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as
  *   CUDA's "potentially unsafe" calls do.
  * - Timing, occupancy, launch limits beyond the block size, peer access,
- *   IPC, graphs (no instantiation or launch), multi-dimensional grids, dynamic shared memory, cubins.
+ *   IPC events, the exporter freeing memory a peer still maps (the peer's
+ *   mapping keeps the pages; real CUDA leaves that undefined), graphs (no instantiation or launch), multi-dimensional grids, dynamic shared memory, cubins.
  */
 #ifndef FAKE_CUDA_H
 #define FAKE_CUDA_H
@@ -100,6 +114,9 @@ typedef struct fc_stream *CUstream;
 typedef struct fc_event *CUevent;
 typedef struct fc_module *CUmodule;
 typedef struct fc_function *CUfunction;
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -143,7 +160,8 @@ enum {
     X(cuPointerGetAttributes) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)               \
     X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async)     \
     X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)              \
-    X(cuGetExportTable)
+    X(cuGetExportTable) X(cuMemGetAddressRange_v2) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle_v2)           \
+    X(cuIpcCloseMemHandle)
 
 enum fc_sym {
 #define FC_ENUM(n) SYM_##n,
@@ -186,6 +204,7 @@ struct fc_counts {
     long illegal_address, freed_in_use, overlapping_copies, destroyed_busy;
     long async_default_stream_copies; /* asynchronous copies on the legacy or per-thread stream */
     long kernels_launched, kernels_run, waits_blocked, events_not_ready;
+    long ipc_exported, ipc_opened, ipc_closed; /* handles made; peers' allocations mapped here, and unmapped */
 };
 extern struct fc_counts fc_n;
 #define FC_ADD(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
@@ -214,6 +233,8 @@ struct fc_block {
     uint64_t base, size, id;
     enum fc_kind kind;
     int device;
+    int fd;  /* device memory: the memfd behind the shared mapping (-1 for other kinds) */
+    int ipc; /* a peer's allocation mapped by cuIpcOpenMemHandle (kind K_DEVICE, fd -1) */
 };
 /* The live block holding [addr, addr + len) entirely, by copy; 0 if none. */
 int fc_block_holding(uint64_t addr, uint64_t len, struct fc_block *out);
@@ -221,6 +242,12 @@ int fc_block_holding(uint64_t addr, uint64_t len, struct fc_block *out);
 int fc_block_at(uint64_t addr, struct fc_block *out);
 /* Whether block `id`, which held addr, is still live. */
 int fc_block_alive(uint64_t addr, uint64_t id);
+/* The length of the mapping behind a block of `size` bytes (whole pages). */
+size_t fc_mapping_len(uint64_t size);
+/* Register a peer's allocation mapped at base (ipc.c); 0 if it overlaps a live block. */
+int fc_insert_ipc_block(uint64_t base, uint64_t size, int device);
+/* Unregister and unmap (quarantined) the peer's allocation mapped at base; 0 if none is. */
+int fc_close_ipc_block(uint64_t base);
 
 /* ---- streams (stream.c) ---- */
 enum fc_op_kind { OP_COPY, OP_MEMSET8, OP_MEMSET32, OP_KERNEL, OP_EVENT, OP_WAIT32, OP_WAIT64, OP_WRITE32, OP_WRITE64 };

@@ -1,10 +1,19 @@
 /* fake libcuda: the table of memory blocks (device, managed, host-allocated,
- * registered), allocation and freeing, the pointer query, and the copy and
- * memset entry points (which queue their work on a stream). */
+ * registered), allocation and freeing, the pointer query, the address range,
+ * and the copy and memset entry points (which queue their work on a stream).
+ *
+ * Device memory (cuMemAlloc) is a shared mapping of a memfd, the fd kept
+ * open while the block lives, so that another process can map the same
+ * pages through /proc/<pid>/fd/<fd> (CUDA IPC, ipc.c); managed and host
+ * memory stay private anonymous mappings. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "fake_cuda.h"
 
@@ -50,7 +59,7 @@ int fc_block_alive(uint64_t addr, uint64_t id) {
 }
 
 /* Insert a block; 0 if it overlaps a live one. */
-static int insert_block(uint64_t base, uint64_t size, enum fc_kind kind, int device) {
+static int insert_block(uint64_t base, uint64_t size, enum fc_kind kind, int device, int fd, int ipc) {
     pthread_mutex_lock(&mem_mu);
     long i = floor_index(base + size - 1);
     if (i >= 0 && blocks[i].base + blocks[i].size > base) {
@@ -64,7 +73,8 @@ static int insert_block(uint64_t base, uint64_t size, enum fc_kind kind, int dev
     }
     size_t at = (size_t)(i + 1);
     memmove(&blocks[at + 1], &blocks[at], (nblocks - at) * sizeof *blocks);
-    blocks[at] = (struct fc_block){.base = base, .size = size, .id = next_id++, .kind = kind, .device = device};
+    blocks[at] = (struct fc_block){
+        .base = base, .size = size, .id = next_id++, .kind = kind, .device = device, .fd = fd, .ipc = ipc};
     nblocks++;
     pthread_mutex_unlock(&mem_mu);
     FC_ADD(fc_n.live_blocks[kind], 1);
@@ -73,11 +83,12 @@ static int insert_block(uint64_t base, uint64_t size, enum fc_kind kind, int dev
 }
 
 /* Remove the block starting exactly at base if its kind is in `kinds` (a
- * bit mask of 1 << kind); 0 if there is none. */
-static int remove_block(uint64_t base, unsigned kinds, struct fc_block *out) {
+ * bit mask of 1 << kind) and it is (ipc = 1) or is not (0) a peer's
+ * allocation opened by cuIpcOpenMemHandle; 0 if there is none. */
+static int remove_block(uint64_t base, unsigned kinds, int ipc, struct fc_block *out) {
     pthread_mutex_lock(&mem_mu);
     long i = floor_index(base);
-    int found = i >= 0 && blocks[i].base == base && (kinds & (1u << blocks[i].kind));
+    int found = i >= 0 && blocks[i].base == base && (kinds & (1u << blocks[i].kind)) && blocks[i].ipc == ipc;
     if (found) {
         *out = blocks[i];
         memmove(&blocks[i], &blocks[i + 1], (nblocks - (size_t)i - 1) * sizeof *blocks);
@@ -97,19 +108,60 @@ static int remove_block(uint64_t base, unsigned kinds, struct fc_block *out) {
 static struct { void *p; size_t len; } quarantine[QUARANTINE];
 static size_t quarantine_next;
 
-static size_t mapping_len(uint64_t size) { return (size + 4095) & ~(size_t)4095; }
+size_t fc_mapping_len(uint64_t size) { return (size + 4095) & ~(size_t)4095; }
+#define mapping_len fc_mapping_len
 
-static void *map_block(uint64_t size) {
-    void *p = mmap(NULL, mapping_len(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+/* A fresh poisoned mapping; shared over a new memfd (its fd in *fd) when
+ * fd is not NULL, else private. */
+static void *map_block(uint64_t size, int *fd) {
+    void *p;
+    if (fd) {
+        static uint64_t serial;
+        char name[64];
+        snprintf(name, sizeof name, "fake-cuda-%d-%llu", (int)getpid(),
+                 (unsigned long long)__atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+        *fd = memfd_create(name, MFD_CLOEXEC);
+        if (*fd < 0 && errno == EMFILE) {
+            /* Each live device block holds an fd: use the hard limit before giving up. */
+            struct rlimit lim;
+            if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+                lim.rlim_cur = lim.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &lim) == 0) *fd = memfd_create(name, MFD_CLOEXEC);
+            }
+        }
+        if (*fd < 0) {
+            fc_warn("memfd_create for a device block of %llu bytes: %m (each live device block holds one fd)",
+                    (unsigned long long)size);
+            return NULL;
+        }
+        if (ftruncate(*fd, (off_t)mapping_len(size)) != 0) {
+            close(*fd);
+            return NULL;
+        }
+        p = mmap(NULL, mapping_len(size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, *fd, 0);
+        if (p == MAP_FAILED) close(*fd);
+    } else {
+        p = mmap(NULL, mapping_len(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
     if (p == MAP_FAILED) return NULL;
     memset(p, fc_cfg.poison, size);
     return p;
 }
 
-static void unmap_block(void *p, uint64_t size) {
-    size_t len = mapping_len(size);
-    mprotect(p, len, PROT_NONE);
-    madvise(p, len, MADV_DONTNEED);
+static void unmap_block(const struct fc_block *b) {
+    void *p = (void *)b->base;
+    size_t len = mapping_len(b->size);
+    if (b->fd >= 0 || b->ipc) {
+        /* A shared mapping: replace it in place by an inaccessible private
+         * one, which drops this process's reference to the pages (freed once
+         * the fd is closed and no peer maps them). */
+        if (mmap(p, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+            abort();
+        if (b->fd >= 0) close(b->fd);
+    } else {
+        mprotect(p, len, PROT_NONE);
+        madvise(p, len, MADV_DONTNEED);
+    }
     pthread_mutex_lock(&mem_mu);
     size_t at = quarantine_next++ % QUARANTINE;
     void *old = quarantine[at].p;
@@ -133,9 +185,10 @@ static CUresult alloc_block(CUdeviceptr *p, size_t n, enum fc_kind kind) {
     struct fc_ctx *c = fc_current(&err);
     if (!c) return err;
     if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
-    void *mem = map_block(n);
+    int fd = -1;
+    void *mem = map_block(n, kind == K_DEVICE ? &fd : NULL);
     if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!insert_block((uint64_t)mem, n, kind, c->device)) abort(); /* fresh mappings never overlap */
+    if (!insert_block((uint64_t)mem, n, kind, c->device, fd, 0)) abort(); /* fresh mappings never overlap */
     *p = (CUdeviceptr)mem;
     return CUDA_SUCCESS;
 }
@@ -156,12 +209,12 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     CUresult err = CUDA_SUCCESS;
     if (!fc_current(&err)) RET(err);
     struct fc_block b;
-    if (!remove_block(p, 1u << K_DEVICE | 1u << K_MANAGED, &b)) {
+    if (!remove_block(p, 1u << K_DEVICE | 1u << K_MANAGED, 0, &b)) {
         fc_warn("cuMemFree(%#llx): not the start of a live device or managed block", (unsigned long long)p);
         RET(CUDA_ERROR_INVALID_VALUE);
     }
     check_unused(&b, "cuMemFree");
-    unmap_block((void *)b.base, b.size);
+    unmap_block(&b);
     RET(CUDA_SUCCESS);
 }
 
@@ -171,9 +224,9 @@ CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
     struct fc_ctx *c = fc_current(&err);
     if (!c) RET(err);
     if (!p || n == 0 || (flags & ~7u)) RET(CUDA_ERROR_INVALID_VALUE);
-    void *mem = map_block(n);
+    void *mem = map_block(n, NULL);
     if (!mem) RET(CUDA_ERROR_OUT_OF_MEMORY);
-    if (!insert_block((uint64_t)mem, n, K_HOST_ALLOC, c->device)) abort();
+    if (!insert_block((uint64_t)mem, n, K_HOST_ALLOC, c->device, -1, 0)) abort();
     *p = mem;
     RET(CUDA_SUCCESS);
 }
@@ -183,12 +236,12 @@ CUresult cuMemFreeHost(void *p) {
     CUresult err = CUDA_SUCCESS;
     if (!fc_current(&err)) RET(err);
     struct fc_block b;
-    if (!remove_block((uint64_t)p, 1u << K_HOST_ALLOC, &b)) {
+    if (!remove_block((uint64_t)p, 1u << K_HOST_ALLOC, 0, &b)) {
         fc_warn("cuMemFreeHost(%p): not the start of a live cuMemHostAlloc block", p);
         RET(CUDA_ERROR_INVALID_VALUE);
     }
     check_unused(&b, "cuMemFreeHost");
-    unmap_block((void *)b.base, b.size);
+    unmap_block(&b);
     RET(CUDA_SUCCESS);
 }
 
@@ -198,7 +251,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
     struct fc_ctx *c = fc_current(&err);
     if (!c) RET(err);
     if (!p || n == 0 || (flags & ~15u)) RET(CUDA_ERROR_INVALID_VALUE);
-    if (!insert_block((uint64_t)p, n, K_REGISTERED, c->device)) RET(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    if (!insert_block((uint64_t)p, n, K_REGISTERED, c->device, -1, 0)) RET(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
     RET(CUDA_SUCCESS);
 }
 
@@ -207,7 +260,7 @@ CUresult cuMemHostUnregister(void *p) {
     CUresult err = CUDA_SUCCESS;
     if (!fc_current(&err)) RET(err);
     struct fc_block b;
-    if (!remove_block((uint64_t)p, 1u << K_REGISTERED, &b)) RET(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    if (!remove_block((uint64_t)p, 1u << K_REGISTERED, 0, &b)) RET(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
     check_unused(&b, "cuMemHostUnregister");
     RET(CUDA_SUCCESS);
 }
@@ -241,6 +294,9 @@ CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr
         case 8: /* IS_MANAGED, a one-byte bool */
             *(unsigned char *)data[i] = known && b.kind == K_MANAGED;
             break;
+        case 7: /* BUFFER_ID, an unsigned long long: the block's id, unique in this process */
+            *(unsigned long long *)data[i] = known ? b.id : 0;
+            break;
         case 9: /* DEVICE_ORDINAL, an int */
             *(int *)data[i] = known ? b.device : -2;
             break;
@@ -249,6 +305,31 @@ CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr
         }
     }
     RET(CUDA_SUCCESS);
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+    ENTER(cuMemGetAddressRange_v2);
+    CUresult err = CUDA_SUCCESS;
+    if (!fc_current(&err)) RET(err);
+    struct fc_block b;
+    if (!fc_block_at(p, &b) || (b.kind != K_DEVICE && b.kind != K_MANAGED)) RET(CUDA_ERROR_NOT_FOUND);
+    if (base) *base = b.base;
+    if (size) *size = b.size;
+    RET(CUDA_SUCCESS);
+}
+
+/* ---- for ipc.c: a peer's allocation mapped here ---- */
+
+int fc_insert_ipc_block(uint64_t base, uint64_t size, int device) {
+    return insert_block(base, size, K_DEVICE, device, -1, 1);
+}
+
+int fc_close_ipc_block(uint64_t base) {
+    struct fc_block b;
+    if (!remove_block(base, 1u << K_DEVICE, 1, &b)) return 0;
+    check_unused(&b, "cuIpcCloseMemHandle");
+    unmap_block(&b);
+    return 1;
 }
 
 /* ---- copies and memsets ---- */

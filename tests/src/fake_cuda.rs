@@ -38,10 +38,11 @@ pub const REQUIRE: &str = "REQUIRE_FAKE_CUDA";
 const CHILD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The fake's sources, compiled into one library.
-const SOURCES: [(&str, &str); 5] = [
+const SOURCES: [(&str, &str); 6] = [
     ("fake_cuda.h", include_str!("../fake_cuda/fake_cuda.h")),
     ("core.c", include_str!("../fake_cuda/core.c")),
     ("memory.c", include_str!("../fake_cuda/memory.c")),
+    ("ipc.c", include_str!("../fake_cuda/ipc.c")),
     ("stream.c", include_str!("../fake_cuda/stream.c")),
     ("module.c", include_str!("../fake_cuda/module.c")),
 ];
@@ -164,7 +165,8 @@ impl Report {
     /// What any test must leave balanced: no device fault, no block freed
     /// under queued work, no overlapping driver copy, every push popped,
     /// every created stream and event destroyed (idle), every
-    /// `cuMemHostAlloc` block freed. Empty when all hold.
+    /// `cuMemHostAlloc` block freed, every peer allocation opened through
+    /// CUDA IPC closed. Empty when all hold.
     pub fn teardown_problems(&self) -> Vec<String> {
         let mut problems: Vec<String> = [
             "faults.illegal_address",
@@ -174,6 +176,7 @@ impl Report {
             "live.streams",
             "live.events",
             "live.host_alloc",
+            "live.ipc_mappings",
         ]
         .iter()
         .filter(|k| self.get(k) != 0)
