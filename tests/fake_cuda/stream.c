@@ -503,22 +503,30 @@ CUresult cuCtxSynchronize(void) {
     RET(sticky(c));
 }
 
-static CUresult wait_value(CUstream h, uint64_t addr, uint64_t value, unsigned flags, int wide) {
+/* A stream memory operation (wait or write) on the 4 or 8 bytes at addr:
+ * `allowed` flag bits, `kind` the op queued (its c field: the flags `keep` keeps). */
+static CUresult memory_op(CUstream h, uint64_t addr, uint64_t value, unsigned flags, unsigned allowed, unsigned keep,
+                          enum fc_op_kind kind, int wide) {
     CUresult err = CUDA_SUCCESS;
     if (!fc_current(&err)) return err;
     struct fc_stream *s = fc_stream_of(h, &err);
     if (!s) return err;
     if (wide && !fc_cfg.wide) return CUDA_ERROR_NOT_SUPPORTED; /* as on devices without 64-bit stream memory ops */
-    if ((flags & ~(3u | 1u << 30)) || addr % (wide ? 8 : 4)) return CUDA_ERROR_INVALID_VALUE;
-    struct fc_op *op = fc_op_new(wide ? OP_WAIT64 : OP_WAIT32);
-    op->a = addr, op->b = value, op->c = flags & 3;
+    if ((flags & ~allowed) || addr % (wide ? 8 : 4)) return CUDA_ERROR_INVALID_VALUE;
+    struct fc_op *op = fc_op_new(kind);
+    op->a = addr, op->b = value, op->c = flags & keep;
     fc_op_range(op, addr, wide ? 8 : 4, 0);
-    if (op->fault) { /* the driver refuses a wait on memory it does not map */
+    if (op->fault) { /* the driver refuses an operation on memory it does not map */
         free(op);
         return CUDA_ERROR_INVALID_VALUE;
     }
     fc_enqueue(s, op);
     return CUDA_SUCCESS;
+}
+
+/* Waits: the condition in the low 2 bits (GEQ, EQ, AND, NOR), FLUSH (bit 30) accepted and ignored. */
+static CUresult wait_value(CUstream h, uint64_t addr, uint64_t value, unsigned flags, int wide) {
+    return memory_op(h, addr, value, flags, 3u | 1u << 30, 3u, wide ? OP_WAIT64 : OP_WAIT32, wide);
 }
 
 CUresult cuStreamWaitValue32_v2(CUstream h, CUdeviceptr addr, unsigned value, unsigned flags) {
@@ -531,23 +539,9 @@ CUresult cuStreamWaitValue64_v2(CUstream h, CUdeviceptr addr, unsigned long long
     RET(wait_value(h, addr, value, flags, 1));
 }
 
+/* Writes: 0 CU_STREAM_WRITE_VALUE_DEFAULT, 1 ..._NO_MEMORY_BARRIER (the fake orders both). */
 static CUresult write_value(CUstream h, uint64_t addr, uint64_t value, unsigned flags, int wide) {
-    CUresult err = CUDA_SUCCESS;
-    if (!fc_current(&err)) return err;
-    struct fc_stream *s = fc_stream_of(h, &err);
-    if (!s) return err;
-    if (wide && !fc_cfg.wide) return CUDA_ERROR_NOT_SUPPORTED; /* as on devices without 64-bit stream memory ops */
-    /* 0: CU_STREAM_WRITE_VALUE_DEFAULT, 1: ..._NO_MEMORY_BARRIER (the fake orders both) */
-    if ((flags & ~1u) || addr % (wide ? 8 : 4)) return CUDA_ERROR_INVALID_VALUE;
-    struct fc_op *op = fc_op_new(wide ? OP_WRITE64 : OP_WRITE32);
-    op->a = addr, op->b = value, op->c = flags;
-    fc_op_range(op, addr, wide ? 8 : 4, 0);
-    if (op->fault) { /* the driver refuses a write to memory it does not map */
-        free(op);
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fc_enqueue(s, op);
-    return CUDA_SUCCESS;
+    return memory_op(h, addr, value, flags, 1u, 1u, wide ? OP_WRITE64 : OP_WRITE32, wide);
 }
 
 CUresult cuStreamWriteValue32_v2(CUstream h, CUdeviceptr addr, unsigned value, unsigned flags) {

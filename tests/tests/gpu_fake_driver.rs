@@ -456,9 +456,7 @@ fn triggered_posts_keep_stream_order_with_32_bit_waits_on_a_slow_stream() {
         knobs().env("FAKE_CUDA_WIDE", 0).env("FAKE_CUDA_STREAM_DELAY_US", 200),
         || {
             assert!(!CudaStreamEe::new_stream(0).unwrap().wide_waits(), "64-bit waits on a device without them");
-            for mem_type in [MemType::Host, MemType::Cuda] {
-                world::run(2, &Config::new(), move |team, _| ordered_rounds(team, mem_type, 10, 1 << 16));
-            }
+            ten_rounds_on_two_ranks_on_both_memories();
         },
         |report, output| {
             assert_eq!(report.calls("cuStreamWaitValue64_v2"), 0, "{output}");
@@ -484,9 +482,7 @@ fn triggered_posts_keep_stream_order_with_32_bit_writes_on_a_slow_stream() {
             assert_eq!(ee.input(), StreamInput::Write, "the knob of the environment");
             assert!(!ee.wide_waits(), "64-bit waits on a device without them");
             drop(ee);
-            for mem_type in [MemType::Host, MemType::Cuda] {
-                world::run(2, &Config::new(), move |team, _| ordered_rounds(team, mem_type, 10, 1 << 16));
-            }
+            ten_rounds_on_two_ranks_on_both_memories();
         },
         |report, output| {
             assert_eq!(report.calls("cuStreamWaitValue64_v2") + report.calls("cuStreamWriteValue64_v2"), 0, "{output}");
@@ -510,9 +506,7 @@ fn triggered_posts_keep_stream_order_with_the_kernel_wait() {
             let ee = CudaStreamEe::new_stream(0).unwrap();
             assert_eq!(ee.wait_kind(), StreamWait::Kernel, "the knob of the environment");
             drop(ee);
-            for mem_type in [MemType::Host, MemType::Cuda] {
-                world::run(2, &Config::new(), move |team, _| ordered_rounds(team, mem_type, 10, 1 << 16));
-            }
+            ten_rounds_on_two_ranks_on_both_memories();
         },
         |report, output| {
             let memops = report.calls("cuStreamWaitValue64_v2") + report.calls("cuStreamWaitValue32_v2");
@@ -522,6 +516,14 @@ fn triggered_posts_keep_stream_order_with_the_kernel_wait() {
             balanced(TEST, report, output);
         },
     );
+}
+
+/// [`ordered_rounds`]: 10 rounds on 2 ranks, on pinned host memory and on
+/// device memory, with the engine the environment asks for.
+fn ten_rounds_on_two_ranks_on_both_memories() {
+    for mem_type in [MemType::Host, MemType::Cuda] {
+        world::run(2, &Config::new(), move |team, _| ordered_rounds(team, mem_type, 10, 1 << 16));
+    }
 }
 
 /// With the `write` input a trigger learns that its stream reached the post
