@@ -165,18 +165,14 @@ fn run(x: Exec, call: &'static str, plan: Result<Plan>) -> AlgFuture {
         let plan = plan?;
         let mut flight = Flight { team: x.team.clone(), event: None, done: false };
         let team = &flight.team;
-        x.diag.waiting_for_work(Some(
-            format!(
-                "{}'s communicator to be created (ncclCommInitRankConfig, polled by ncclCommGetAsyncError)",
-                team.desc
-            )
-            .into(),
-        ));
+        if !team.comm_ready() {
+            x.diag.waiting_for_work(Some(team.message_creating()));
+        }
+        // Creation, or the health check of a made communicator.
         std::future::poll_fn(|_| team.poll_comm()).await?;
         let event = team.enqueue(x.stream, &|comm, stream| plan(comm, stream))?;
         if let Some(ev) = event {
-            x.diag
-                .waiting_for_work(Some(format!("{call} enqueued by {} to complete (cuEventQuery)", team.desc).into()));
+            x.diag.waiting_for_work(Some(team.message_enqueued(call)));
             let team = flight.team.clone();
             let ev = flight.event.insert(ev);
             // The poll that enqueued (at post) does not query the event it

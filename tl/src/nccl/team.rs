@@ -1,6 +1,7 @@
 //! TL/NCCL's team: the unique id, the communicator made at the first
 //! collective, the team's own stream and events, and teardown.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
@@ -49,6 +50,10 @@ pub(crate) struct NcclTeam {
     errored: AtomicBool,
     /// "TL/NCCL rank r of n (device d)", for messages.
     pub(crate) desc: Arc<str>,
+    /// What a collective waits for, for timeout messages, made once per
+    /// team (`None`: the communicator's creation) and NCCL call rather than
+    /// formatted at every post.
+    messages: Mutex<HashMap<Option<&'static str>, Arc<str>>>,
 }
 
 impl NcclTeam {
@@ -75,6 +80,7 @@ impl NcclTeam {
             lazy: Mutex::default(),
             errored: AtomicBool::new(false),
             desc,
+            messages: Mutex::default(),
         };
         Ok(TeamOf(Arc::new(team)))
     }
@@ -87,6 +93,26 @@ impl NcclTeam {
 
     pub(crate) fn fallbacks(&self) -> Fallbacks {
         self.fallbacks
+    }
+
+    /// "`call` enqueued by this team to complete", for timeout messages.
+    pub(crate) fn message_enqueued(&self, call: &'static str) -> Arc<str> {
+        self.message(Some(call), || format!("{call} enqueued by {} to complete (cuEventQuery)", self.desc))
+    }
+
+    /// "this team's communicator to be created", for timeout messages.
+    pub(crate) fn message_creating(&self) -> Arc<str> {
+        self.message(None, || {
+            format!(
+                "{}'s communicator to be created (ncclCommInitRankConfig, polled by ncclCommGetAsyncError)",
+                self.desc
+            )
+        })
+    }
+
+    fn message(&self, key: Option<&'static str>, make: impl FnOnce() -> String) -> Arc<str> {
+        let mut map = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(key).or_insert_with(|| make().into()).clone()
     }
 
     /// Mark the team as having had an error (its communicator will be aborted at teardown).
