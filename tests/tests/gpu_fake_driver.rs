@@ -501,7 +501,7 @@ fn triggered_posts_keep_stream_order_with_the_kernel_wait() {
     const TEST: &str = "triggered_posts_keep_stream_order_with_the_kernel_wait";
     scenario(
         TEST,
-        knobs().env("FAKE_CUDA_STREAM_DELAY_US", 200).env("UCC_EE_CUDA_STREAM_WAIT", "kernel"),
+        knobs().nvrtc().env("FAKE_CUDA_STREAM_DELAY_US", 200).env("UCC_EE_CUDA_STREAM_WAIT", "kernel"),
         || {
             let ee = CudaStreamEe::new_stream(0).unwrap();
             assert_eq!(ee.wait_kind(), StreamWait::Kernel, "the knob of the environment");
