@@ -7,6 +7,15 @@
 //! ranks it reads; (4) reads; (5) publishes `done = e`. Each counter is
 //! written by its rank only, with Release after the data it covers, and read
 //! by the others with Acquire before they read that data.
+//!
+//! Every epoch of a rank ends with its `done`, and the next one's `arrive`
+//! or `reduced` comes after it: a rank seen at `arrive = v` (or `reduced =
+//! v`) has finished epoch `v - 1`. Waits remember that per rank
+//! (`ShmTeam::finished`), so (1) reads no control line for ranks whose
+//! counters already proved it — in a run of symmetric collectives, every
+//! one of them: the wait of step (3) in epoch `e - 1` proved it. The wait
+//! in (1) would otherwise cost a cache line's trip between cores in every
+//! epoch, on the critical path, since the peer has just written that line.
 
 use std::sync::atomic::Ordering;
 use std::task::Poll;
@@ -15,27 +24,30 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::liveness::Proc;
 
-use super::segment::{Ctrl, FAILED, PRESENT};
+use super::segment::{Ctrl, FAILED, PRESENT, SigSlot};
 use super::team::ShmTeam;
 
 /// Fruitless polls between two liveness checks of the rank waited for.
 const LIVENESS_EVERY: u32 = 4096;
 
-/// Which counter of the control lines to wait on.
-#[derive(Clone, Copy, Debug)]
+/// Which counter to wait on: one of the control lines', or the tag of the
+/// epoch's inline region (`inline.rs`), which says what `Arrive` says for
+/// a payload that lies beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Flag {
     Arrive,
     Reduced,
     Done,
+    Inline,
 }
 
-fn load(c: &Ctrl, f: Flag) -> u64 {
-    // Acquire: pairs with the Release of the rank that published the counter,
-    // so its data (or its having stopped reading ours) is visible after this.
-    match f {
-        Flag::Arrive => c.arrive.load(Ordering::Acquire),
-        Flag::Reduced => c.reduced.load(Ordering::Acquire),
-        Flag::Done => c.done.load(Ordering::Acquire),
+/// The last epoch a rank has surely finished, given that its counter
+/// `flag` reads `value`: its `arrive` and `reduced` of an epoch come after
+/// its `done` of the epoch before (see the module docs).
+pub(crate) fn finished_given(flag: Flag, value: u64) -> u64 {
+    match flag {
+        Flag::Done => value,
+        Flag::Arrive | Flag::Reduced | Flag::Inline => value.saturating_sub(1),
     }
 }
 
@@ -73,13 +85,18 @@ impl ShmTeam {
         let mut polls = 0u32;
         std::future::poll_fn(|_| {
             while let Some(&r) = ranks.get(next) {
-                let ctrl = match self.seg.ctrl(r) {
-                    Ok(c) => c,
+                if flag == Flag::Done && self.known_finished(r, epoch) {
+                    next += 1;
+                    continue;
+                }
+                let (ctrl, value, sig) = match self.load(r, flag, epoch) {
+                    Ok(v) => v,
                     Err(e) => return Poll::Ready(Err(e)),
                 };
-                if load(ctrl, flag) >= epoch {
+                if value >= epoch {
+                    self.learn_finished(r, finished_given(flag, value));
                     if same_collective {
-                        if let Err(e) = self.check_signature(r, ctrl, epoch) {
+                        if let Err(e) = self.check_signature(r, sig, epoch) {
                             return Poll::Ready(Err(e));
                         }
                     }
@@ -108,10 +125,45 @@ impl ShmTeam {
         .await
     }
 
+    /// Rank `r`'s control line, the value of its counter `flag` for
+    /// `epoch`, and the signature slot that goes with that counter.
+    fn load(&self, r: usize, flag: Flag, epoch: u64) -> Result<(&Ctrl, u64, &SigSlot)> {
+        let c = self.seg.ctrl(r)?;
+        let slot = &c.sig[(epoch % 2) as usize];
+        // Acquire: pairs with the Release of the rank that published the
+        // counter, so its data (or its having stopped reading ours) is
+        // visible after this.
+        Ok(match flag {
+            Flag::Arrive => (c, c.arrive.load(Ordering::Acquire), slot),
+            Flag::Reduced => (c, c.reduced.load(Ordering::Acquire), slot),
+            Flag::Done => (c, c.done.load(Ordering::Acquire), slot),
+            Flag::Inline => {
+                let head = self.seg.inline_head(r, epoch)?;
+                (c, head.tag.load(Ordering::Acquire), &head.sig)
+            }
+        })
+    }
+
+    /// Rank `r` has finished epoch `epoch` (and every one before).
+    fn learn_finished(&self, r: usize, epoch: u64) {
+        if let Some(f) = self.finished.get(r) {
+            // Relaxed: only this rank's running task reads or writes it (the
+            // turn orders the tasks); it only grows.
+            if f.load(Ordering::Relaxed) < epoch {
+                f.store(epoch, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether rank `r` is known to have finished `epoch`.
+    fn known_finished(&self, r: usize, epoch: u64) -> bool {
+        // Relaxed: see `learn_finished`.
+        self.finished.get(r).is_some_and(|f| f.load(Ordering::Relaxed) >= epoch)
+    }
+
     /// Rank `r`, seen at `epoch` or later, must have published the running
     /// collective's signature for `epoch`.
-    fn check_signature(&self, r: usize, ctrl: &Ctrl, epoch: u64) -> Result<()> {
-        let slot = &ctrl.sig[(epoch % 2) as usize];
+    fn check_signature(&self, r: usize, slot: &SigSlot, epoch: u64) -> Result<()> {
         // Relaxed: written by rank r before the Release of the flag this wait
         // just Acquire-loaded, and not rewritten before this rank finishes
         // `epoch` (the slot's next user is epoch + 2).
@@ -174,6 +226,8 @@ impl ShmTeam {
     pub(crate) async fn begin(&self) -> Result<u64> {
         let e = self.next_epoch();
         if e > 2 {
+            // Usually known already (see the module docs): the wait then
+            // reads no peer's control line.
             self.wait_for(Flag::Done, &self.all, e - 2, false).await?;
         }
         self.sign(e)?;
@@ -183,12 +237,16 @@ impl ShmTeam {
     /// Write the running collective's signature for epoch `e` (its slot's
     /// readers of epoch `e - 2` have all finished: `begin` waited for them).
     fn sign(&self, e: u64) -> Result<()> {
+        self.sign_slot(&self.seg.ctrl(self.rank)?.sig[(e % 2) as usize], e);
+        Ok(())
+    }
+
+    /// Write the running collective's signature for epoch `e` into `slot`.
+    pub(crate) fn sign_slot(&self, slot: &SigSlot, e: u64) {
         let sig = self.running.get();
-        let slot = &self.seg.ctrl(self.rank)?.sig[(e % 2) as usize];
         // Relaxed: published by the Release of this rank's next flag.
         slot.word.store(tagged(&sig, e), Ordering::Relaxed);
         slot.size.store(sig.size, Ordering::Relaxed);
-        Ok(())
     }
 
     /// Publish this rank's data (or results) of epoch `e`.
@@ -200,6 +258,10 @@ impl ShmTeam {
             Flag::Arrive => c.arrive.store(e, Ordering::Release),
             Flag::Reduced => c.reduced.store(e, Ordering::Release),
             Flag::Done => c.done.store(e, Ordering::Release),
+            Flag::Inline => self.seg.inline_head(self.rank, e)?.tag.store(e, Ordering::Release),
+        }
+        if flag == Flag::Done {
+            self.learn_finished(self.rank, e);
         }
         Ok(())
     }

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! [header: 1 line]
-//! [control line of rank 0] … [control line of rank P-1]      one LINE each
+//! [control lines of rank 0] … [control lines of rank P-1]    CTRL bytes each
 //! [call board of rank 0] … [call board of rank P-1]          BOARD_DEPTH entries of 64 bytes each
+//! [rank 0: inline 0 | inline 1] … [rank P-1: inline 0 | inline 1]   INLINE bytes each
 //! [rank 0: half 0 (data H, results R) | half 1 (data H, results R)]
 //! …
 //! [rank P-1: …]
@@ -14,7 +15,10 @@
 //! rank's area, so a rank may write epoch `e + 1` while slower ranks still
 //! read epoch `e`. The data part holds what a rank publishes (its input, or
 //! a chunk of it); the results part (`H / P`, rounded up) holds the slice it
-//! reduced for the others to copy.
+//! reduced for the others to copy. The inline region of epoch `e` (also
+//! by parity) holds a small payload right after the epoch's tag and
+//! signature, in the same cache line: a reader that sees the tag has the
+//! first bytes of the payload too (`inline.rs`).
 //!
 //! Sizes come from configuration and, at the members that open a segment,
 //! from its creator's header: [`Layout::new`] computes the total with
@@ -23,15 +27,28 @@
 use ferrocoll_core::engine::board::{BOARD_DEPTH, ENTRY_WORDS};
 use ferrocoll_core::{Error, Result};
 
-/// Bytes of a control line: two cache lines, so that the adjacent-line
-/// prefetcher does not make neighbouring ranks' flags share traffic.
+/// Bytes of a line as the layout aligns things: two cache lines, so that
+/// the adjacent-line prefetcher (which fetches a 64-byte line's 128-byte
+/// buddy) does not make neighbouring regions share traffic.
 pub(crate) const LINE: usize = 128;
+
+/// Bytes of a rank's control lines: three LINEs, one for what readers of
+/// a step wait on, one for `done`, one for what is read while waiting but
+/// rarely written (`segment::Ctrl`).
+pub(crate) const CTRL: usize = 3 * LINE;
 
 /// Bytes of one call-board entry (`ferrocoll_core::engine::board`): a cache line.
 pub(crate) const ENTRY: usize = ENTRY_WORDS * 8;
 
 /// Bytes of one rank's call board.
 const BOARD: usize = BOARD_DEPTH * ENTRY;
+
+/// Bytes of the head of an inline region (tag, signature), before its payload.
+pub(crate) const INLINE_HEAD: usize = 32;
+
+/// Bytes of one inline region: a head and at least 1 KiB of payload, in
+/// whole control lines (so that every region starts a line pair).
+pub(crate) const INLINE: usize = (INLINE_HEAD + 1024).div_ceil(LINE) * LINE;
 
 /// Geometry of a team segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,12 +69,18 @@ impl Layout {
     /// holds any element); an error if the segment would not fit in memory.
     pub(crate) fn new(ranks: usize, data: usize) -> Result<Layout> {
         let n = ranks.max(1);
-        // header + control lines + boards + 2 halves of (data + results) per rank
+        // header + control lines + boards + 2 inline regions and 2 halves of (data + results) per rank
         let sizes = LINE.checked_mul(n).and_then(|min| round_up(data.max(min), LINE)).and_then(|data| {
             let results = round_up(data.div_ceil(n), LINE)?;
             let halves = data.checked_add(results)?.checked_mul(2)?.checked_mul(ranks)?;
             let boards = BOARD.checked_mul(ranks)?;
-            let total = ranks.checked_add(1)?.checked_mul(LINE)?.checked_add(boards)?.checked_add(halves)?;
+            let inline = INLINE.checked_mul(2)?.checked_mul(ranks)?;
+            let total = CTRL
+                .checked_mul(ranks)?
+                .checked_add(LINE)?
+                .checked_add(boards)?
+                .checked_add(inline)?
+                .checked_add(halves)?;
             (total <= isize::MAX as usize).then_some((data, results, total))
         });
         let (data, results, total) = sizes.ok_or_else(|| {
@@ -73,16 +96,21 @@ impl Layout {
 
     /// Offset of rank `r`'s control line.
     pub(crate) fn ctrl(&self, r: usize) -> usize {
-        LINE + r * LINE
+        LINE + r * CTRL
     }
 
     /// Offset of entry `i` of rank `r`'s call board.
     pub(crate) fn board(&self, r: usize, i: usize) -> usize {
-        LINE + self.ranks * LINE + r * BOARD + i * ENTRY
+        LINE + self.ranks * CTRL + r * BOARD + i * ENTRY
+    }
+
+    /// Offset of rank `r`'s inline region for epoch `epoch`.
+    pub(crate) fn inline_at(&self, r: usize, epoch: u64) -> usize {
+        LINE + self.ranks * (CTRL + BOARD) + (2 * r + (epoch % 2) as usize) * INLINE
     }
 
     fn area(&self, r: usize) -> usize {
-        LINE + self.ranks * (LINE + BOARD) + r * 2 * self.half()
+        LINE + self.ranks * (CTRL + BOARD + 2 * INLINE) + r * 2 * self.half()
     }
 
     /// Offset of rank `r`'s data part for epoch `epoch`.
@@ -115,9 +143,10 @@ mod tests {
             for data in [1, 100, 4096, 65536 + 3] {
                 let l = Layout::new(ranks, data).unwrap();
                 assert!(l.data >= data && l.data.is_multiple_of(LINE) && l.results * ranks >= l.data);
-                let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), LINE)).collect();
+                let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), CTRL)).collect();
                 for r in 0..ranks {
                     spans.extend((0..BOARD_DEPTH).map(|i| (l.board(r, i), ENTRY)));
+                    spans.extend((0..2).map(|e| (l.inline_at(r, e), INLINE)));
                 }
                 for r in 0..ranks {
                     for e in 0..2 {
@@ -134,6 +163,8 @@ mod tests {
                 assert_eq!(last.0 + last.1, l.total());
                 assert_eq!(l.area(ranks), l.total());
                 assert!(l.data_at(0, 2) == l.data_at(0, 0) && l.data_at(0, 1) != l.data_at(0, 0));
+                assert!(l.inline_at(0, 2) == l.inline_at(0, 0) && l.inline_at(0, 1) != l.inline_at(0, 0));
+                assert!((0..ranks).all(|r| l.inline_at(r, 1).is_multiple_of(LINE)));
             }
         }
     }
@@ -155,8 +186,9 @@ mod tests {
             if let Ok(l) = Layout::new(ranks, data) {
                 let last = ranks.saturating_sub(1);
                 proptest::prop_assert!(l.results_at(last, 1) + l.results <= l.total());
-                proptest::prop_assert!(l.ctrl(last) + LINE <= l.total());
+                proptest::prop_assert!(l.ctrl(last) + CTRL <= l.total());
                 proptest::prop_assert!(l.board(last, BOARD_DEPTH - 1) + ENTRY <= l.total());
+                proptest::prop_assert!(l.inline_at(last, 1) + INLINE <= l.total());
             }
         }
     }

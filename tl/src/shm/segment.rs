@@ -13,10 +13,10 @@ use ferrocoll_core::engine::board::{BOARD_DEPTH, ENTRY_WORDS};
 use ferrocoll_core::{Error, MemRef, MemType, Result, Status};
 use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, ShmName};
 
-use super::layout::{ENTRY, LINE, Layout};
+use super::layout::{CTRL, ENTRY, INLINE, INLINE_HEAD, LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -37,27 +37,37 @@ struct Header {
 // segment included) are a value, and every process accesses it atomically.
 unsafe impl AtomicView for Header {}
 
-/// A rank's control line: values only that rank writes, that everyone reads.
-/// What every step reads and writes (the counters and the signatures) fits
-/// in its first 64 bytes, one cache line.
+/// A rank's control lines: values only that rank writes, that everyone
+/// reads, in three line pairs by how often each is written and read, so
+/// that a write never has to take a line back from a reader that did not
+/// need it: the first holds what a reader of a step waits on (the line that
+/// must travel), the second `done` (written every epoch, read only when a
+/// rank cannot infer it, see `epoch.rs`), the third what a waiting rank
+/// reads on every poll but its owner writes once (`left`, `pid`). Writing
+/// `done` into the first pair, as before, made every rank's next write
+/// there wait for the line to come back from the peer that had just read
+/// it (measured: barrier and allreduce 8 B on 2 ranks, BENCHMARKS.md).
 #[repr(C)]
 pub(crate) struct Ctrl {
     /// Last epoch whose data this rank has published.
     pub arrive: AtomicU64,
     /// Last epoch whose reduced results this rank has published.
     pub reduced: AtomicU64,
-    /// Last epoch this rank has finished reading.
-    pub done: AtomicU64,
     /// The signature of the collective of epoch `e`, in slot `e % 2` (see
     /// `Signature` in core, and `epoch.rs`): a rank cannot start epoch `e + 2` before every rank
     /// has finished `e`, so the slot of an epoch a reader waits in is stable.
     pub sig: [SigSlot; 2],
+    _to_done: [AtomicU64; 10],
+    /// Last epoch this rank has finished reading.
+    pub done: AtomicU64,
+    _to_pid: [AtomicU64; 15],
     /// The rank's process id (for liveness checks).
     pub pid: AtomicU64,
     /// [`PRESENT`], [`LEFT`] (the rank destroyed its team) or [`FAILED`]
     /// (a collective failed on it, e.g. its arguments differed from another
     /// rank's, and it will not take part in later ones).
     pub left: AtomicU64,
+    _to_end: [AtomicU64; 14],
 }
 
 /// A rank's control-line value of `left` while it takes part.
@@ -80,6 +90,21 @@ pub(crate) struct SigSlot {
 // SAFETY: as for Header: repr(C), atomics only.
 unsafe impl AtomicView for Ctrl {}
 
+/// The head of a rank's inline region for an epoch; its payload follows
+/// in the same cache line (`inline.rs`).
+#[repr(C)]
+pub(crate) struct InlineHead {
+    /// The last epoch whose payload this rank has published in the region
+    /// (written by the inline publishes only, never by a payload).
+    pub tag: AtomicU64,
+    /// That epoch's signature, as a control line's slot holds it.
+    pub sig: SigSlot,
+    _reserved: AtomicU64,
+}
+
+// SAFETY: as for Header: repr(C), atomics only.
+unsafe impl AtomicView for InlineHead {}
+
 /// One entry of a rank's call board: words only that rank writes (see
 /// `ferrocoll_core::engine::board`; readers check its checksum).
 #[repr(C)]
@@ -88,9 +113,11 @@ pub(crate) struct BoardEntry(pub [AtomicU64; ENTRY_WORDS]);
 // SAFETY: as for Header: repr(C), atomics only.
 unsafe impl AtomicView for BoardEntry {}
 
-const _: () = assert!(std::mem::size_of::<Ctrl>() <= LINE && std::mem::size_of::<Header>() <= LINE);
+const _: () = assert!(std::mem::size_of::<Ctrl>() == CTRL && std::mem::size_of::<Header>() <= LINE);
 const _: () = assert!(std::mem::size_of::<BoardEntry>() == ENTRY);
-const _: () = assert!(std::mem::offset_of!(Ctrl, pid) <= 64, "a step's reads and writes fit one cache line");
+const _: () = assert!(std::mem::size_of::<InlineHead>() == INLINE_HEAD && INLINE_HEAD.is_multiple_of(16));
+const _: () = assert!(std::mem::offset_of!(Ctrl, sig) + std::mem::size_of::<[SigSlot; 2]>() <= 64);
+const _: () = assert!(std::mem::offset_of!(Ctrl, done) == LINE && std::mem::offset_of!(Ctrl, pid) == 2 * LINE);
 
 /// A mapped team segment.
 pub(crate) struct Segment {
@@ -235,6 +262,23 @@ impl Segment {
     pub(crate) fn data(&self, r: usize, epoch: u64) -> Result<MemRef> {
         self.check_rank(r)?;
         self.region(self.layout.data_at(r, epoch), self.layout.data)
+    }
+
+    /// The head of rank `r`'s inline region for `epoch`.
+    pub(crate) fn inline_head(&self, r: usize, epoch: u64) -> Result<&InlineHead> {
+        self.check_rank(r)?;
+        self.map.view::<InlineHead>(self.layout.inline_at(r, epoch))
+    }
+
+    /// Bytes of an inline region's payload.
+    pub(crate) fn inline_capacity(&self) -> usize {
+        INLINE - INLINE_HEAD
+    }
+
+    /// The payload of rank `r`'s inline region for `epoch` (16-byte aligned).
+    pub(crate) fn inline_payload(&self, r: usize, epoch: u64) -> Result<MemRef> {
+        self.check_rank(r)?;
+        self.region(self.layout.inline_at(r, epoch) + INLINE_HEAD, INLINE - INLINE_HEAD)
     }
 
     /// Rank `r`'s results part for `epoch`.

@@ -27,7 +27,7 @@ use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// Teams up to this size hand their ranks' parts around on the stack (see
-/// [`ShmTeam::with_data_parts`]).
+/// [`ShmTeam::with_parts`]).
 const STACK_PARTS: usize = 16;
 
 /// One rank's view of a shm team.
@@ -40,6 +40,11 @@ pub(crate) struct ShmTeam {
     /// Each rank's process, from the first time its pid was seen in its
     /// control line (see `epoch.rs`).
     pub(crate) procs: Vec<OnceLock<Proc>>,
+    /// For each rank, the last epoch this rank knows it has finished
+    /// (see `ShmTeam::begin`): what its counters, read by earlier waits,
+    /// already proved, so that a step does not read a peer's control line
+    /// again for what it knows.
+    pub(crate) finished: Vec<AtomicU64>,
     pub(crate) mcs: McSet,
     pub(crate) config: ShmConfig,
     tickets: AtomicU64,
@@ -117,6 +122,7 @@ impl ShmTeam {
             size,
             all: (0..size).collect(),
             procs: (0..size).map(|_| OnceLock::new()).collect(),
+            finished: (0..size).map(|_| AtomicU64::new(0)).collect(),
             mcs,
             config,
             tickets: AtomicU64::new(0),
@@ -155,18 +161,22 @@ impl ShmTeam {
         self.mcs.get(MemType::Host)?.copy(dst, src)
     }
 
-    /// Every rank's data part of epoch `e` (its first `len` bytes), in rank
-    /// order, handed to `f`: on the stack for teams of up to
-    /// [`STACK_PARTS`] ranks, since a small reduction should not allocate.
-    pub(crate) fn with_data_parts<R>(&self, e: u64, len: usize, f: impl FnOnce(&[MemRef]) -> Result<R>) -> Result<R> {
+    /// Every rank's `part(r)`, in rank order, handed to `f`: on the stack
+    /// for teams of up to [`STACK_PARTS`] ranks, since a small reduction
+    /// should not allocate.
+    pub(crate) fn with_parts<R>(
+        &self,
+        part: impl Fn(usize) -> Result<MemRef>,
+        f: impl FnOnce(&[MemRef]) -> Result<R>,
+    ) -> Result<R> {
         if self.size <= STACK_PARTS {
             let mut parts = [MemRef::empty(MemType::Host); STACK_PARTS];
-            for (part, &r) in parts.iter_mut().zip(&self.all) {
-                *part = self.seg.data(r, e)?.range(0, len)?;
+            for (p, &r) in parts.iter_mut().zip(&self.all) {
+                *p = part(r)?;
             }
             f(&parts[..self.size])
         } else {
-            let parts = self.all.iter().map(|&r| self.seg.data(r, e)?.range(0, len)).collect::<Result<Vec<_>>>()?;
+            let parts = self.all.iter().map(|&r| part(r)).collect::<Result<Vec<_>>>()?;
             f(&parts)
         }
     }

@@ -1,5 +1,6 @@
 //! Bcast: the root publishes a half's worth of the buffer per round; the
-//! others copy it out.
+//! others copy it out. A buffer that fits an inline region goes in one
+//! epoch through the root's (`inline.rs`).
 
 use ferrocoll_core::CollType::Bcast;
 use ferrocoll_core::Result;
@@ -15,6 +16,9 @@ pub(crate) const ALGS: &[Alg<ShmPost>] =
     &[Alg::new(Bcast, 0, "staged", STAGED, Run::Bcast(|p, o| p.run(move |t| staged(t, o))))];
 
 async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
+    if team.fits_inline(o.buf.len()) {
+        return inline(team, o).await;
+    }
     let cap = team.seg.layout().data;
     for k in 0..rounds(o.buf.len(), cap) {
         let e = team.begin().await?;
@@ -29,4 +33,15 @@ async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
         team.publish(Flag::Done, e)?;
     }
     Ok(())
+}
+
+async fn inline(team: Exec, o: args::Bcast) -> Result<()> {
+    let e = team.begin().await?;
+    if team.rank == o.root {
+        team.publish_inline(e, o.buf)?;
+    } else {
+        team.wait(Flag::Inline, &[o.root], e).await?;
+        team.copy(o.buf, team.inline_part(o.root, e, o.buf.len())?)?;
+    }
+    team.publish(Flag::Done, e)
 }

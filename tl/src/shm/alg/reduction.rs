@@ -27,8 +27,12 @@ use crate::shm::epoch::Flag;
 use crate::shm::team::ShmTeam;
 
 /// Reduce `input` of every rank one chunk a round; the ranks whose `out` is
-/// `Some` (every rank, or the root) reduce whole chunks into it.
+/// `Some` (every rank, or the root) reduce whole chunks into it. An input
+/// that fits an inline region goes in one epoch through those.
 pub(crate) async fn onestep(team: &ShmTeam, input: MemRef, out: Option<MemRef>, reducer: &Reducer) -> Result<()> {
+    if team.fits_inline(input.len()) {
+        return onestep_inline(team, input, out, reducer).await;
+    }
     let es = reducer.elem_size;
     let cap = whole(team.seg.layout().data, es);
     for k in 0..rounds(input.len(), cap) {
@@ -39,11 +43,27 @@ pub(crate) async fn onestep(team: &ShmTeam, input: MemRef, out: Option<MemRef>, 
         if let Some(out) = out {
             team.wait(Flag::Arrive, &team.all, e).await?;
             let dst = piece_of(out, cap, k)?;
-            team.with_data_parts(e, chunk.len(), |srcs| team.reduce(dst, srcs, reducer.last(chunk.len() / es)))?;
+            let n = chunk.len();
+            team.with_parts(|r| team.seg.data(r, e)?.range(0, n), |srcs| team.reduce(dst, srcs, reducer.last(n / es)))?;
         }
         team.publish(Flag::Done, e)?;
     }
     Ok(())
+}
+
+/// [`onestep`] through the inline regions (`inline.rs`).
+async fn onestep_inline(team: &ShmTeam, input: MemRef, out: Option<MemRef>, reducer: &Reducer) -> Result<()> {
+    let e = team.begin().await?;
+    team.publish_inline(e, input)?;
+    if let Some(out) = out {
+        team.wait(Flag::Inline, &team.all, e).await?;
+        let n = input.len();
+        team.with_parts(
+            |r| team.inline_part(r, e, n),
+            |srcs| team.reduce(out, srcs, reducer.last(n / reducer.elem_size)),
+        )?;
+    }
+    team.publish(Flag::Done, e)
 }
 
 /// Reduce `input` of every rank by reduce-scatter of slices, then (on the

@@ -1,0 +1,105 @@
+//! The shm TL's small-message protocol (`tl/src/shm/inline.rs`, issue 10):
+//! payloads of up to ~1 KiB travel beside their epoch's tag in an inline
+//! region, larger ones through the data halves, and a rank skips reading a
+//! peer's `done` when that peer's earlier counters already proved it
+//! (`epoch.rs`). Sizes on both sides of the inline capacity, collectives
+//! that read every rank and ones that read only the root, and barriers in
+//! between, one after the other on the same team: a half reused too early
+//! or a payload read before it is there gives wrong values here.
+
+use std::time::Duration;
+
+use ferrocoll::{Coll, Config, ReduceOp, Status, Team};
+use ferrocoll_tests::world;
+
+/// Long enough never to fire in a healthy run; a regression fails instead of hanging.
+const T: Duration = Duration::from_secs(30);
+
+/// Bytes per rank: below, at and above the inline capacity (1 120 bytes
+/// today; the test checks values, whichever path each size takes).
+const SIZES: [usize; 8] = [4, 8, 256, 1024, 1120, 1124, 1152, 4096];
+
+fn on_shm<R: Send + 'static>(ranks: usize, f: impl Fn(&Team) -> R + Send + Sync + 'static) -> Vec<R> {
+    let mut c = Config::new();
+    c.set("TLS", "shm,self");
+    world::run(ranks, &c, move |team, _| f(team))
+}
+
+/// What rank `r` contributes in iteration `i` at element `k`.
+fn value(r: usize, i: usize, k: usize) -> u32 {
+    (r as u32 + 1) * 1000 + (i as u32 % 97) * 7 + k as u32 % 13
+}
+
+/// One iteration of every data collective at `bytes` per rank, checked.
+fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
+    let (p, me) = (team.size(), team.rank());
+    let n = bytes / 4;
+    let root = i % p;
+    let mine: Vec<u32> = (0..n).map(|k| value(me, i, k)).collect();
+    let sum = |k: usize| (0..p).map(|r| value(r, i, k)).sum::<u32>();
+    let wrong = |what: &str| Err(ferrocoll::Error::internal(format!("iteration {i}, {bytes} B: wrong {what}")));
+
+    let mut out = vec![0u32; n];
+    Coll::allreduce(&mine, &mut out, ReduceOp::Sum).timeout(T).run(team)?;
+    if (0..n).any(|k| out[k] != sum(k)) {
+        return wrong("allreduce");
+    }
+    let mut buf: Vec<u32> = if me == root { mine.clone() } else { vec![0; n] };
+    Coll::bcast(&mut buf, root).timeout(T).run(team)?;
+    if (0..n).any(|k| buf[k] != value(root, i, k)) {
+        return wrong("bcast");
+    }
+    let mut red = vec![0u32; n];
+    Coll::reduce(&mine, (me == root).then_some(&mut red[..]), ReduceOp::Sum, root).timeout(T).run(team)?;
+    if me == root && (0..n).any(|k| red[k] != sum(k)) {
+        return wrong("reduce");
+    }
+    if i % 3 == 0 {
+        Coll::barrier().timeout(T).run(team)?;
+    }
+    let mut all = vec![0u32; n * p];
+    Coll::allgather(&mine, &mut all).timeout(T).run(team)?;
+    if (0..p).any(|r| (0..n).any(|k| all[r * n + k] != value(r, i, k))) {
+        return wrong("allgather");
+    }
+    let mut gathered = vec![0u32; n * p];
+    Coll::gather(&mine, (me == root).then_some(&mut gathered[..]), root).timeout(T).run(team)?;
+    if me == root && (0..p).any(|r| (0..n).any(|k| gathered[r * n + k] != value(r, i, k))) {
+        return wrong("gather");
+    }
+    Ok(())
+}
+
+#[test]
+fn sizes_on_both_sides_of_the_inline_capacity_in_turn_give_right_values() {
+    for ranks in [2, 3, 4] {
+        let out = on_shm(ranks, |team| {
+            for i in 0..120 {
+                round(team, i, SIZES[i % SIZES.len()])?;
+            }
+            Ok::<(), ferrocoll::Error>(())
+        });
+        for (rank, r) in out.iter().enumerate() {
+            assert!(r.is_ok(), "{ranks} ranks, rank {rank}: {r:?}");
+        }
+    }
+}
+
+#[test]
+fn a_call_that_fits_inline_against_one_that_does_not_fails_naming_both() {
+    // 100 floats go inline, 1000 through the data halves: each rank waits on
+    // a different counter of the other, and both must still say the calls
+    // differ, not wait for their timeout.
+    let out = on_shm(2, |team| {
+        let n = if team.rank() == 0 { 100 } else { 1000 };
+        let (src, mut dst) = (vec![1.0f32; n], vec![0.0f32; n]);
+        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(T).run(team)
+    });
+    for (rank, r) in out.iter().enumerate() {
+        let e = r.as_ref().expect_err("mismatched counts must not succeed");
+        assert_eq!(e.status(), Status::InvalidParam, "rank {rank}: {e}");
+        let text = e.to_string();
+        assert!(text.contains("calls differ"), "rank {rank}: {text}");
+        assert!(text.contains("of 100 elements") && text.contains("of 1000 elements"), "rank {rank}: {text}");
+    }
+}
