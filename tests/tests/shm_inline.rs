@@ -54,7 +54,7 @@ fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
     if me == root && (0..n).any(|k| red[k] != sum(k)) {
         return wrong("reduce");
     }
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         Coll::barrier().timeout(T).run(team)?;
     }
     let mut all = vec![0u32; n * p];
