@@ -8,9 +8,9 @@
 //! written by its rank only, with Release after the data it covers, and read
 //! by the others with Acquire before they read that data.
 //!
-//! Every epoch of a rank ends with its `done`, and the next one's `arrive`
-//! or `reduced` comes after it: a rank seen at `arrive = v` (or `reduced =
-//! v`) has finished epoch `v - 1`. Waits remember that per rank
+//! Every epoch of a rank ends with its `done`, and the next one's `arrive`,
+//! `reduced` or inline tag (`inline.rs`) comes after it: a rank seen at
+//! `arrive = v` (or `reduced = v`, or a tag `v`) has finished epoch `v - 1`. Waits remember that per rank
 //! (`ShmTeam::finished`), so (1) reads no control line for ranks whose
 //! counters already proved it — in a run of symmetric collectives, every
 //! one of them: the wait of step (3) in epoch `e - 1` proved it. The wait
@@ -42,9 +42,9 @@ pub(crate) enum Flag {
 }
 
 /// The last epoch a rank has surely finished, given that its counter
-/// `flag` reads `value`: its `arrive` and `reduced` of an epoch come after
-/// its `done` of the epoch before (see the module docs).
-pub(crate) fn finished_given(flag: Flag, value: u64) -> u64 {
+/// `flag` reads `value`: its `arrive`, `reduced` and inline tag of an epoch
+/// come after its `done` of the epoch before (see the module docs).
+fn finished_given(flag: Flag, value: u64) -> u64 {
     match flag {
         Flag::Done => value,
         Flag::Arrive | Flag::Reduced | Flag::Inline => value.saturating_sub(1),
