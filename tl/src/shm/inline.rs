@@ -8,8 +8,9 @@
 //! collective's time. An epoch's inline region (`layout.rs`: per rank and
 //! parity, a head and at least 1 KiB) holds the payload right after a
 //! tag and the epoch's signature: the line that tells a reader the payload
-//! is there brings its first bytes along, and the lines after it are read
-//! at once, not one trip each.
+//! is there brings its first 32 bytes along; a longer payload's other
+//! lines are fetched together after it, one more trip for all of them
+//! (measured: allreduce 8 B 0.93 µs, 64 B 1.10 µs on 2 ranks).
 //!
 //! The protocol is the epoch protocol's (`epoch.rs`) with `Flag::Inline`
 //! for `Flag::Arrive`: the writer copies its payload and signs the head,

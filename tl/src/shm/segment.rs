@@ -77,7 +77,7 @@ pub(crate) const LEFT: u64 = 1;
 /// A collective failed on the rank; it takes no part in later ones.
 pub(crate) const FAILED: u64 = 2;
 
-/// One epoch's signature in a control line.
+/// One epoch's signature in a control line or an inline region's head.
 #[repr(C)]
 pub(crate) struct SigSlot {
     /// `Signature::word`, with the epoch's low byte in bits 24..32 (the

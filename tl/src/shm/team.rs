@@ -40,10 +40,10 @@ pub(crate) struct ShmTeam {
     /// Each rank's process, from the first time its pid was seen in its
     /// control line (see `epoch.rs`).
     pub(crate) procs: Vec<OnceLock<Proc>>,
-    /// For each rank, the last epoch this rank knows it has finished
-    /// (see `ShmTeam::begin`): what its counters, read by earlier waits,
-    /// already proved, so that a step does not read a peer's control line
-    /// again for what it knows.
+    /// For each rank `r`, the last epoch this rank knows `r` has finished:
+    /// what `r`'s counters, read by earlier waits, already proved, so that
+    /// `ShmTeam::begin` does not read `r`'s control line again for it
+    /// (`epoch.rs`).
     pub(crate) finished: Vec<AtomicU64>,
     pub(crate) mcs: McSet,
     pub(crate) config: ShmConfig,
