@@ -98,6 +98,13 @@ pub struct TlTeamParams {
     /// that meets the others while it creates its team compares these,
     /// which also covers the per-team overrides (the p2p TL does).
     pub agreed: Arc<[(String, String)]>,
+    /// Whether this host runs more of the job's endpoints than this
+    /// process has cores to use (the context's view; its waiting ranks then
+    /// yield their core on every poll). Members may see it differently
+    /// (their affinities may differ): a TL whose choice of algorithm follows
+    /// it must make its members agree on one view (TL/shm takes its first
+    /// rank's, through the segment).
+    pub oversubscribed: bool,
 }
 
 /// The future of a TL team creation.

@@ -229,6 +229,7 @@ impl Team {
             diag: diag.clone(),
             layout: layout.clone(),
             agreed: Arc::new([]),
+            oversubscribed: !c.dedicated,
         };
         let common = agreement::common_tls(c, &tl_params.eps);
         agreement::check_settings(c, &tl_params.eps, &common).map_err(|e| e.prefixed(format!("team {id:#x}")))?;

@@ -8,7 +8,7 @@ use ferrocoll_transport::shmem::{self, Owner, SHM_DIR};
 
 use super::ShmConfig;
 use super::segment::Segment;
-use super::team::ShmTeam;
+use super::team::{ShmTeam, TeamSetup};
 
 pub(crate) struct ShmContext {
     job: String,
@@ -93,7 +93,8 @@ impl TlContext for ShmContext {
             .ok_or_else(|| Error::not_supported(format!("endpoint {first} has no shm TL")))?;
         let config = ShmConfig::from_config(&params.config)?;
         let name = Segment::name(&self.job, params.team_id, mark.nonce, &mark.owner);
-        Ok(Box::pin(ShmTeam::create((name, mark.nonce), params.rank, params.size, self.mcs.clone(), config)))
+        let setup = TeamSetup { name, cookie: mark.nonce, oversubscribed: params.oversubscribed };
+        Ok(Box::pin(ShmTeam::create(setup, params.rank, params.size, self.mcs.clone(), config)))
     }
 
     fn close(&self) {

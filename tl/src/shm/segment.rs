@@ -16,7 +16,7 @@ use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, S
 use super::layout::{CTRL, ENTRY, INLINE, INLINE_HEAD, LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -31,6 +31,10 @@ struct Header {
     cookie: AtomicU64,
     /// Members other than the creator that have mapped the segment.
     attached: AtomicU32,
+    /// 1 when the creator's context saw more of the job's ranks on this
+    /// host than it has cores, else 0: the team's choices that follow it
+    /// take the creator's view, so that every member makes them alike.
+    oversubscribed: AtomicU32,
 }
 
 // SAFETY: repr(C) and made only of atomics: any bits (zeroes of a fresh
@@ -125,6 +129,8 @@ pub(crate) struct Segment {
     layout: Layout,
     /// Still to unlink (the creator, until everyone attached); unlinked when dropped.
     name: Option<ShmName>,
+    /// The creator's view (see `Header::oversubscribed`), read once.
+    oversubscribed: bool,
 }
 
 impl Segment {
@@ -139,7 +145,9 @@ impl Segment {
 
     /// Create the segment (team rank 0), with `cookie` (the nonce of its
     /// name) in its header. A segment of the same name is replaced.
-    pub(crate) fn create(name: &str, layout: Layout, cookie: u64) -> Result<Segment> {
+    /// Create the segment of `layout` under `name`, for a team whose first
+    /// rank (this one) sees its host `oversubscribed` or not.
+    pub(crate) fn create(name: &str, layout: Layout, cookie: u64, oversubscribed: bool) -> Result<Segment> {
         let total = layout.total() as u64;
         // NoResource, never NotSupported: that would turn the TL off at rank
         // 0 alone, while the other members wait for a segment that never comes.
@@ -149,8 +157,9 @@ impl Segment {
         };
         let (file, owned) = ShmFile::create(name, total, IfExists::Replace).map_err(no_resource)?;
         // Dropped on an error below, `owned` unlinks the name.
-        let seg = Segment { map: file.map(0, total)?, layout, name: Some(owned) };
+        let seg = Segment { map: file.map(0, total)?, layout, name: Some(owned), oversubscribed };
         let h = seg.header()?;
+        h.oversubscribed.store(u32::from(oversubscribed), Ordering::Relaxed);
         h.version.store(VERSION, Ordering::Relaxed);
         h.ranks.store(layout.ranks as u32, Ordering::Relaxed);
         h.data.store(layout.data as u64, Ordering::Relaxed);
@@ -174,11 +183,12 @@ impl Segment {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Ok(None);
         }
-        let (version, seg_ranks, data, seen) = (
+        let (version, seg_ranks, data, seen, oversubscribed) = (
             h.version.load(Ordering::Relaxed),
             h.ranks.load(Ordering::Relaxed) as usize,
             h.data.load(Ordering::Relaxed),
             h.cookie.load(Ordering::Relaxed),
+            h.oversubscribed.load(Ordering::Relaxed),
         );
         drop(head);
         if seen != cookie {
@@ -192,6 +202,11 @@ impl Segment {
             )));
         }
         // The creator's header is input: its sizes are checked like any other.
+        let oversubscribed = match oversubscribed {
+            0 => false,
+            1 => true,
+            v => return Err(Error::invalid_param(format!("segment {name} says oversubscribed = {v}, neither 0 nor 1"))),
+        };
         let data = usize::try_from(data)
             .map_err(|_| Error::invalid_param(format!("segment {name} has {data}-byte halves, more than memory")))?;
         let layout = Layout::new(ranks, data).map_err(|e| e.prefixed(format!("segment {name}")))?;
@@ -199,7 +214,7 @@ impl Segment {
         if size < total {
             return Err(Error::io(format!("segment {name} has {size} bytes, less than its layout's {total}")));
         }
-        let seg = Segment { map: file.map(0, total)?, layout, name: None };
+        let seg = Segment { map: file.map(0, total)?, layout, name: None, oversubscribed };
         // AcqRel: the creator's Acquire load of the count sees our mapping done.
         seg.header()?.attached.fetch_add(1, Ordering::AcqRel);
         Ok(Some(seg))
@@ -210,6 +225,12 @@ impl Segment {
     }
 
     /// The geometry.
+    /// Whether the team's first rank saw its host oversubscribed (the
+    /// team's view, alike on every member).
+    pub(crate) fn oversubscribed(&self) -> bool {
+        self.oversubscribed
+    }
+
     pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
@@ -296,11 +317,19 @@ mod tests {
     fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
         let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f, 0xab, "p1t2n3");
         assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f-00000000000000ab-p1t2n3"), "{n}");
-        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab).unwrap();
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab, true).unwrap();
         let e = Segment::open(&n, 2, 0xac).err().expect("another cookie").to_string();
         assert!(e.contains("cookie"), "{e}");
         let peer = Segment::open(&n, 2, 0xab).unwrap().expect("created and written");
         assert_eq!((peer.layout(), seg.attached().unwrap()), (seg.layout(), 1));
+        assert!(peer.oversubscribed() && seg.oversubscribed(), "the creator's view, on every member");
+        let flag = &seg.header().unwrap().oversubscribed;
+        flag.store(0, Ordering::Relaxed);
+        assert!(!Segment::open(&n, 2, 0xab).unwrap().unwrap().oversubscribed());
+        flag.store(7, Ordering::Relaxed);
+        let e = Segment::open(&n, 2, 0xab).err().expect("a flag that is no flag").to_string();
+        assert!(e.contains(&n) && e.contains("oversubscribed = 7"), "{e}");
+        flag.store(1, Ordering::Relaxed);
         peer.ctrl(1).unwrap().arrive.store(5, Ordering::Relaxed);
         assert_eq!(seg.ctrl(1).unwrap().arrive.load(Ordering::Relaxed), 5);
         assert!(seg.ctrl(2).is_err() && seg.data(2, 0).is_err() && seg.results(usize::MAX, 1).is_err());

@@ -80,18 +80,27 @@ impl Running {
     }
 }
 
+/// What rank 0 creates the team's segment with: its name, the creator
+/// endpoint's cookie, and whether the creator's host is oversubscribed
+/// (the others take its view from the segment).
+pub(crate) struct TeamSetup {
+    pub name: String,
+    pub cookie: u64,
+    pub oversubscribed: bool,
+}
+
 impl ShmTeam {
     /// Create (rank 0) or attach to (others) the team's segment; completes
     /// once every member has mapped it.
     pub(crate) async fn create(
-        (name, cookie): (String, u64),
+        TeamSetup { name, cookie, oversubscribed }: TeamSetup,
         rank: usize,
         size: usize,
         mcs: McSet,
         config: ShmConfig,
     ) -> Result<Arc<dyn TlTeam>> {
         let mut seg = if rank == 0 {
-            Segment::create(&name, Layout::new(size, config.data_size)?, cookie)?
+            Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed)?
         } else {
             let mut tries = 0u64;
             std::future::poll_fn(|_| {
@@ -232,7 +241,7 @@ impl AlgTeam for ShmTeam {
     }
 
     fn defaults(&self) -> Vec<DefaultAlg> {
-        alg::defaults(&self.config, self.size)
+        alg::defaults(&self.config, self.size, self.seg.oversubscribed())
     }
 
     fn accepts(&self, init: &CollInit) -> Result<()> {

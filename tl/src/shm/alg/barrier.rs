@@ -13,7 +13,8 @@
 //! 0.08–0.11 µs after its linear or tree barrier and 1.3–2.0 µs after its
 //! recursive-doubling or Bruck one (BENCHMARKS.md). `fanin_fanout` moves
 //! that wait into the barrier itself, and into a symmetric collective that
-//! follows it: `flags` stays the default (see `mod.rs`).
+//! follows it: it is the default where ranks outnumber cores, `flags`
+//! elsewhere (see `mod.rs`).
 
 use ferrocoll_core::CollType::{Barrier, Fanin, Fanout};
 use ferrocoll_core::Result;

@@ -61,7 +61,8 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
     &REGISTRY
 }
 
-/// Default (collective, message range, algorithm) entries for a team of `size`.
+/// Default (collective, message range, algorithm) entries for a team of
+/// `size`, on a host the team sees `oversubscribed` or not.
 ///
 /// The segment serves every size of every collective but alltoall from
 /// 2 MiB up with more than two ranks, which goes to p2p. At two ranks the
@@ -72,7 +73,7 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
 /// alltoall 16 KiB–16 MiB; `ferrocoll-tune`, BENCHMARKS.md): the segment is
 /// the choice that is never far off on either. `ferrocoll-tune` measures a
 /// machine's own crossovers; `UCC_TL_SHM_TUNE` changes any of this.
-pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<DefaultAlg> {
+pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) -> Vec<DefaultAlg> {
     const M: u64 = 1 << 20;
     const INF: u64 = u64::MAX;
     let t = config.rsag_threshold as u64;
@@ -88,13 +89,20 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize) -> Vec<DefaultAlg> {
             d.push(entry(coll, lo, hi, if coll == Allreduce { 1 } else { 0 }));
         }
     }
-    // Barrier: `flags` (one flag's trip). `fanin_fanout` (rank 0 leaves
-    // first) moves, where ranks outnumber cores, the wait for a rank the
-    // scheduler has not run from the collective after the barrier into the
-    // barrier: on 4 ranks over 2 cores a bcast after it took 0.54 µs instead
-    // of 1.80, but an allreduce 4.13 instead of 3.27 and the barrier 3.93
-    // instead of 3.39 (BENCHMARKS.md); by name only.
-    d.push(entry(Barrier, 0, INF, 0));
+    // Barrier: `flags` (one flag's trip) where every rank has a core;
+    // `fanin_fanout` (rank 0 leaves first) where ranks outnumber cores.
+    // There a rank that waits yields its core, and whoever must notice the
+    // barrier's end waits for the scheduler to run it: after `flags` that
+    // is the rank that arrived first — the root of a bcast that follows,
+    // whose late start every other rank then waits for. On 4 ranks over 2
+    // cores (2 rounds, BENCHMARKS.md) bcast of 32 B–64 KiB took 0.64–3.9 µs
+    // after `fanin_fanout` against 1.6–4.7 µs after `flags` (Open MPI
+    // 0.23–12 µs), allreduce, alltoall and reduce_scatter the same, reduce
+    // and allgather below 1 KiB 5–25 % longer, and the barrier itself 5.1
+    // against 3.4 µs: the bcast's gain is the largest by far. The choice
+    // is the team's (its first rank's view, through the segment), so every
+    // member makes it.
+    d.push(entry(Barrier, 0, INF, if oversubscribed { 1 } else { 0 }));
     for a in registry()
         .infos()
         .iter()
@@ -114,9 +122,18 @@ mod tests {
         registry().check().unwrap();
         let config = ShmConfig { data_size: 1 << 18, rsag_threshold: 16 << 10, stream_threshold: 32 << 20 };
         for size in [2, 3, 8] {
-            for d in defaults(&config, size) {
-                assert!(registry().find(d.coll, d.alg).is_some(), "{d:?}");
+            for oversubscribed in [false, true] {
+                for d in defaults(&config, size, oversubscribed) {
+                    assert!(registry().find(d.coll, d.alg).is_some(), "{d:?}");
+                }
             }
         }
+        let barrier = |oversubscribed| {
+            let d = defaults(&config, 4, oversubscribed);
+            let b = d.iter().find(|d| d.coll == Barrier).map(|d| d.alg);
+            b.and_then(|alg| registry().find(Barrier, alg)).map(|a| a.info.name)
+        };
+        assert_eq!(barrier(false), Some("flags"));
+        assert_eq!(barrier(true), Some("fanin_fanout"), "rank 0 leaves first where ranks outnumber cores");
     }
 }
