@@ -48,8 +48,11 @@ pub struct ShmTl;
 /// Settings of the shm TL.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ShmConfig {
-    /// Bytes of one half of a rank's data area.
+    /// Bytes of one half of a rank's data area: the round of allreduce and
+    /// reduce.
     pub data_size: usize,
+    /// Bytes a round of the copying collectives moves (at most `data_size`).
+    pub pipeline_size: usize,
     /// Allreduce/reduce messages from this size up use `rsag`.
     pub rsag_threshold: usize,
     /// Destination buffers from this size up are written past the cache
@@ -64,13 +67,24 @@ const KNOBS: &[Knob<ShmConfig>] = &[
     Knob {
         field: ConfigField {
             name: "UCC_TL_SHM_DATA_SIZE",
-            default: "256K",
-            doc: "Bytes of each of the two halves of a rank's area in a team segment: the chunk of a large message per round.",
+            default: "512K",
+            doc: "Bytes of each of the two halves of a rank's area in a team segment: the chunk of a large allreduce or reduce per round (each round costs three synchronisations).",
         },
         unit: Unit::Bytes,
         min: 4096,
         max: 1 << 30,
         slot: |c| &mut c.data_size,
+    },
+    Knob {
+        field: ConfigField {
+            name: "UCC_TL_SHM_PIPELINE_SIZE",
+            default: "256K",
+            doc: "Bytes per round of the collectives that copy through the segment without reducing (bcast, allgather, gather, scatter, alltoall) and of reduce_scatter, at most UCC_TL_SHM_DATA_SIZE: smaller rounds overlap one rank's copy in with the others' copies out.",
+        },
+        unit: Unit::Bytes,
+        min: 4096,
+        max: 1 << 30,
+        slot: |c| &mut c.pipeline_size,
     },
     Knob {
         field: ConfigField {

@@ -205,7 +205,9 @@ impl Segment {
         let oversubscribed = match oversubscribed {
             0 => false,
             1 => true,
-            v => return Err(Error::invalid_param(format!("segment {name} says oversubscribed = {v}, neither 0 nor 1"))),
+            v => {
+                return Err(Error::invalid_param(format!("segment {name} says oversubscribed = {v}, neither 0 nor 1")));
+            }
         };
         let data = usize::try_from(data)
             .map_err(|_| Error::invalid_param(format!("segment {name} has {data}-byte halves, more than memory")))?;

@@ -21,7 +21,7 @@ use ferrocoll_core::{Error, MemRef, MemType, Result};
 use ferrocoll_transport::liveness::Proc;
 
 use super::alg::{self, ShmPost as Post};
-use super::layout::Layout;
+use super::layout::{LINE, Layout};
 use super::segment::{FAILED, LEFT, PRESENT, Segment};
 use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
@@ -157,6 +157,16 @@ impl ShmTeam {
     pub(crate) fn diag_waiting(&self, r: usize) {
         // Relaxed: a diagnostic hint, read by this rank's own task.
         self.waiting.store(r as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes a round of a copying collective moves: the pipeline size, at
+    /// most a half's data part and at least a line per rank (so that a
+    /// P-th of it, a slot, holds any element). Every member computes the
+    /// same: the pipeline size is agreed at team creation, the data part is
+    /// the segment's.
+    pub(crate) fn pipeline_round(&self) -> usize {
+        let data = self.seg.layout().data;
+        self.config.pipeline_size.max(LINE.saturating_mul(self.size)).min(data)
     }
 
     /// Copy through the host memory component.

@@ -19,7 +19,7 @@ async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
     if team.fits_inline(o.buf.len()) {
         return inline(team, o).await;
     }
-    let cap = team.seg.layout().data;
+    let cap = team.pipeline_round();
     for k in 0..rounds(o.buf.len(), cap) {
         let e = team.begin().await?;
         let part = piece_of(o.buf, cap, k)?;

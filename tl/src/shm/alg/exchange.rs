@@ -30,7 +30,7 @@ pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blo
         return gather_inline(team, mine, dst).await;
     }
     let (p, me) = (team.size, team.rank);
-    let cap = team.seg.layout().data;
+    let cap = team.pipeline_round();
     for k in 0..rounds(longest, cap) {
         let e = team.begin().await?;
         let part = piece_of(mine, cap, k)?;
@@ -75,7 +75,7 @@ pub(crate) async fn scatter_rounds(
     longest: usize,
 ) -> Result<()> {
     let (p, me) = (team.size, team.rank);
-    let slot = team.seg.layout().data / p;
+    let slot = team.pipeline_round() / p;
     for k in 0..rounds(longest, slot) {
         let e = team.begin().await?;
         if let Some((from, blocks)) = give {

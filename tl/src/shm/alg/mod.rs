@@ -40,7 +40,7 @@ pub(crate) type Exec = Arc<ShmTeam>;
 pub(crate) use super::team::ShmPost;
 
 /// What every staged algorithm says of itself.
-pub(crate) const STAGED: &str = "through the team segment, a half of each rank's area per round";
+pub(crate) const STAGED: &str = "through the team segment, a pipeline round (UCC_TL_SHM_PIPELINE_SIZE) at a time";
 
 static REGISTRY: LazyLock<Registry<ShmPost>> = LazyLock::new(|| {
     Registry::new(&[
@@ -120,7 +120,12 @@ mod tests {
     #[test]
     fn table_is_consistent_and_defaults_name_existing_algorithms() {
         registry().check().unwrap();
-        let config = ShmConfig { data_size: 1 << 18, rsag_threshold: 16 << 10, stream_threshold: 32 << 20 };
+        let config = ShmConfig {
+            data_size: 1 << 19,
+            pipeline_size: 1 << 18,
+            rsag_threshold: 16 << 10,
+            stream_threshold: 32 << 20,
+        };
         for size in [2, 3, 8] {
             for oversubscribed in [false, true] {
                 for d in defaults(&config, size, oversubscribed) {

@@ -23,7 +23,7 @@ async fn staged(team: Exec, o: args::ReduceScatter) -> Result<()> {
     let (p, me) = (team.size, team.rank);
     let es = o.reducer.elem_size;
     let (input, blocks) = (o.src.mem, &o.src.blocks);
-    let slot = whole(team.seg.layout().data / p, es);
+    let slot = whole(team.pipeline_round() / p, es);
     let longest = (0..p).map(|r| blocks.bytes(r)).max().unwrap_or(0);
     for k in 0..rounds(longest, slot) {
         let e = team.begin().await?;

@@ -1,0 +1,82 @@
+//! The shm TL's rounds: allreduce and reduce (`rsag`) move a half's data
+//! part (`UCC_TL_SHM_DATA_SIZE`) per round, the copying collectives and
+//! reduce_scatter a pipeline round (`UCC_TL_SHM_PIPELINE_SIZE`, at most the
+//! data part). With both set small, the conformance cases of
+//! `ferrocoll_tests::cases::matrix` (up to 4 099 elements) take many rounds
+//! of each kind; they run on teams of 2, 3 and 4 threads against the same
+//! references, with the pipeline smaller than the data part (the defaults'
+//! relation) and larger (then clamped to it).
+
+use ferrocoll::{CollType, Config, Team, TeamParams};
+use ferrocoll_tests::cases::matrix;
+use ferrocoll_tests::runner::run_case;
+use ferrocoll_tests::world;
+
+/// Run every conformance case of `coll` pinned to shm's `alg`, with halves
+/// of `data` bytes and pipeline rounds of `pipeline` bytes.
+fn in_rounds(coll: CollType, alg: &str, (data, pipeline): (&str, &str)) {
+    let mut config = Config::new();
+    config.set("TL_SHM_DATA_SIZE", data);
+    config.set("TL_SHM_PIPELINE_SIZE", pipeline);
+    let want = format!("shm/{alg}");
+    for size in [2, 3, 4] {
+        let cases = matrix(coll, size, size as u64 * 7_919 + coll.index() as u64);
+        let per_rank = world::run(size, &config, {
+            let (cases, alg, want) = (cases.clone(), alg.to_string(), want.clone());
+            move |_team: &Team, ctx| -> Result<usize, String> {
+                let params =
+                    TeamParams::default().set("TL_SHM_TUNE", format!("{coll}:@{alg}:inf")).set("TL_SELF_TUNE", "0");
+                let team = Team::create(ctx, params).map_err(|e| format!("team: {e}"))?;
+                for case in &cases {
+                    let out = run_case(&team, case).map_err(|e| format!("size {size}: {case}: {e}"))?;
+                    if out.selected != want && out.selected != "none/zero-size" {
+                        return Err(format!("{case}: pinned {want} but {} ran", out.selected));
+                    }
+                }
+                Ok(cases.len())
+            }
+        });
+        for (rank, r) in per_rank.into_iter().enumerate() {
+            let n = r.unwrap_or_else(|e| panic!("{coll} ({data}/{pipeline}), {size} ranks, rank {rank}: {e}"));
+            assert!(n > 0, "{coll}, {size} ranks: no cases");
+        }
+    }
+}
+
+/// Halves of 8 KiB, pipeline rounds of 4 KiB (the minimum of each).
+const SMALL: (&str, &str) = ("8K", "4K");
+/// A pipeline larger than the halves: clamped to them.
+const CLAMPED: (&str, &str) = ("8K", "64K");
+
+#[test]
+fn reductions_run_in_rounds_of_the_data_part() {
+    for sizes in [SMALL, CLAMPED] {
+        in_rounds(CollType::Allreduce, "rsag", sizes);
+        in_rounds(CollType::Reduce, "rsag", sizes);
+    }
+}
+
+#[test]
+fn copying_collectives_run_in_pipeline_rounds() {
+    for sizes in [SMALL, CLAMPED] {
+        for coll in [CollType::Bcast, CollType::Allgather, CollType::Allgatherv, CollType::Gather, CollType::Gatherv] {
+            in_rounds(coll, "staged", sizes);
+        }
+    }
+}
+
+#[test]
+fn exchanges_run_in_pipeline_rounds() {
+    for sizes in [SMALL, CLAMPED] {
+        for coll in [
+            CollType::Alltoall,
+            CollType::Alltoallv,
+            CollType::Scatter,
+            CollType::Scatterv,
+            CollType::ReduceScatter,
+            CollType::ReduceScatterv,
+        ] {
+            in_rounds(coll, "staged", sizes);
+        }
+    }
+}
