@@ -230,3 +230,27 @@ fn fx(b: &[u8]) -> u64 {
 pub fn must_agree(case: &Case) -> bool {
     case.coll == CollType::Allreduce && case.op != ReduceOp::Maxloc
 }
+
+/// Run `cases` on `size` thread ranks (a library made with `config`), on a
+/// team each rank creates with `params` (typically a tune string pinning
+/// one algorithm); every case must select `want` (or be a zero-size no-op).
+/// Per rank: how many cases ran, or the first failure.
+pub fn run_pinned(
+    size: usize,
+    config: &ferrocoll::Config,
+    params: ferrocoll::TeamParams,
+    cases: Vec<Case>,
+    want: &str,
+) -> Vec<Result<usize, String>> {
+    let want = want.to_string();
+    crate::world::run(size, config, move |_team: &Team, ctx| -> Result<usize, String> {
+        let team = Team::create(ctx, params.clone()).map_err(|e| format!("team: {e}"))?;
+        for case in &cases {
+            let out = run_case(&team, case).map_err(|e| format!("size {size}: {case}: {e}"))?;
+            if out.selected != want && out.selected != "none/zero-size" {
+                return Err(format!("{case}: pinned {want} but {} ran", out.selected));
+            }
+        }
+        Ok(cases.len())
+    })
+}

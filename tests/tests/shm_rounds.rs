@@ -7,10 +7,9 @@
 //! references, with the pipeline smaller than the data part (the defaults'
 //! relation) and larger (then clamped to it).
 
-use ferrocoll::{CollType, Config, Team, TeamParams};
+use ferrocoll::{CollType, Config, TeamParams};
 use ferrocoll_tests::cases::matrix;
-use ferrocoll_tests::runner::run_case;
-use ferrocoll_tests::world;
+use ferrocoll_tests::runner::run_pinned;
 
 /// Run every conformance case of `coll` pinned to shm's `alg`, with halves
 /// of `data` bytes and pipeline rounds of `pipeline` bytes.
@@ -21,21 +20,8 @@ fn in_rounds(coll: CollType, alg: &str, (data, pipeline): (&str, &str)) {
     let want = format!("shm/{alg}");
     for size in [2, 3, 4] {
         let cases = matrix(coll, size, size as u64 * 7_919 + coll.index() as u64);
-        let per_rank = world::run(size, &config, {
-            let (cases, alg, want) = (cases.clone(), alg.to_string(), want.clone());
-            move |_team: &Team, ctx| -> Result<usize, String> {
-                let params =
-                    TeamParams::default().set("TL_SHM_TUNE", format!("{coll}:@{alg}:inf")).set("TL_SELF_TUNE", "0");
-                let team = Team::create(ctx, params).map_err(|e| format!("team: {e}"))?;
-                for case in &cases {
-                    let out = run_case(&team, case).map_err(|e| format!("size {size}: {case}: {e}"))?;
-                    if out.selected != want && out.selected != "none/zero-size" {
-                        return Err(format!("{case}: pinned {want} but {} ran", out.selected));
-                    }
-                }
-                Ok(cases.len())
-            }
-        });
+        let params = TeamParams::default().set("TL_SHM_TUNE", format!("{coll}:@{alg}:inf")).set("TL_SELF_TUNE", "0");
+        let per_rank = run_pinned(size, &config, params, cases, &want);
         for (rank, r) in per_rank.into_iter().enumerate() {
             let n = r.unwrap_or_else(|e| panic!("{coll} ({data}/{pipeline}), {size} ranks, rank {rank}: {e}"));
             assert!(n > 0, "{coll}, {size} ranks: no cases");

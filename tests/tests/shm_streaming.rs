@@ -6,31 +6,17 @@
 //! at 0, so that every copy out of the segment streams, on teams of 2, 3
 //! and 4 threads, against the same references.
 
-use ferrocoll::{CollType, Config, Team, TeamParams};
+use ferrocoll::{CollType, Config, TeamParams};
 use ferrocoll_tests::cases::matrix;
-use ferrocoll_tests::runner::run_case;
-use ferrocoll_tests::world;
+use ferrocoll_tests::runner::run_pinned;
 
 fn streamed(coll: CollType) {
     let mut config = Config::new();
     config.set("TL_SHM_STREAM_THRESHOLD", "0");
     for size in [2, 3, 4] {
         let cases = matrix(coll, size, size as u64 * 104_729 + coll.index() as u64);
-        let per_rank = world::run(size, &config, {
-            let cases = cases.clone();
-            move |_team: &Team, ctx| -> Result<usize, String> {
-                let params =
-                    TeamParams::default().set("TL_SHM_TUNE", format!("{coll}:@staged:inf")).set("TL_SELF_TUNE", "0");
-                let team = Team::create(ctx, params).map_err(|e| format!("team: {e}"))?;
-                for case in &cases {
-                    let out = run_case(&team, case).map_err(|e| format!("size {size}: {case}: {e}"))?;
-                    if out.selected != "shm/staged" && out.selected != "none/zero-size" {
-                        return Err(format!("{case}: pinned shm/staged but {} ran", out.selected));
-                    }
-                }
-                Ok(cases.len())
-            }
-        });
+        let params = TeamParams::default().set("TL_SHM_TUNE", format!("{coll}:@staged:inf")).set("TL_SELF_TUNE", "0");
+        let per_rank = run_pinned(size, &config, params, cases, "shm/staged");
         for (rank, r) in per_rank.into_iter().enumerate() {
             let n = r.unwrap_or_else(|e| panic!("{coll}, {size} ranks, rank {rank}: {e}"));
             assert!(n > 0, "{coll}, {size} ranks: no cases");
