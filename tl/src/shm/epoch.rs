@@ -89,40 +89,49 @@ impl ShmTeam {
                     next += 1;
                     continue;
                 }
-                let (ctrl, value, sig) = match self.load(r, flag, epoch) {
+                let (ctrl, mut value, sig) = match self.load(r, flag, epoch) {
                     Ok(v) => v,
                     Err(e) => return Poll::Ready(Err(e)),
                 };
-                if value >= epoch {
-                    self.learn_finished(r, finished_given(flag, value));
-                    if same_collective {
-                        if let Err(e) = self.check_signature(r, sig, epoch) {
-                            return Poll::Ready(Err(e));
-                        }
-                    }
-                    next += 1;
-                    polls = 0;
-                    continue;
+                if value < epoch {
+                    polls += 1;
+                    self.diag_waiting(r);
+                    let Err(e) = self.still_there(r, ctrl, polls) else { return Poll::Pending };
+                    // r may have published, then left or exited (its part
+                    // done), between the load and the check: a rank that
+                    // finishes a collective ahead of the others and
+                    // destroys its team is no failure. Its flag decides.
+                    value = match self.load(r, flag, epoch) {
+                        Ok((_, v, _)) if v >= epoch => v,
+                        _ => return Poll::Ready(Err(e)),
+                    };
                 }
-                polls += 1;
-                self.diag_waiting(r);
-                // Whether r is still taking part is one load of the line just
-                // read; whether its process lives is a system call, so rarer.
-                if let Err(e) = check_present(r, ctrl) {
-                    // A rank that left or stopped often did so because another
-                    // one died: name the dead one, the cause, if there is one.
-                    return Poll::Ready(Err(self.dead_member().unwrap_or(e)));
-                }
-                if polls.is_multiple_of(LIVENESS_EVERY) {
-                    if let Err(e) = self.check_alive(r, ctrl) {
+                self.learn_finished(r, finished_given(flag, value));
+                if same_collective {
+                    if let Err(e) = self.check_signature(r, sig, epoch) {
                         return Poll::Ready(Err(e));
                     }
                 }
-                return Poll::Pending;
+                next += 1;
+                polls = 0;
             }
             Poll::Ready(Ok(()))
         })
         .await
+    }
+
+    /// Whether rank `r`, whose control line is `ctrl` and which this rank
+    /// has found not there yet `polls` times in a row, still takes part.
+    /// Whether it is still in the team is one load of the line just read;
+    /// whether its process lives is a system call, so rarer.
+    fn still_there(&self, r: usize, ctrl: &Ctrl, polls: u32) -> Result<()> {
+        // A rank that left or stopped often did so because another one
+        // died: name the dead one, the cause, if there is one.
+        check_present(r, ctrl).map_err(|e| self.dead_member().unwrap_or(e))?;
+        if polls.is_multiple_of(LIVENESS_EVERY) {
+            self.check_alive(r, ctrl)?;
+        }
+        Ok(())
     }
 
     /// Rank `r`'s control line, the value of its counter `flag` for
