@@ -13,8 +13,9 @@
 //! A dump goes to `<FERROCOLL_FLIGHT_RECORDER_DIR>/ep<endpoint>-team<id>.json`
 //! when that variable names a directory (`ferrocoll-run` sets it and reads
 //! the files when a job fails or is interrupted), else to the log at warn
-//! level. Recording costs one uncontended lock and one reference count per
-//! post; the clock is read only by the timeout and the watchdog, as before.
+//! level. Recording costs one uncontended lock per post (and a reference
+//! count for a slot the record does not hold yet); the clock is read only
+//! by the timeout and the watchdog, as before.
 //! A persistent request's posts share its slot: the record keeps each
 //! post's sequence number beside it.
 
@@ -48,9 +49,59 @@ pub struct TeamIdentity {
 pub struct FlightRecorder {
     who: TeamIdentity,
     capacity: usize,
-    /// The sequence number of each recorded post, and its slot (a
-    /// persistent request's posts share one slot: see `TaskSlot::write_json`).
-    slots: Mutex<VecDeque<(u64, Arc<TaskSlot>)>>,
+    slots: Mutex<Posts>,
+}
+
+/// The recorded posts: each one's sequence number and slot. The posts of
+/// a persistent request (and of one-shot requests that took the same
+/// plan, `plan_cache.rs`) share one slot (see `TaskSlot::write_json`), so
+/// the record holds each slot once, with a count of its posts: recording
+/// the next post of a slot already held counts no reference (an atomic
+/// operation on a line the posting thread shares with others, each a
+/// measurable part of a small collective).
+#[derive(Default)]
+struct Posts {
+    /// Oldest first: the sequence number and the slot's key ([`key`]).
+    posts: VecDeque<(u64, usize)>,
+    /// Each slot of `posts`, once, and how many of them it holds. Holding
+    /// the slot keeps its address, the key, from being reused.
+    slots: Vec<(Arc<TaskSlot>, usize)>,
+}
+
+/// A slot's identity in [`Posts`].
+fn key(slot: &Arc<TaskSlot>) -> usize {
+    Arc::as_ptr(slot) as usize
+}
+
+impl Posts {
+    fn find(&self, k: usize) -> Option<usize> {
+        // From the newest: a loop's slots are recorded over and over.
+        self.slots.iter().rposition(|(s, _)| key(s) == k)
+    }
+
+    /// Add post `seq` of `slot`; if there are more than `capacity`, the
+    /// oldest leaves, and its slot if it was that slot's last post (given
+    /// back, to be freed outside the lock).
+    fn push(&mut self, seq: u64, slot: &Arc<TaskSlot>, capacity: usize) -> Option<Arc<TaskSlot>> {
+        let k = key(slot);
+        match self.find(k) {
+            Some(i) => self.slots[i].1 += 1,
+            None => self.slots.push((slot.clone(), 1)),
+        }
+        self.posts.push_back((seq, k));
+        if self.posts.len() <= capacity {
+            return None;
+        }
+        let (_, old) = self.posts.pop_front()?;
+        let i = self.find(old)?;
+        self.slots[i].1 -= 1;
+        (self.slots[i].1 == 0).then(|| self.slots.swap_remove(i).0)
+    }
+
+    /// Every post, oldest first, with its slot.
+    fn list(&self) -> Vec<(u64, Arc<TaskSlot>)> {
+        self.posts.iter().filter_map(|&(seq, k)| Some((seq, self.slots[self.find(k)?].0.clone()))).collect()
+    }
 }
 
 /// Every recorder of the process, for dumps on request.
@@ -100,7 +151,7 @@ pub fn dump_if_requested() {
 impl FlightRecorder {
     /// A recorder of the last `capacity` collectives of a team (0: records nothing).
     pub fn new(who: TeamIdentity, capacity: usize) -> Arc<FlightRecorder> {
-        let r = Arc::new(FlightRecorder { who, capacity, slots: Mutex::new(VecDeque::with_capacity(capacity)) });
+        let r = Arc::new(FlightRecorder { who, capacity, slots: Mutex::new(Posts::default()) });
         if capacity > 0 {
             lock(&RECORDERS).push(Arc::downgrade(&r));
         }
@@ -112,10 +163,7 @@ impl FlightRecorder {
         if self.capacity == 0 {
             return;
         }
-        let mut slots = lock(&self.slots);
-        let old = if slots.len() == self.capacity { slots.pop_front() } else { None };
-        slots.push_back((seq, slot.clone()));
-        drop(slots);
+        let old = lock(&self.slots).push(seq, slot, self.capacity);
         // The oldest slot, if this was its last holder, is freed outside the lock.
         drop(old);
     }
@@ -135,7 +183,7 @@ impl FlightRecorder {
             json_str(&w.host),
             json_str(reason)
         );
-        let entries: Vec<(u64, Arc<TaskSlot>)> = lock(&self.slots).iter().cloned().collect();
+        let entries = lock(&self.slots).list();
         for (i, (seq, slot)) in entries.iter().enumerate() {
             if i > 0 {
                 out.push(',');
@@ -163,5 +211,37 @@ impl FlightRecorder {
             }
             None => crate::log_warn!("flight recorder ({reason}): {json}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::task::{Call, TaskDesc};
+
+    fn slot() -> Arc<TaskSlot> {
+        let desc = TaskDesc { coll: "barrier", seq: 0, team: "t".into(), via: "x/y".into(), call: Call::default() };
+        TaskSlot::finished(Ok(()), desc)
+    }
+
+    #[test]
+    fn posts_keep_the_last_capacity_posts_and_hold_each_slot_once() {
+        let (a, b) = (slot(), slot());
+        let mut p = Posts::default();
+        for seq in 1..=5 {
+            let s = if seq % 2 == 1 { &a } else { &b };
+            assert!(p.push(seq, s, 3).is_none(), "both slots still have posts in the record");
+        }
+        let list: Vec<(u64, bool)> = p.list().iter().map(|(seq, s)| (*seq, Arc::ptr_eq(s, &a))).collect();
+        assert_eq!(list, [(3, true), (4, false), (5, true)]);
+        assert_eq!(p.slots.len(), 2);
+        assert_eq!((Arc::strong_count(&a), Arc::strong_count(&b)), (2, 2), "one reference per slot");
+        // b's last post leaves: b is given back, a stays.
+        let c = slot();
+        assert!(p.push(6, &c, 3).is_none());
+        let gone = p.push(7, &c, 3).expect("b's last post left");
+        assert!(Arc::ptr_eq(&gone, &b));
+        let seqs: Vec<u64> = p.list().iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(seqs, [5, 6, 7]);
     }
 }

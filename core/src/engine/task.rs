@@ -354,20 +354,23 @@ impl TaskSlot {
         })
     }
 
-    /// Put post `seq` of the same request in this finished slot: its
+    /// Put post `seq` of the same request in this finished slot — its
     /// future, its sequence number on the slot's description and call
     /// board entry; the rest (the call, the diag, the timeout, the
-    /// callback) is the request's and stays. No allocation, no reference
-    /// count. Refused (the future given back, nothing changed) while the
-    /// slot's task runs, and when the slot's diag is not `diag` (a
-    /// triggered post's slot has one of its own).
-    pub fn rearm(
+    /// callback) is the request's and stays — and poll it once, under the
+    /// same lock: no allocation, no reference count, one lock a post.
+    /// `Ok(true)` when that poll finished the task. Refused (the future
+    /// given back, nothing changed) while the slot's task runs, and when
+    /// the slot's diag is not `diag` (a triggered post's slot has one of
+    /// its own).
+    pub fn rearm_and_poll(
         &self,
         fut: TaskFuture,
         seq: u64,
         diag: &Arc<TaskDiag>,
         on_complete: Option<CompletionCallback>,
-    ) -> std::result::Result<(), TaskFuture> {
+        watchdog: &WatchdogConfig,
+    ) -> std::result::Result<bool, TaskFuture> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         if matches!(inner.state, SlotState::Running { .. }) || !Arc::ptr_eq(&inner.diag, diag) {
@@ -381,7 +384,7 @@ impl TaskSlot {
         }
         // Relaxed: written under the lock; see `status`.
         self.outcome.store(RUNNING, Ordering::Relaxed);
-        Ok(())
+        Ok(self.poll_locked(guard, watchdog, false))
     }
 
     /// Drop the completion callback of a finished slot (parked for a later
@@ -472,7 +475,11 @@ impl TaskSlot {
         if !by_queue && self.outcome.load(Ordering::Acquire) != RUNNING {
             return true;
         }
-        let mut guard = lock(&self.inner);
+        self.poll_locked(lock(&self.inner), watchdog, by_queue)
+    }
+
+    /// [`TaskSlot::poll_as`] with the slot's lock already taken (`guard`).
+    fn poll_locked(&self, mut guard: MutexGuard<'_, SlotInner>, watchdog: &WatchdogConfig, by_queue: bool) -> bool {
         let inner = &mut *guard;
         let SlotState::Running { fut, started, deadline, warned, idle, next_look } = &mut inner.state else {
             if by_queue {

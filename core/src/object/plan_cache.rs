@@ -34,16 +34,28 @@ use crate::backend::CollTask;
 use crate::engine::{Posted, TaskDiag, TaskSlot};
 use crate::types::{CollType, DataType, MemType, ReduceOp};
 
-/// The prepared parts of a finished one-shot request.
-pub(crate) struct Parked {
+/// What a request runs: everything made at `collective_init` that a later
+/// request with the same call can run again.
+pub(crate) struct Plan {
     pub(crate) init: Arc<CollInit>,
-    pub(crate) task: Arc<dyn CollTask>,
+    /// `None` for zero-size collectives, which complete at post.
+    pub(crate) task: Option<Arc<dyn CollTask>>,
+    /// `"tl/algorithm"`.
     pub(crate) selected: Arc<str>,
+    /// What each post shows on the call board, if there is one (all but the sequence number).
     pub(crate) shown: Option<Posted>,
+    /// What its task waits for, shared by its posts: a post starts once the
+    /// one before has finished, and a finished slot's record never reads it.
     pub(crate) diag: Arc<TaskDiag>,
-    pub(crate) slot: Arc<TaskSlot>,
-    /// The raw arguments it was made from, when they can be matched raw.
+    /// The raw arguments it was made from, when a later call can be matched on them.
     pub(crate) raw: Option<RawCall>,
+}
+
+/// The prepared parts of a finished one-shot request: its plan (with a
+/// task) and its finished slot, which the next post re-arms.
+pub(crate) struct Parked {
+    pub(crate) plan: Box<Plan>,
+    pub(crate) slot: Arc<TaskSlot>,
 }
 
 /// One plain buffer of the raw arguments (address, count, datatype, memory type).
@@ -112,7 +124,7 @@ impl PlanCache {
             return None;
         }
         let mut parked = self.lock();
-        let i = parked.iter().position(|p| same_call(&p.init, init))?;
+        let i = parked.iter().position(|p| same_call(&p.plan.init, init))?;
         Some(parked.remove(i))
     }
 
@@ -120,14 +132,14 @@ impl PlanCache {
     /// (see the module docs: no validation needed).
     pub(crate) fn take_raw(&self, raw: &RawCall) -> Option<Parked> {
         let mut parked = self.lock();
-        let i = parked.iter().position(|p| p.raw.as_ref() == Some(raw))?;
+        let i = parked.iter().position(|p| p.plan.raw.as_ref() == Some(raw))?;
         Some(parked.remove(i))
     }
 
     /// Park a finished request's parts (the oldest parked one leaves if
     /// there are [`PARKED`]; it is freed outside the lock).
     pub(crate) fn park(&self, p: Parked) {
-        if !(parkable(&p.init) && p.task.reusable()) {
+        if !(parkable(&p.plan.init) && p.plan.task.as_ref().is_some_and(|t| t.reusable())) {
             return;
         }
         let mut parked = self.lock();

@@ -2,10 +2,11 @@
 //! `finalize`), including persistent re-posting and blocking `wait`.
 
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-use super::plan_cache::{Parked, RawCall};
+use super::plan_cache::{Parked, Plan, RawCall};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
 use crate::backend::{CollTask, PostInfo};
@@ -41,25 +42,20 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// then wait for it until their timeout.
 pub struct Request<'a> {
     team: Arc<TeamInner>,
-    init: Arc<CollInit>,
-    /// `None` for zero-size collectives, which complete at post.
-    task: Option<Arc<dyn CollTask>>,
-    /// Process-wide unique id, carried by the events of its triggered posts.
-    id: u64,
-    selected: Arc<str>,
+    /// What the request runs: made at init, or taken back from the team's
+    /// plan cache, and parked there again when the request is dropped
+    /// (one box, so that taking and parking it moves a pointer and counts
+    /// no references). Always present: only `Drop` takes it out.
+    plan: ManuallyDrop<Box<Plan>>,
+    /// Process-wide unique id, carried by the events of its triggered
+    /// posts; 0 until [`Request::id`] is first asked.
+    id: AtomicU64,
     slot: Option<Arc<TaskSlot>>,
-    /// What its task waits for, shared by its posts: a post starts once the
-    /// one before has finished, and a finished slot's record never reads it.
-    diag: Arc<TaskDiag>,
-    /// What each post shows on the board, if there is one (all but the sequence number).
-    shown: Option<Posted>,
     /// A finished slot from the team's plan cache, for the first post to
     /// re-arm (see `plan_cache.rs`); `slot` stays `None` until that post.
     spare: Option<Arc<TaskSlot>>,
     /// Whether it was ever posted on an execution engine (such requests are not parked).
     triggered: bool,
-    /// Its raw arguments, when a later call can be matched on them (see `plan_cache.rs`).
-    raw: Option<RawCall>,
     /// Set by [`Request::set_completion`].
     on_complete: Option<CompletionCallback>,
     finalized: bool,
@@ -99,21 +95,24 @@ impl Team {
         let resolve = |addr: *const u8| mcs.resolve(addr);
         let raw = RawCall::of(args);
         if let Some(p) = raw.as_ref().and_then(|raw| team.plans.take_raw(raw)) {
-            trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
+            trace(team, &p.plan.init, &p.plan.selected, || {
+                "the plan of the last request with these arguments".to_string()
+            });
             return Ok(Request::from_parked(team.clone(), p));
         }
         // SAFETY: forwarded to our caller.
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         if let Some(p) = team.plans.take(&init) {
-            trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
+            trace(team, &init, &p.plan.selected, || "the plan of the last request with this call".to_string());
             let mut req = Request::from_parked(team.clone(), p);
-            req.raw = raw;
+            req.plan.raw = raw;
             return Ok(req);
         }
         let init = Arc::new(init);
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
-            return Ok(Request::new(team.clone(), init, None, &AlgName::new("none/zero-size".into()), active));
+            let name = AlgName::new("none/zero-size".into());
+            return Ok(Request::new(team.clone(), init, None, &name, active, raw));
         }
         let choices = active.selection.choices(active, init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
@@ -130,9 +129,7 @@ impl Team {
                         };
                         format!("score {} in range {}{fallbacks}", c.score, c.range)
                     });
-                    let mut req = Request::new(team.clone(), init, Some(task), name, active);
-                    req.raw = raw;
-                    return Ok(req);
+                    return Ok(Request::new(team.clone(), init, Some(task), name, active, raw));
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
                     skipped.push(format!("{} ({})", name.name, e.context()));
@@ -169,22 +166,23 @@ impl<'a> Request<'a> {
         task: Option<Arc<dyn CollTask>>,
         selected: &AlgName,
         active: &ActiveTeam,
+        raw: Option<RawCall>,
     ) -> Self {
-        // Relaxed: ids only need to be unique.
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
+        let plan = Plan { init, task, selected: selected.name.clone(), shown, diag: Arc::default(), raw };
+        Request::with_plan(team, Box::new(plan), None)
+    }
+
+    /// A request that runs `plan`; `spare` is a finished slot of an earlier
+    /// request with the same plan (see `plan_cache.rs`).
+    fn with_plan(team: Arc<TeamInner>, plan: Box<Plan>, spare: Option<Arc<TaskSlot>>) -> Self {
         Request {
             team,
-            init,
-            task,
-            id,
-            selected: selected.name.clone(),
+            plan: ManuallyDrop::new(plan),
+            id: AtomicU64::new(0),
             slot: None,
-            diag: Arc::default(),
-            shown,
-            spare: None,
+            spare,
             triggered: false,
-            raw: None,
             on_complete: None,
             finalized: false,
             _buffers: PhantomData,
@@ -193,48 +191,24 @@ impl<'a> Request<'a> {
 
     /// A request made of a finished one's parked parts (see `plan_cache.rs`).
     fn from_parked(team: Arc<TeamInner>, p: Parked) -> Self {
-        Request {
-            team,
-            init: p.init,
-            task: Some(p.task),
-            // Relaxed: ids only need to be unique.
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            selected: p.selected,
-            slot: None,
-            diag: p.diag,
-            shown: p.shown,
-            spare: Some(p.slot),
-            triggered: false,
-            raw: p.raw,
-            on_complete: None,
-            finalized: false,
-            _buffers: PhantomData,
-        }
+        Request::with_plan(team, p.plan, Some(p.slot))
     }
 
-    /// Park the request's prepared parts on its team for the next request
-    /// with the same call, if its last post succeeded and it was never
-    /// posted on an engine (see `plan_cache.rs`).
-    fn park(&mut self) {
-        if self.triggered {
+    /// Park `plan` (this request's, taken out by `Drop`) on its team for the
+    /// next request with the same call, if its last post succeeded and it
+    /// was never posted on an engine (see `plan_cache.rs`).
+    fn park(&mut self, plan: Box<Plan>) {
+        if self.triggered || plan.task.is_none() {
             return;
         }
-        let (Some(task), Some(slot)) = (self.task.take(), self.slot.take().or_else(|| self.spare.take())) else {
+        let Some(slot) = self.slot.take().or_else(|| self.spare.take()) else {
             return;
         };
         if matches!(slot.status(), Ok(Status::Ok)) {
             if self.on_complete.is_some() {
                 slot.forget_callback();
             }
-            self.team.plans.park(Parked {
-                init: self.init.clone(),
-                task,
-                selected: self.selected.clone(),
-                shown: self.shown,
-                diag: self.diag.clone(),
-                slot,
-                raw: self.raw,
-            });
+            self.team.plans.park(Parked { plan, slot });
         }
     }
 
@@ -242,7 +216,7 @@ impl<'a> Request<'a> {
     /// collectives, outside the team's sequence, are not shown).
     fn show(&self, seq: u64) -> Option<BoardWatch> {
         let board = self.team.ready()?.board.as_ref();
-        let (board, shown) = board.zip(self.shown).filter(|_| self.init.active_set.is_none())?;
+        let (board, shown) = board.zip(self.plan.shown).filter(|_| self.plan.init.active_set.is_none())?;
         Some(BoardWatch::show(board, self.team.rank, Posted { seq, ..shown }))
     }
 
@@ -252,7 +226,7 @@ impl<'a> Request<'a> {
         self.check_postable()?;
         self.team.check_usable()?;
         let seq = self.next_seq();
-        let Some(task) = &self.task else {
+        let Some(task) = &self.plan.task else {
             // Nothing to do, but shown: a rank that waits for this one in a
             // call that differs learns from the board what it posted.
             let _shown = self.show(seq);
@@ -262,26 +236,36 @@ impl<'a> Request<'a> {
             self.slot = Some(TaskSlot::finished(Ok(()), self.desc(seq)));
             return Ok(());
         };
-        self.diag.clear();
-        let post = PostInfo { seq, diag: &self.diag, engine_copies: false, stream: None };
+        self.plan.diag.clear();
+        let post = PostInfo { seq, diag: &self.plan.diag, engine_copies: false, stream: None };
         let fut = task.start(&post).map_err(|e| e.prefixed(self.desc(seq)))?;
         // A persistent request's next post takes the slot of the one before
         // (finished: `check_postable` said so), which keeps the request's
         // description, diag and call board entry: no allocation, and no
-        // reference counted for them.
-        let slot = match self.slot.take().or_else(|| self.spare.take()) {
+        // reference counted for them. One poll now sends the first
+        // messages without waiting for progress (under the lock that
+        // re-arms the slot, where it is re-armed).
+        let watchdog = &self.team.ctx.settings.watchdog;
+        let rearmed = match self.slot.take().or_else(|| self.spare.take()) {
             // A finished slot of this request (or, from the plan cache, of
             // one with the same call): re-armed unless a triggered post gave
             // it a diag of its own.
-            Some(slot) => match slot.rearm(fut, seq, &self.diag, self.callback()) {
-                Ok(()) => slot,
-                Err(fut) => self.new_slot(fut, seq, self.diag.clone()),
+            Some(slot) => match slot.rearm_and_poll(fut, seq, &self.plan.diag, self.callback(), watchdog) {
+                Ok(finished) => Ok((slot, finished)),
+                Err(fut) => Err(fut),
             },
-            None => self.new_slot(fut, seq, self.diag.clone()),
+            None => Err(fut),
+        };
+        let (slot, finished) = match rearmed {
+            Ok(polled) => polled,
+            Err(fut) => {
+                let slot = self.new_slot(fut, seq, self.plan.diag.clone());
+                let finished = slot.poll(watchdog);
+                (slot, finished)
+            }
         };
         self.team.recorder.record(seq, &slot);
-        // One poll now sends the first messages without waiting for progress.
-        if !slot.poll(&self.team.ctx.settings.watchdog) {
+        if !finished {
             self.team.ctx.queue.push(slot.clone());
         }
         self.slot = Some(slot);
@@ -294,7 +278,7 @@ impl<'a> Request<'a> {
             fut,
             desc: self.desc(seq),
             diag,
-            timeout: self.init.timeout,
+            timeout: self.plan.init.timeout,
             on_complete: self.callback(),
             watch: self.show(seq),
         })
@@ -303,7 +287,7 @@ impl<'a> Request<'a> {
     /// What each post calls with its final status: the one set by
     /// [`Request::set_completion`], else the arguments' callback.
     fn callback(&self) -> Option<CompletionCallback> {
-        self.on_complete.clone().or_else(|| self.init.cb.clone())
+        self.on_complete.clone().or_else(|| self.plan.init.cb.clone())
     }
 
     /// Call `cb` once per post with its final status, as `CollArgs::cb`
@@ -317,15 +301,15 @@ impl<'a> Request<'a> {
 
     /// Take the next sequence number of the team (or the active-set one).
     fn next_seq(&self) -> u64 {
-        match &self.init.active_set {
-            Some(_) => ACTIVE_SET_SEQ | u64::from(self.init.tag.unwrap_or(0)),
+        match &self.plan.init.active_set {
+            Some(_) => ACTIVE_SET_SEQ | u64::from(self.plan.init.tag.unwrap_or(0)),
             None => self.team.next_seq(),
         }
     }
 
     /// Describe post `seq` of this request.
     fn desc(&self, seq: u64) -> TaskDesc {
-        let i = &self.init;
+        let i = &self.plan.init;
         let call = Call {
             count: i.count,
             dtype: (!i.coll.is_synchronisation()).then_some(i.dtype),
@@ -333,14 +317,14 @@ impl<'a> Request<'a> {
             root: i.coll.is_rooted().then_some(i.root),
             bytes: i.msgsize,
         };
-        TaskDesc { coll: i.coll.name(), seq, team: self.team.desc.clone(), via: self.selected.clone(), call }
+        TaskDesc { coll: i.coll.name(), seq, team: self.team.desc.clone(), via: self.plan.selected.clone(), call }
     }
 
     /// Refuse a post of a finalized request, of one in progress, of a
     /// non-persistent one that already ran, and of one that failed.
     fn check_postable(&self) -> Result<()> {
         if self.finalized {
-            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
         if let Some(slot) = &self.slot {
             match slot.status() {
@@ -350,7 +334,7 @@ impl<'a> Request<'a> {
                         slot.desc()
                     )));
                 }
-                Ok(_) if !self.init.persistent => {
+                Ok(_) if !self.plan.init.persistent => {
                     return Err(Error::invalid_param(format!(
                         "{} already ran and is not persistent (set the persistent flag to post it again)",
                         slot.desc()
@@ -371,7 +355,7 @@ impl<'a> Request<'a> {
     /// (or use [`Request::wait`]).
     pub fn test(&self) -> Result<Status> {
         if self.finalized {
-            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
         match &self.slot {
             None => Ok(Status::OperationInitialized),
@@ -393,10 +377,13 @@ impl<'a> Request<'a> {
     /// the watchdog and the call board act as they do there.
     pub fn wait(&mut self) -> Result<()> {
         let Some(slot) = self.slot.as_ref() else {
-            return Err(Error::invalid_param(format!("{}: wait on a request that was never posted", self.init.coll)));
+            return Err(Error::invalid_param(format!(
+                "{}: wait on a request that was never posted",
+                self.plan.init.coll
+            )));
         };
         if self.finalized {
-            return Err(Error::invalid_param(format!("{}: the request was finalized", self.init.coll)));
+            return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
         // A task that finished at post (a team of one, peers already there):
         // one look, no poll.
@@ -404,7 +391,7 @@ impl<'a> Request<'a> {
             return Ok(());
         }
         let ctx = &self.team.ctx;
-        let self_driven = self.task.as_ref().is_some_and(|t| t.progresses_itself());
+        let self_driven = self.plan.task.as_ref().is_some_and(|t| t.progresses_itself());
         let every = if self_driven { PROGRESS_EVERY_SELF_DRIVEN } else { PROGRESS_EVERY };
         let mut backoff = ctx.backoff();
         let mut polls = 0u32;
@@ -429,45 +416,47 @@ impl<'a> Request<'a> {
         self.wait()
     }
 
-    /// Release the request (`ucc_collective_finalize`). A request in progress
-    /// cannot be finalized (`InvalidParam`): wait for it, or drop it to cancel it.
+    /// Finish with the request (`ucc_collective_finalize`): later posts,
+    /// tests and waits are refused. What it holds is released (or parked
+    /// for a later request with the same call, see `plan_cache.rs`) when it
+    /// is dropped, as the C interface's finalize does at once. A request in
+    /// progress cannot be finalized (`InvalidParam`): wait for it, or drop
+    /// it to cancel it.
     pub fn finalize(&mut self) -> Result<()> {
         if self.finalized {
-            return Err(Error::invalid_param(format!("{}: the request was already finalized", self.init.coll)));
+            return Err(Error::invalid_param(format!("{}: the request was already finalized", self.plan.init.coll)));
         }
         if self.test()? == Status::InProgress {
             return Err(Error::invalid_param(format!(
                 "{}: cannot finalize a request in progress (wait for it, or drop it to cancel it)",
-                self.init.coll
+                self.plan.init.coll
             )));
         }
         self.finalized = true;
-        self.park();
-        self.slot = None;
-        self.spare = None;
-        self.task = None;
         Ok(())
     }
 
     /// `"tl/algorithm"` chosen for this request.
     pub fn selected(&self) -> &str {
-        &self.selected
+        &self.plan.selected
     }
 
     /// The validated arguments.
     pub fn args(&self) -> &CollInit {
-        &self.init
+        &self.plan.init
     }
 }
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
+        // SAFETY: `drop` runs once, and nothing reads `self.plan` after this line.
+        let plan = unsafe { ManuallyDrop::take(&mut self.plan) };
         match &self.slot {
             Some(slot) if slot.status().is_ok_and(|s| s == Status::InProgress) => {
                 // Drops the task's future now, so nothing touches the buffers after we return.
                 slot.cancel(|desc| Error::invalid_param(format!("{desc} was cancelled: its request was dropped")));
             }
-            _ => self.park(),
+            _ => self.park(plan),
         }
     }
 }

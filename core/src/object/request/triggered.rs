@@ -2,8 +2,9 @@
 //! (`ucc_collective_triggered_post`), which starts when the engine's trigger fires.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use super::Request;
+use super::{NEXT_ID, Request};
 use crate::backend::{Armed, Ee, EeTrigger, PostInfo, StartFn, triggered_task};
 use crate::engine::{TaskDiag, TaskSlot};
 use crate::error::Result;
@@ -36,19 +37,19 @@ impl Request<'_> {
         let (trigger, engine_copies, stream) = self.arm(ee, ev).map_err(|e| {
             e.prefixed(format_args!(
                 "triggered_post of {} on {} (team {})",
-                self.init.coll,
+                self.plan.init.coll,
                 ee.describe(),
                 self.team.desc
             ))
         })?;
-        let armed = Armed::new(trigger, self.id);
+        let armed = Armed::new(trigger, self.id());
         self.triggered = true;
         let desc = self.desc(self.next_seq());
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
         let seq = desc.seq;
         let post = PostInfo { seq, diag: &diag, engine_copies, stream };
-        let start: StartFn = match &self.task {
+        let start: StartFn = match &self.plan.task {
             None => Box::new(|| Ok(None)),
             // Teams of one do their work when the task is made (there is no
             // peer to keep in order with), so theirs is made once triggered.
@@ -65,7 +66,7 @@ impl Request<'_> {
             }
         };
         let fut = triggered_task(armed, diag.clone(), start);
-        let slot = TaskSlot::new(fut, desc, diag, self.init.timeout, self.callback(), watch);
+        let slot = TaskSlot::new(fut, desc, diag, self.plan.init.timeout, self.callback(), watch);
         self.team.recorder.record(slot.seq(), &slot);
         // One poll now starts it at once if the trigger already fired.
         if !slot.poll(&self.team.ctx.settings.watchdog) {
@@ -86,28 +87,40 @@ impl Request<'_> {
     /// could reuse the memory while the engine still copies out of it.
     fn arm(&self, ee: &dyn Ee, ev: &Event) -> Result<(Box<dyn EeTrigger>, bool, Option<usize>)> {
         if ee.ee_type() == EeType::CudaStream {
-            if let Some(task) = &self.task {
+            if let Some(task) = &self.plan.task {
                 task.prepare_stream_post(ee)?;
             }
         }
-        let native = self.task.as_ref().filter(|t| t.native_on_stream()).and_then(|_| ee.native_post(ev, self.id));
+        let native =
+            self.plan.task.as_ref().filter(|t| t.native_on_stream()).and_then(|_| ee.native_post(ev, self.id()));
         if let Some(native) = native {
             let (stream, trigger) = native?;
             return Ok((trigger, false, Some(stream)));
         }
-        if !self.init.persistent {
-            if let Some(copies) = self.task.as_ref().and_then(|t| t.engine_copies()) {
-                if let Some(trigger) = ee.trigger_with_copies(ev, self.id, &copies)? {
+        if !self.plan.init.persistent {
+            if let Some(copies) = self.plan.task.as_ref().and_then(|t| t.engine_copies()) {
+                if let Some(trigger) = ee.trigger_with_copies(ev, self.id(), &copies)? {
                     return Ok((trigger, true, None));
                 }
             }
         }
-        Ok((ee.trigger(ev, self.id)?, false, None))
+        Ok((ee.trigger(ev, self.id())?, false, None))
     }
 
     /// The request's process-wide unique id (never 0), carried by the
     /// `CollectivePost` and `CollectiveComplete` events of its triggered posts.
     pub fn id(&self) -> u64 {
-        self.id
+        // Taken at the first ask: most requests are never asked (only the
+        // events of triggered posts carry it), and a post should not pay
+        // for a shared counter's cache line. Relaxed: ids only need to be unique.
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+        let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        match self.id.compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => new,
+            Err(set) => set,
+        }
     }
 }
