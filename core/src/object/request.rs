@@ -245,24 +245,22 @@ impl<'a> Request<'a> {
         // reference counted for them. One poll now sends the first
         // messages without waiting for progress (under the lock that
         // re-arms the slot, where it is re-armed).
+        let finished_slot = self.slot.take().or_else(|| self.spare.take());
         let watchdog = &self.team.ctx.settings.watchdog;
-        let rearmed = match self.slot.take().or_else(|| self.spare.take()) {
+        let fresh = |fut| {
+            let slot = self.new_slot(fut, seq, self.plan.diag.clone());
+            let finished = slot.poll(watchdog);
+            (slot, finished)
+        };
+        let (slot, finished) = match finished_slot {
             // A finished slot of this request (or, from the plan cache, of
             // one with the same call): re-armed unless a triggered post gave
             // it a diag of its own.
             Some(slot) => match slot.rearm_and_poll(fut, seq, &self.plan.diag, self.callback(), watchdog) {
-                Ok(finished) => Ok((slot, finished)),
-                Err(fut) => Err(fut),
+                Ok(finished) => (slot, finished),
+                Err(fut) => fresh(fut),
             },
-            None => Err(fut),
-        };
-        let (slot, finished) = match rearmed {
-            Ok(polled) => polled,
-            Err(fut) => {
-                let slot = self.new_slot(fut, seq, self.plan.diag.clone());
-                let finished = slot.poll(watchdog);
-                (slot, finished)
-            }
+            None => fresh(fut),
         };
         self.team.recorder.record(seq, &slot);
         if !finished {
