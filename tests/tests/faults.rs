@@ -156,3 +156,35 @@ fn a_collective_cancelled_halfway_breaks_an_shm_team_and_later_ones_say_so() {
         assert!(e.to_string().contains("the shm team is broken"), "{e}");
     });
 }
+
+#[test]
+fn a_small_collective_cancelled_while_it_waits_breaks_an_shm_team() {
+    // A one-epoch collective (`tl/src/shm/one_epoch.rs`) dropped after it
+    // published, while it waits for its peer: its rank is out of step now,
+    // so the team is broken there, and its peer learns it at its next wait
+    // for that rank (naming it), not by its timeout.
+    let dropped = Arc::new(std::sync::Barrier::new(2));
+    world::run(2, &Config::new(), move |team, _| {
+        let src = [team.rank() as f32 + 1.0; 2];
+        let mut dst = [0f32; 2];
+        if team.rank() == 0 {
+            let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(team).expect("init");
+            assert_eq!(req.selected(), "shm/onestep");
+            req.post().expect("post");
+            drop(req);
+            dropped.wait();
+            let e = Coll::barrier().timeout(Duration::from_secs(20)).run(team).expect_err("the team is broken");
+            assert!(e.to_string().contains("the shm team is broken"), "{e}");
+        } else {
+            dropped.wait();
+            // Rank 0 published its input before it dropped the request: this
+            // allreduce may complete, and then with the right sum.
+            if Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(20)).run(team).is_ok() {
+                assert_eq!(dst, [3.0; 2]);
+            }
+            let e = Coll::barrier().timeout(Duration::from_secs(20)).run(team).expect_err("rank 0 broke the team");
+            assert_eq!(e.status(), Status::IoError, "{e}");
+            assert!(e.to_string().contains("rank 0 stopped taking part"), "{e}");
+        }
+    });
+}

@@ -27,6 +27,14 @@ use ferrocoll_transport::liveness::Proc;
 use super::segment::{Ctrl, FAILED, PRESENT, SigSlot};
 use super::team::ShmTeam;
 
+/// Where a wait (`ShmTeam::poll_wait`) stands: the first rank of its list
+/// not seen yet, and how often in a row it was found not there.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WaitCursor {
+    next: usize,
+    polls: u32,
+}
+
 /// Fruitless polls between two liveness checks of the rank waited for.
 const LIVENESS_EVERY: u32 = 4096;
 
@@ -81,43 +89,54 @@ impl ShmTeam {
     }
 
     async fn wait_for(&self, flag: Flag, ranks: &[usize], epoch: u64, same_collective: bool) -> Result<()> {
-        let mut next = 0;
-        let mut polls = 0u32;
-        std::future::poll_fn(|_| {
-            while let Some(&r) = ranks.get(next) {
-                if flag == Flag::Done && self.known_finished(r, epoch) {
-                    next += 1;
-                    continue;
-                }
-                let (ctrl, mut value, sig) = match self.load(r, flag, epoch) {
-                    Ok(v) => v,
-                    Err(e) => return Poll::Ready(Err(e)),
-                };
-                if value < epoch {
-                    polls += 1;
-                    self.diag_waiting(r);
-                    let Err(e) = self.still_there(r, ctrl, polls) else { return Poll::Pending };
-                    // r may have published, then left or exited (its part
-                    // done), between the load and the check: a rank that
-                    // finishes a collective ahead of the others and
-                    // destroys its team is no failure. Its flag decides.
-                    value = match self.load(r, flag, epoch) {
-                        Ok((_, v, _)) if v >= epoch => v,
-                        _ => return Poll::Ready(Err(e)),
-                    };
-                }
-                self.learn_finished(r, finished_given(flag, value));
-                if same_collective {
-                    if let Err(e) = self.check_signature(r, sig, epoch) {
-                        return Poll::Ready(Err(e));
-                    }
-                }
-                next += 1;
-                polls = 0;
+        let mut cursor = WaitCursor::default();
+        std::future::poll_fn(|_| self.poll_wait(flag, ranks, epoch, same_collective, &mut cursor)).await
+    }
+
+    /// One look at the ranks a wait (as [`ShmTeam::wait`], or without the
+    /// signature check) has not seen yet, from `cursor` on: ready once every
+    /// one of `ranks` was seen at `epoch` or later. The hand-written state
+    /// machine of one-epoch collectives (`one_epoch.rs`) calls it directly.
+    pub(crate) fn poll_wait(
+        &self,
+        flag: Flag,
+        ranks: &[usize],
+        epoch: u64,
+        same_collective: bool,
+        cursor: &mut WaitCursor,
+    ) -> Poll<Result<()>> {
+        while let Some(&r) = ranks.get(cursor.next) {
+            if flag == Flag::Done && self.known_finished(r, epoch) {
+                cursor.next += 1;
+                continue;
             }
-            Poll::Ready(Ok(()))
-        })
-        .await
+            let (ctrl, mut value, sig) = match self.load(r, flag, epoch) {
+                Ok(v) => v,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            if value < epoch {
+                cursor.polls += 1;
+                self.diag_waiting(r);
+                let Err(e) = self.still_there(r, ctrl, cursor.polls) else { return Poll::Pending };
+                // r may have published, then left or exited (its part
+                // done), between the load and the check: a rank that
+                // finishes a collective ahead of the others and
+                // destroys its team is no failure. Its flag decides.
+                value = match self.load(r, flag, epoch) {
+                    Ok((_, v, _)) if v >= epoch => v,
+                    _ => return Poll::Ready(Err(e)),
+                };
+            }
+            self.learn_finished(r, finished_given(flag, value));
+            if same_collective {
+                if let Err(e) = self.check_signature(r, sig, epoch) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+            cursor.next += 1;
+            cursor.polls = 0;
+        }
+        Poll::Ready(Ok(()))
     }
 
     /// Whether rank `r`, whose control line is `ctrl` and which this rank
@@ -234,13 +253,23 @@ impl ShmTeam {
     /// epoch two before (the last user of the half this one writes).
     pub(crate) async fn begin(&self) -> Result<u64> {
         let e = self.next_epoch();
+        let mut cursor = WaitCursor::default();
+        std::future::poll_fn(|_| self.poll_begin(e, &mut cursor)).await?;
+        Ok(e)
+    }
+
+    /// One look for [`ShmTeam::begin`] of epoch `e` (taken by `next_epoch`):
+    /// ready, with the epoch signed, once every rank has finished `e - 2`.
+    pub(crate) fn poll_begin(&self, e: u64, cursor: &mut WaitCursor) -> Poll<Result<()>> {
         if e > 2 {
             // Usually known already (see the module docs): the wait then
             // reads no peer's control line.
-            self.wait_for(Flag::Done, &self.all, e - 2, false).await?;
+            match self.poll_wait(Flag::Done, &self.all, e - 2, false, cursor) {
+                Poll::Ready(Ok(())) => {}
+                other => return other,
+            }
         }
-        self.sign(e)?;
-        Ok(e)
+        Poll::Ready(self.sign(e))
     }
 
     /// Write the running collective's signature for epoch `e` (its slot's

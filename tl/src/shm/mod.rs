@@ -26,6 +26,7 @@ mod context;
 mod epoch;
 mod inline;
 mod layout;
+mod one_epoch;
 mod segment;
 mod team;
 

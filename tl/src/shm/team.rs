@@ -73,7 +73,7 @@ impl Running {
         Signature { word: self.word.load(Ordering::Relaxed), size: self.size.load(Ordering::Relaxed) }
     }
 
-    fn set(&self, sig: Signature) {
+    pub(super) fn set(&self, sig: Signature) {
         // Relaxed: read only by this rank's running task (see `get`).
         self.word.store(sig.word, Ordering::Relaxed);
         self.size.store(sig.size, Ordering::Relaxed);
@@ -213,7 +213,7 @@ impl ShmTeam {
     /// Mark the team broken on this rank, and tell the others: they fail
     /// at their next wait for this rank instead of waiting for a collective
     /// it will not run.
-    fn break_team(&self) {
+    pub(super) fn break_team(&self) {
         // Release: later tasks that see `broken` fail instead of running.
         self.broken.store(true, Ordering::Release);
         if let Ok(c) = self.seg.ctrl(self.rank) {
@@ -328,10 +328,10 @@ impl CollTask for ShmTask {
 /// collectives), the call's signature and where the task records what it
 /// waits for.
 pub(crate) struct ShmPost {
-    team: Arc<ShmTeam>,
-    ticket: u64,
-    sig: Signature,
-    diag: Arc<TaskDiag>,
+    pub(super) team: Arc<ShmTeam>,
+    pub(super) ticket: u64,
+    pub(super) sig: Signature,
+    pub(super) diag: Arc<TaskDiag>,
 }
 
 impl ShmPost {
@@ -361,10 +361,8 @@ impl ShmPost {
             let mut collective = std::pin::pin!(collective);
             std::future::poll_fn(|cx| {
                 let r = collective.as_mut().poll(cx);
-                // Relaxed: see ShmTeam::waiting.
-                let w = team.waiting.load(Ordering::Relaxed);
-                if r.is_pending() && w != u64::MAX {
-                    diag.waiting_for(w as usize, 0);
+                if let Some(w) = team.waiting_for().filter(|_| r.is_pending()) {
+                    diag.waiting_for(w, 0);
                 }
                 r
             })
@@ -396,44 +394,63 @@ impl Drop for Waiting<'_> {
     }
 }
 
+impl ShmTeam {
+    /// One look for the turn of `ticket`: ready when it is ours, or failed
+    /// at once on a broken team (passing the turn on if it was ours, so that
+    /// the tasks after this one fail too).
+    pub(super) fn poll_turn(&self, ticket: u64) -> Poll<Result<()>> {
+        // Acquire: see the Release in `pass_turn`. The turn first: the task
+        // before stores `broken` before it passes the turn on, so once
+        // the turn is ours, `broken` says whether that task broke the
+        // team (read the other way round, a break between the two loads
+        // would go unseen, and this task would run on a broken team).
+        let ours = self.turn.load(Ordering::Acquire) == ticket;
+        let broken =
+            || Error::io("the shm team is broken: an earlier collective on it failed or was cancelled halfway");
+        match (ours, self.broken.load(Ordering::Acquire)) {
+            (true, false) => {
+                // Relaxed: see ShmTeam::waiting.
+                self.waiting.store(u64::MAX, Ordering::Relaxed);
+                Poll::Ready(Ok(()))
+            }
+            (true, true) => {
+                self.turn.store(ticket + 1, Ordering::Release);
+                Poll::Ready(Err(broken()))
+            }
+            (false, true) => Poll::Ready(Err(broken())),
+            (false, false) => Poll::Pending,
+        }
+    }
+
+    /// End the turn of `ticket`: the team is broken unless its collective
+    /// ran to the end (`ok`), and the next task may start.
+    pub(super) fn pass_turn(&self, ticket: u64, ok: bool) {
+        if !ok {
+            self.break_team();
+        }
+        // Release: the next task starts after this one's last step.
+        self.turn.store(ticket + 1, Ordering::Release);
+    }
+
+    /// The rank the running collective waits for, if any (see `waiting`).
+    pub(super) fn waiting_for(&self) -> Option<usize> {
+        // Relaxed: see ShmTeam::waiting.
+        let w = self.waiting.load(Ordering::Relaxed);
+        (w != u64::MAX).then_some(w as usize)
+    }
+}
+
 impl<'a> Turn<'a> {
     async fn take(mut waiting: Waiting<'a>, ticket: u64) -> Result<Turn<'a>> {
         let team = waiting.team;
-        let broken =
-            || Error::io("the shm team is broken: an earlier collective on it failed or was cancelled halfway");
-        std::future::poll_fn(|_| {
-            // Acquire: see the Release in drop. The turn first: the task
-            // before stores `broken` before it passes the turn on, so once
-            // the turn is ours, `broken` says whether that task broke the
-            // team (read the other way round, a break between the two loads
-            // would go unseen, and this task would run on a broken team).
-            let ours = team.turn.load(Ordering::Acquire) == ticket;
-            match (ours, team.broken.load(Ordering::Acquire)) {
-                (true, false) => Poll::Ready(Ok(())),
-                // Pass the turn on, so that the tasks after this one fail too.
-                (true, true) => {
-                    team.turn.store(ticket + 1, Ordering::Release);
-                    Poll::Ready(Err(broken()))
-                }
-                // Fail at once rather than wait for a turn on a broken team.
-                (false, true) => Poll::Ready(Err(broken())),
-                (false, false) => Poll::Pending,
-            }
-        })
-        .await?;
+        std::future::poll_fn(|_| team.poll_turn(ticket)).await?;
         waiting.armed = false;
-        // Relaxed: see ShmTeam::waiting.
-        team.waiting.store(u64::MAX, Ordering::Relaxed);
         Ok(Turn { team, ticket, ok: false })
     }
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        if !self.ok {
-            self.team.break_team();
-        }
-        // Release: the next task starts after this one's last step.
-        self.team.turn.store(self.ticket + 1, Ordering::Release);
+        self.team.pass_turn(self.ticket, self.ok);
     }
 }

@@ -8,14 +8,28 @@ use ferrocoll_core::args;
 
 use super::exchange::gather_rounds;
 use super::{Exec, STAGED, ShmPost};
-use crate::base::{Alg, Run};
+use crate::base::{Alg, AlgFuture, Run};
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(Allgather, 0, "staged", STAGED, Run::Allgather(|p, o| p.run(move |t| staged(t, o)))),
-    Alg::new(Allgatherv, 0, "staged", STAGED, Run::Allgather(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Allgather, 0, "staged", STAGED, Run::Allgather(start)),
+    Alg::new(Allgatherv, 0, "staged", STAGED, Run::Allgather(start)),
 ];
 
+/// Blocks that all fit an inline region go in one epoch; others in rounds.
+fn start(p: ShmPost, o: args::Allgather) -> AlgFuture {
+    if p.fits_inline(longest(p.team.size, &o)) {
+        p.one_epoch(OneEpoch::Gather { mine: o.src, dst: Some(o.dst) })
+    } else {
+        p.run(move |t| staged(t, o))
+    }
+}
+
+/// Bytes of the longest block of any rank.
+fn longest(size: usize, o: &args::Allgather) -> usize {
+    (0..size).map(|r| o.dst.blocks.bytes(r)).max().unwrap_or(0)
+}
+
 async fn staged(team: Exec, o: args::Allgather) -> Result<()> {
-    let longest = (0..team.size).map(|r| o.dst.blocks.bytes(r)).max().unwrap_or(0);
-    gather_rounds(&team, o.src, Some(&o.dst), longest).await
+    gather_rounds(&team, o.src, Some(&o.dst), longest(team.size, &o)).await
 }

@@ -7,6 +7,7 @@ use ferrocoll_core::args;
 
 use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
@@ -14,7 +15,13 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         0,
         "onestep",
         "every rank publishes its input and reduces all of them: one synchronisation",
-        Run::Allreduce(|p, o| p.run(move |t| onestep(t, o))),
+        Run::Allreduce(|p, o| {
+            if p.fits_inline(o.src.len()) {
+                p.one_epoch(OneEpoch::Reduce { src: o.src, out: Some(o.dst), reducer: o.reducer })
+            } else {
+                p.run(move |t| onestep(t, o))
+            }
+        }),
     ),
     Alg::new(
         Allreduce,

@@ -22,11 +22,12 @@ use ferrocoll_core::Result;
 use super::{Exec, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::epoch::Flag;
+use crate::shm::one_epoch::OneEpoch;
 
 const FLAGS: &str = "one epoch of flags in the control lines";
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(Barrier, 0, "flags", FLAGS, Run::Barrier(|p| p.run(barrier))),
+    Alg::new(Barrier, 0, "flags", FLAGS, Run::Barrier(|p| p.one_epoch(OneEpoch::Barrier))),
     Alg::new(
         Barrier,
         1,
@@ -37,14 +38,6 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Fanin, 0, "flags", FLAGS, Run::Fanin(|p, root| p.run(move |t| fanin(t, root)))),
     Alg::new(Fanout, 0, "flags", FLAGS, Run::Fanout(|p, root| p.run(move |t| fanout(t, root)))),
 ];
-
-/// Everyone arrives, everyone waits for everyone.
-async fn barrier(team: Exec) -> Result<()> {
-    let e = team.begin().await?;
-    team.publish(Flag::Arrive, e)?;
-    team.wait(Flag::Arrive, &team.all, e).await?;
-    team.publish(Flag::Done, e)
-}
 
 /// Everyone arrives at rank 0, which releases everyone (its `reduced`
 /// counter, which no other collective of the epoch uses, is the release).

@@ -11,13 +11,25 @@ use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::cache::copy_out;
 use crate::shm::epoch::Flag;
+use crate::shm::one_epoch::OneEpoch;
 
-pub(crate) const ALGS: &[Alg<ShmPost>] =
-    &[Alg::new(Bcast, 0, "staged", STAGED, Run::Bcast(|p, o| p.run(move |t| staged(t, o))))];
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[Alg::new(
+    Bcast,
+    0,
+    "staged",
+    STAGED,
+    Run::Bcast(|p, o| {
+        if p.fits_inline(o.buf.len()) {
+            p.one_epoch(OneEpoch::Bcast { buf: o.buf, root: o.root })
+        } else {
+            p.run(move |t| staged(t, o))
+        }
+    }),
+)];
 
 async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
     if team.fits_inline(o.buf.len()) {
-        return inline(team, o).await;
+        return team.one_epoch(&OneEpoch::Bcast { buf: o.buf, root: o.root }).await;
     }
     let cap = team.pipeline_round();
     for k in 0..rounds(o.buf.len(), cap) {
@@ -33,15 +45,4 @@ async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
         team.publish(Flag::Done, e)?;
     }
     Ok(())
-}
-
-async fn inline(team: Exec, o: args::Bcast) -> Result<()> {
-    let e = team.begin().await?;
-    if team.rank == o.root {
-        team.publish_inline(e, o.buf)?;
-    } else {
-        team.wait(Flag::Inline, &[o.root], e).await?;
-        team.copy(o.buf, team.inline_part(o.root, e, o.buf.len())?)?;
-    }
-    team.publish(Flag::Done, e)
 }

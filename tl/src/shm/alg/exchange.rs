@@ -19,6 +19,7 @@ use ferrocoll_core::{MemRef, Result};
 use super::rounds::{piece, piece_of, rounds};
 use crate::shm::cache::copy_out;
 use crate::shm::epoch::Flag;
+use crate::shm::one_epoch::OneEpoch;
 use crate::shm::team::ShmTeam;
 
 /// Publish `mine` piece by piece; where `dst` is `Some`, copy every rank's
@@ -27,7 +28,7 @@ use crate::shm::team::ShmTeam;
 /// Blocks that fit an inline region go in one epoch through those.
 pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blocked>, longest: usize) -> Result<()> {
     if team.fits_inline(longest) {
-        return gather_inline(team, mine, dst).await;
+        return team.one_epoch(&OneEpoch::Gather { mine, dst: dst.cloned() }).await;
     }
     let (p, me) = (team.size, team.rank);
     let cap = team.pipeline_round();
@@ -47,21 +48,6 @@ pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blo
         team.publish(Flag::Done, e)?;
     }
     Ok(())
-}
-
-/// [`gather_rounds`] through the inline regions (`inline.rs`).
-async fn gather_inline(team: &ShmTeam, mine: MemRef, dst: Option<&Blocked>) -> Result<()> {
-    let e = team.begin().await?;
-    team.publish_inline(e, mine)?;
-    if let Some(d) = dst {
-        team.wait(Flag::Inline, &team.all, e).await?;
-        for r in (0..team.size).filter(|&r| r != team.rank) {
-            let theirs = d.block(r)?;
-            team.copy(theirs, team.inline_part(r, e, theirs.len())?)?;
-        }
-        team.copy(d.block(team.rank)?, mine)?;
-    }
-    team.publish(Flag::Done, e)
 }
 
 /// Where `give` is `Some` (a buffer and its block per receiver), publish

@@ -11,9 +11,22 @@ use super::exchange::gather_rounds;
 use super::meta::exchange_sizes;
 use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(Gather, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(
+        Gather,
+        0,
+        "staged",
+        STAGED,
+        Run::Gather(|p, o| {
+            if p.fits_inline(o.src.len()) {
+                p.one_epoch(OneEpoch::Gather { mine: o.src, dst: o.dst })
+            } else {
+                p.run(move |t| staged(t, o))
+            }
+        }),
+    ),
     Alg::new(Gatherv, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
 

@@ -8,6 +8,7 @@ use ferrocoll_core::args;
 
 use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
@@ -15,7 +16,13 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         0,
         "onestep",
         "every rank publishes its input; the root reduces all of them",
-        Run::Reduce(|p, o| p.run(move |t| onestep(t, o))),
+        Run::Reduce(|p, o| {
+            if p.fits_inline(o.src.len()) {
+                p.one_epoch(OneEpoch::Reduce { src: o.src, out: o.dst, reducer: o.reducer })
+            } else {
+                p.run(move |t| onestep(t, o))
+            }
+        }),
     ),
     Alg::new(
         Reduce,

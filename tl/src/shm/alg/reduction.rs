@@ -24,6 +24,7 @@ use ferrocoll_core::{MemRef, Result};
 
 use super::rounds::{piece_of, rounds, whole};
 use crate::shm::epoch::Flag;
+use crate::shm::one_epoch::OneEpoch;
 use crate::shm::team::ShmTeam;
 
 /// Reduce `input` of every rank one chunk a round; the ranks whose `out` is
@@ -31,7 +32,7 @@ use crate::shm::team::ShmTeam;
 /// that fits an inline region goes in one epoch through those.
 pub(crate) async fn onestep(team: &ShmTeam, input: MemRef, out: Option<MemRef>, reducer: &Reducer) -> Result<()> {
     if team.fits_inline(input.len()) {
-        return onestep_inline(team, input, out, reducer).await;
+        return team.one_epoch(&OneEpoch::Reduce { src: input, out, reducer: *reducer }).await;
     }
     let es = reducer.elem_size;
     let cap = whole(team.seg.layout().data, es);
@@ -49,21 +50,6 @@ pub(crate) async fn onestep(team: &ShmTeam, input: MemRef, out: Option<MemRef>, 
         team.publish(Flag::Done, e)?;
     }
     Ok(())
-}
-
-/// [`onestep`] through the inline regions (`inline.rs`).
-async fn onestep_inline(team: &ShmTeam, input: MemRef, out: Option<MemRef>, reducer: &Reducer) -> Result<()> {
-    let e = team.begin().await?;
-    team.publish_inline(e, input)?;
-    if let Some(out) = out {
-        team.wait(Flag::Inline, &team.all, e).await?;
-        let n = input.len();
-        team.with_parts(
-            |r| team.inline_part(r, e, n),
-            |srcs| team.reduce(out, srcs, reducer.last(n / reducer.elem_size)),
-        )?;
-    }
-    team.publish(Flag::Done, e)
 }
 
 /// Reduce `input` of every rank by reduce-scatter of slices, then (on the
