@@ -13,4 +13,4 @@ pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DE
 pub use board::{BoardWatch, CallBoard, Posted};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use recorder::{FlightRecorder, TeamIdentity};
-pub use task::{Call, ProgressQueue, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};
+pub use task::{Call, Polled, ProgressQueue, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

@@ -256,6 +256,28 @@ struct SlotInner {
     queued: bool,
 }
 
+/// What a poll of a slot found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Polled {
+    /// The task finished (successfully or not).
+    Finished,
+    /// It runs.
+    Pending {
+        /// After [`TaskSlot::poll_at_post`] (or a re-arm's poll): the slot
+        /// was marked queued, and the caller must push it.
+        push: bool,
+    },
+}
+
+/// Who polls a slot: its request, the progress queue (which drops it once
+/// finished), or a post (which pushes it on the queue if it still runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Poller {
+    Owner,
+    Queue,
+    Post,
+}
+
 /// [`TaskSlot::outcome`]: the task runs.
 const RUNNING: u8 = 0;
 /// [`TaskSlot::outcome`]: the task finished successfully.
@@ -359,7 +381,7 @@ impl TaskSlot {
     /// board entry; the rest (the call, the diag, the timeout, the
     /// callback) is the request's and stays — and poll it once, under the
     /// same lock: no allocation, no reference count, one lock a post.
-    /// `Ok(true)` when that poll finished the task. Refused (the future
+    /// `Ok` with what that poll found (as [`TaskSlot::poll_at_post`]). Refused (the future
     /// given back, nothing changed) while the slot's task runs, and when
     /// the slot's diag is not `diag` (a triggered post's slot has one of
     /// its own).
@@ -370,7 +392,7 @@ impl TaskSlot {
         diag: &Arc<TaskDiag>,
         on_complete: Option<CompletionCallback>,
         watchdog: &WatchdogConfig,
-    ) -> std::result::Result<bool, TaskFuture> {
+    ) -> std::result::Result<Polled, TaskFuture> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         if matches!(inner.state, SlotState::Running { .. }) || !Arc::ptr_eq(&inner.diag, diag) {
@@ -384,7 +406,7 @@ impl TaskSlot {
         }
         // Relaxed: written under the lock; see `status`.
         self.outcome.store(RUNNING, Ordering::Relaxed);
-        Ok(self.poll_locked(guard, watchdog, false))
+        Ok(self.poll_locked(guard, watchdog, Poller::Post))
     }
 
     /// Drop the completion callback of a finished slot (parked for a later
@@ -461,31 +483,39 @@ impl TaskSlot {
 
     /// Poll once; true when the task is finished (successfully or not).
     pub fn poll(&self, watchdog: &WatchdogConfig) -> bool {
-        self.poll_as(watchdog, false)
+        self.poll_as(watchdog, Poller::Owner) == Polled::Finished
+    }
+
+    /// The first poll of a post: as `poll`, and a task still running is
+    /// marked queued under the same lock, saying whether the caller must
+    /// push it ([`ProgressQueue::push_polled`]): a post takes the slot's lock once.
+    pub fn poll_at_post(&self, watchdog: &WatchdogConfig) -> Polled {
+        self.poll_as(watchdog, Poller::Post)
     }
 
     /// Poll once for the progress queue: as `poll`, and a finished slot
     /// leaves the queue (decided under the lock, see `SlotInner::queued`).
     fn poll_in_queue(&self, watchdog: &WatchdogConfig) -> bool {
-        self.poll_as(watchdog, true)
+        self.poll_as(watchdog, Poller::Queue) == Polled::Finished
     }
 
-    fn poll_as(&self, watchdog: &WatchdogConfig, by_queue: bool) -> bool {
+    fn poll_as(&self, watchdog: &WatchdogConfig, by: Poller) -> Polled {
         // A finished task: one load, no lock (unless the queue must drop it).
-        if !by_queue && self.outcome.load(Ordering::Acquire) != RUNNING {
-            return true;
+        if by != Poller::Queue && self.outcome.load(Ordering::Acquire) != RUNNING {
+            return Polled::Finished;
         }
-        self.poll_locked(lock(&self.inner), watchdog, by_queue)
+        self.poll_locked(lock(&self.inner), watchdog, by)
     }
 
     /// [`TaskSlot::poll_as`] with the slot's lock already taken (`guard`).
-    fn poll_locked(&self, mut guard: MutexGuard<'_, SlotInner>, watchdog: &WatchdogConfig, by_queue: bool) -> bool {
+    fn poll_locked(&self, mut guard: MutexGuard<'_, SlotInner>, watchdog: &WatchdogConfig, by: Poller) -> Polled {
+        let by_queue = by == Poller::Queue;
         let inner = &mut *guard;
         let SlotState::Running { fut, started, deadline, warned, idle, next_look } = &mut inner.state else {
             if by_queue {
                 inner.queued = false;
             }
-            return true;
+            return Polled::Finished;
         };
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut warned_now = false;
@@ -547,15 +577,17 @@ impl TaskSlot {
                 if let Some(desc) = desc {
                     TaskSlot::dump("timeout", &desc);
                 }
-                true
+                Polled::Finished
             }
             None => {
+                let push = by == Poller::Post && !inner.queued;
+                inner.queued |= push;
                 let desc = warned_now.then(|| inner.desc.clone());
                 drop(guard);
                 if let Some(desc) = desc {
                     TaskSlot::dump("watchdog", &desc);
                 }
-                false
+                Polled::Pending { push }
             }
         }
     }
@@ -623,6 +655,11 @@ impl ProgressQueue {
         if slot.enqueue() {
             self.lock().push(slot);
         }
+    }
+
+    /// Add a task whose poll at post marked it queued (`Polled::Pending { push: true }`).
+    pub fn push_polled(&self, slot: Arc<TaskSlot>) {
+        self.lock().push(slot);
     }
 
     /// Number of tasks in flight.

@@ -10,7 +10,7 @@ use super::plan_cache::{Parked, Plan, RawCall};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
 use crate::backend::{CollTask, PostInfo};
-use crate::engine::{BoardWatch, Call, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
+use crate::engine::{BoardWatch, Call, Polled, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
@@ -249,22 +249,23 @@ impl<'a> Request<'a> {
         let watchdog = &self.team.ctx.settings.watchdog;
         let fresh = |fut| {
             let slot = self.new_slot(fut, seq, self.plan.diag.clone());
-            let finished = slot.poll(watchdog);
-            (slot, finished)
+            let polled = slot.poll_at_post(watchdog);
+            (slot, polled)
         };
-        let (slot, finished) = match finished_slot {
+        let (slot, polled) = match finished_slot {
             // A finished slot of this request (or, from the plan cache, of
             // one with the same call): re-armed unless a triggered post gave
             // it a diag of its own.
             Some(slot) => match slot.rearm_and_poll(fut, seq, &self.plan.diag, self.callback(), watchdog) {
-                Ok(finished) => (slot, finished),
+                Ok(polled) => (slot, polled),
                 Err(fut) => fresh(fut),
             },
             None => fresh(fut),
         };
         self.team.recorder.record(seq, &slot);
-        if !finished {
-            self.team.ctx.queue.push(slot.clone());
+        // Marked queued by that poll (under the lock it took anyway).
+        if polled == (Polled::Pending { push: true }) {
+            self.team.ctx.queue.push_polled(slot.clone());
         }
         self.slot = Some(slot);
         Ok(())
