@@ -17,6 +17,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use ferrocoll_core::args::{Blocked, Reducer};
@@ -112,9 +113,21 @@ impl ShmPost {
         Box::pin(OneEpochPost { post: self, coll, step: Step::Turn, cursor: WaitCursor::default() })
     }
 
-    /// Whether a payload of `len` bytes fits an inline region of the team.
-    pub(crate) fn fits_inline(&self, len: usize) -> bool {
-        self.team.fits_inline(len)
+    /// `one(o)` as this post's one epoch when payloads of `len` bytes fit
+    /// an inline region, else the algorithm `rounds` over the segment's
+    /// halves (what every algorithm with an inline case registers).
+    pub(crate) fn one_epoch_or<O, F>(
+        self,
+        len: usize,
+        o: O,
+        one: fn(O) -> OneEpoch,
+        rounds: impl FnOnce(Arc<ShmTeam>, O) -> F + Send + 'static,
+    ) -> AlgFuture
+    where
+        O: Send + 'static,
+        F: Future<Output = Result<()>> + Send + 'static,
+    {
+        if self.team.fits_inline(len) { self.one_epoch(one(o)) } else { self.run(move |t| rounds(t, o)) }
     }
 }
 

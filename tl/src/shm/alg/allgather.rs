@@ -18,11 +18,8 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
 
 /// Blocks that all fit an inline region go in one epoch; others in rounds.
 fn start(p: ShmPost, o: args::Allgather) -> AlgFuture {
-    if p.fits_inline(longest(p.team.size, &o)) {
-        p.one_epoch(OneEpoch::Gather { mine: o.src, dst: Some(o.dst) })
-    } else {
-        p.run(move |t| staged(t, o))
-    }
+    let len = longest(p.team.size, &o);
+    p.one_epoch_or(len, o, |o| OneEpoch::Gather { mine: o.src, dst: Some(o.dst) }, staged)
 }
 
 /// Bytes of the longest block of any rank.

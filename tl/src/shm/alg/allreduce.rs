@@ -16,11 +16,12 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         "onestep",
         "every rank publishes its input and reduces all of them: one synchronisation",
         Run::Allreduce(|p, o| {
-            if p.fits_inline(o.src.len()) {
-                p.one_epoch(OneEpoch::Reduce { src: o.src, out: Some(o.dst), reducer: o.reducer })
-            } else {
-                p.run(move |t| onestep(t, o))
-            }
+            p.one_epoch_or(
+                o.src.len(),
+                o,
+                |o| OneEpoch::Reduce { src: o.src, out: Some(o.dst), reducer: o.reducer },
+                onestep,
+            )
         }),
     ),
     Alg::new(

@@ -18,13 +18,7 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[Alg::new(
     0,
     "staged",
     STAGED,
-    Run::Bcast(|p, o| {
-        if p.fits_inline(o.buf.len()) {
-            p.one_epoch(OneEpoch::Bcast { buf: o.buf, root: o.root })
-        } else {
-            p.run(move |t| staged(t, o))
-        }
-    }),
+    Run::Bcast(|p, o| p.one_epoch_or(o.buf.len(), o, |o| OneEpoch::Bcast { buf: o.buf, root: o.root }, staged)),
 )];
 
 async fn staged(team: Exec, o: args::Bcast) -> Result<()> {

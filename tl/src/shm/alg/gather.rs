@@ -19,13 +19,7 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         0,
         "staged",
         STAGED,
-        Run::Gather(|p, o| {
-            if p.fits_inline(o.src.len()) {
-                p.one_epoch(OneEpoch::Gather { mine: o.src, dst: o.dst })
-            } else {
-                p.run(move |t| staged(t, o))
-            }
-        }),
+        Run::Gather(|p, o| p.one_epoch_or(o.src.len(), o, |o| OneEpoch::Gather { mine: o.src, dst: o.dst }, staged)),
     ),
     Alg::new(Gatherv, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
