@@ -6,11 +6,13 @@
 mod backoff;
 pub mod board;
 mod join;
+mod queue;
 pub mod recorder;
 mod task;
 
 pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};
 pub use board::{BoardWatch, CallBoard, Posted};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
+pub use queue::ProgressQueue;
 pub use recorder::{FlightRecorder, TeamIdentity};
-pub use task::{Call, Polled, ProgressQueue, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};
+pub use task::{Call, Polled, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};

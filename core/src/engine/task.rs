@@ -288,7 +288,7 @@ const FAILED: u8 = 2;
 /// One posted collective in the progress queue.
 ///
 /// A request keeps its slot for its lifetime: a persistent request's next
-/// post [re-arms](TaskSlot::rearm) it rather than allocating another. The
+/// post [re-arms](TaskSlot::rearm_and_poll) it rather than allocating another. The
 /// flight recorder and the queue may still hold it then; the recorder tells
 /// the posts apart by sequence number, and the queue by `queued`.
 pub struct TaskSlot {
@@ -418,6 +418,11 @@ impl TaskSlot {
         }
     }
 
+    /// The queue let go of the slot (context destruction).
+    pub(super) fn leave_queue(&self) {
+        lock(&self.inner).queued = false;
+    }
+
     /// Mark the slot queued if it runs and is not in the queue yet; true
     /// when the caller must push it (see `SlotInner::queued`).
     pub fn enqueue(&self) -> bool {
@@ -488,14 +493,14 @@ impl TaskSlot {
 
     /// The first poll of a post: as `poll`, and a task still running is
     /// marked queued under the same lock, saying whether the caller must
-    /// push it ([`ProgressQueue::push_polled`]): a post takes the slot's lock once.
+    /// push it ([`ProgressQueue::push_polled`](crate::engine::ProgressQueue::push_polled)): a post takes the slot's lock once.
     pub fn poll_at_post(&self, watchdog: &WatchdogConfig) -> Polled {
         self.poll_as(watchdog, Poller::Post)
     }
 
     /// Poll once for the progress queue: as `poll`, and a finished slot
     /// leaves the queue (decided under the lock, see `SlotInner::queued`).
-    fn poll_in_queue(&self, watchdog: &WatchdogConfig) -> bool {
+    pub(super) fn poll_in_queue(&self, watchdog: &WatchdogConfig) -> bool {
         self.poll_as(watchdog, Poller::Queue) == Polled::Finished
     }
 
@@ -643,72 +648,10 @@ fn divergence(watch: &Option<BoardWatch>) -> Option<Error> {
     watch.as_ref()?.look().err()
 }
 
-/// The tasks in flight on one context.
-#[derive(Default)]
-pub struct ProgressQueue {
-    tasks: Mutex<Vec<Arc<TaskSlot>>>,
-}
-
-impl ProgressQueue {
-    /// Add a posted task, unless the queue holds it already (see [`TaskSlot::enqueue`]).
-    pub fn push(&self, slot: Arc<TaskSlot>) {
-        if slot.enqueue() {
-            self.lock().push(slot);
-        }
-    }
-
-    /// Add a task whose poll at post marked it queued (`Polled::Pending { push: true }`).
-    pub fn push_polled(&self, slot: Arc<TaskSlot>) {
-        self.lock().push(slot);
-    }
-
-    /// Number of tasks in flight.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// True when no task is in flight.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Vec<Arc<TaskSlot>>> {
-        // Poisoned only if a push panicked; a Vec of Arcs stays consistent.
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Poll every task once; finished tasks leave the queue. Returns how many finished.
-    ///
-    /// The queue lock is not held while polling, so tasks may be posted (and
-    /// other threads may progress other tasks) meanwhile.
-    pub fn progress(&self, watchdog: &WatchdogConfig) -> usize {
-        let mut taken = std::mem::take(&mut *self.lock());
-        if taken.is_empty() {
-            return 0;
-        }
-        let before = taken.len();
-        taken.retain(|slot| !slot.poll_in_queue(watchdog));
-        let finished = before - taken.len();
-        let mut tasks = self.lock();
-        // Tasks posted while we polled go after the ones already running.
-        let posted_meanwhile = std::mem::replace(&mut *tasks, taken);
-        tasks.extend(posted_meanwhile);
-        finished
-    }
-
-    /// Cancel every task (context destruction).
-    pub fn cancel_all(&self, reason: &dyn Fn(&TaskDesc) -> Error) {
-        let tasks = std::mem::take(&mut *self.lock());
-        for t in tasks {
-            t.cancel(reason);
-            lock(&t.inner).queued = false;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::ProgressQueue;
     use crate::engine::join::yield_now;
 
     fn no_watchdog() -> WatchdogConfig {
