@@ -493,7 +493,10 @@ impl TaskSlot {
 
     /// The first poll of a post: as `poll`, and a task still running is
     /// marked queued under the same lock, saying whether the caller must
-    /// push it ([`ProgressQueue::push_polled`](crate::engine::ProgressQueue::push_polled)): a post takes the slot's lock once.
+    /// push it (with [`ProgressQueue::push_polled`]): a post takes the
+    /// slot's lock once.
+    ///
+    /// [`ProgressQueue::push_polled`]: crate::engine::ProgressQueue::push_polled
     pub fn poll_at_post(&self, watchdog: &WatchdogConfig) -> Polled {
         self.poll_as(watchdog, Poller::Post)
     }

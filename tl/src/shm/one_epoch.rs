@@ -24,7 +24,7 @@ use ferrocoll_core::args::{Blocked, Reducer};
 use ferrocoll_core::{Error, MemRef, Result};
 
 use super::epoch::{Flag, WaitCursor};
-use super::team::{ShmPost, ShmTeam};
+use super::team::{ShmPost, ShmTeam, note_waiting};
 use crate::base::AlgFuture;
 
 /// A collective that takes one epoch: its payloads fit the inline regions
@@ -220,8 +220,8 @@ impl Future for OneEpochPost {
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
         let r = this.advance();
-        if let Some(w) = this.post.team.waiting_for().filter(|_| r.is_pending()) {
-            this.post.diag.waiting_for(w, 0);
+        if r.is_pending() {
+            note_waiting(&this.post.team, &this.post.diag);
         }
         r
     }

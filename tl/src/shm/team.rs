@@ -361,8 +361,8 @@ impl ShmPost {
             let mut collective = std::pin::pin!(collective);
             std::future::poll_fn(|cx| {
                 let r = collective.as_mut().poll(cx);
-                if let Some(w) = team.waiting_for().filter(|_| r.is_pending()) {
-                    diag.waiting_for(w, 0);
+                if r.is_pending() {
+                    note_waiting(&team, &diag);
                 }
                 r
             })
@@ -413,10 +413,12 @@ impl ShmTeam {
                 self.waiting.store(u64::MAX, Ordering::Relaxed);
                 Poll::Ready(Ok(()))
             }
+            // Pass the turn on, so that the tasks after this one fail too.
             (true, true) => {
                 self.turn.store(ticket + 1, Ordering::Release);
                 Poll::Ready(Err(broken()))
             }
+            // Fail at once rather than wait for a turn on a broken team.
             (false, true) => Poll::Ready(Err(broken())),
             (false, false) => Poll::Pending,
         }
@@ -431,12 +433,15 @@ impl ShmTeam {
         // Release: the next task starts after this one's last step.
         self.turn.store(ticket + 1, Ordering::Release);
     }
+}
 
-    /// The rank the running collective waits for, if any (see `waiting`).
-    pub(super) fn waiting_for(&self) -> Option<usize> {
-        // Relaxed: see ShmTeam::waiting.
-        let w = self.waiting.load(Ordering::Relaxed);
-        (w != u64::MAX).then_some(w as usize)
+/// Copy the rank the team's running collective waits for, if any, into
+/// `diag` (what a pending post's future does after each poll).
+pub(super) fn note_waiting(team: &ShmTeam, diag: &TaskDiag) {
+    // Relaxed: see ShmTeam::waiting.
+    let w = team.waiting.load(Ordering::Relaxed);
+    if w != u64::MAX {
+        diag.waiting_for(w as usize, 0);
     }
 }
 
