@@ -102,6 +102,69 @@ fn a_one_shot_collective_allocates_a_fixed_small_number_of_blocks() {
     assert!(out[0] <= PER_ONE_SHOT as f64, "{} allocations per one-shot allreduce", out[0]);
 }
 
+/// On the shm TL a small collective is one epoch, whose task runs each
+/// post in the box of the post before (`CollTask::restart`): once warm,
+/// persistent posts and repeated one-shot calls allocate nothing at all.
+#[test]
+fn a_small_shm_collective_allocates_nothing_once_warm() {
+    let mut c = Config::new();
+    c.set("TLS", "shm");
+    let out = world::run(1, &c, |team, _| {
+        let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
+        let per_call = |f: &mut dyn FnMut()| {
+            for _ in 0..100 {
+                f();
+            }
+            let before = allocs();
+            let n = 1000;
+            for _ in 0..n {
+                f();
+            }
+            (allocs() - before) as f64 / n as f64
+        };
+        let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).persistent().init(team).expect("init");
+        assert!(req.selected().starts_with("shm/"), "selected {}", req.selected());
+        let persistent = per_call(&mut || req.run().expect("post"));
+        drop(req);
+        let one_shot = per_call(&mut || Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(team).expect("allreduce"));
+        let barrier = per_call(&mut || Coll::barrier().run(team).expect("barrier"));
+        assert_eq!(dst, [1.0, 1.0]);
+        [persistent, one_shot, barrier]
+    });
+    assert_eq!(out[0], [0.0; 3], "allocations per persistent post, one-shot allreduce and barrier");
+}
+
+/// The plan cache takes and parks with one atomic operation each: threads
+/// that run one-shot calls on one team at once, each on its own buffers
+/// (more calls than the cache holds), all get their own results.
+#[test]
+fn threads_sharing_a_team_take_and_park_plans_without_mixing_them() {
+    let out = world::run(1, &Config::new(), |team, _| {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..6)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut dst = [0.0f32; 3];
+                        for i in 0..2000 {
+                            let src = [t as f32, i as f32, -1.0];
+                            let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(team)?;
+                            req.post()?;
+                            req.wait()?;
+                            drop(req);
+                            if dst != src {
+                                return Err(ferrocoll::Error::internal(format!("thread {t}, call {i}: {dst:?}")));
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().expect("worker panicked")).collect::<Result<Vec<()>, _>>()
+        })
+    });
+    out.into_iter().for_each(|r| r.map(|_| ()).unwrap_or_else(|e| panic!("{e}")));
+}
+
 #[test]
 fn a_one_shot_collective_on_new_buffers_allocates_a_fixed_small_number_of_blocks() {
     let out = world::run(1, &Config::new(), |team, _| {

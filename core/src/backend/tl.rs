@@ -174,6 +174,28 @@ pub trait CollTask: Send + Sync {
     /// The future of one execution.
     fn start(&self, post: &PostInfo<'_>) -> Result<TaskFuture>;
 
+    /// Whether [`CollTask::restart`] can run a post in the box of the one
+    /// before: the queue slot then keeps a future that finished
+    /// successfully (instead of dropping it) until the next post or the
+    /// slot's end. `false` (the default) drops it at once.
+    fn recycles_futures(&self) -> bool {
+        false
+    }
+
+    /// The future of the next execution, given the future of this task's
+    /// last one if it finished successfully and the task
+    /// [recycles futures](CollTask::recycles_futures) (`spent`, else
+    /// `None`): a task may re-initialise that box for this post
+    /// ([`downcast_spent`](crate::engine::downcast_spent)) rather than
+    /// allocate another — no allocation, and no reference counted again
+    /// for what the last post already held. Called under the lock of the
+    /// request's queue slot. The default drops `spent` and calls
+    /// [`CollTask::start`].
+    fn restart(&self, post: &PostInfo<'_>, spent: Option<TaskFuture>) -> Result<TaskFuture> {
+        drop(spent);
+        self.start(post)
+    }
+
     /// Whether polling the task's own future is all it needs to finish: it
     /// moves no bytes through a TL context's transports (the shm TL's
     /// flags in a mapped segment, the self TL's copies). A blocking wait on

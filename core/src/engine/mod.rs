@@ -5,6 +5,7 @@
 
 mod backoff;
 pub mod board;
+mod future;
 mod join;
 mod queue;
 pub mod recorder;
@@ -12,7 +13,8 @@ mod task;
 
 pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};
 pub use board::{BoardWatch, CallBoard, Posted};
+pub use future::{PostFuture, TaskFuture, downcast_spent};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use queue::ProgressQueue;
 pub use recorder::{FlightRecorder, TeamIdentity};
-pub use task::{Call, Polled, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot, WatchdogConfig};
+pub use task::{Call, Polled, SlotPost, TaskDesc, TaskDiag, TaskSlot, WatchdogConfig};

@@ -13,15 +13,16 @@
 //! A dump goes to `<FERROCOLL_FLIGHT_RECORDER_DIR>/ep<endpoint>-team<id>.json`
 //! when that variable names a directory (`ferrocoll-run` sets it and reads
 //! the files when a job fails or is interrupted), else to the log at warn
-//! level. Recording costs one uncontended lock per post (and a reference
-//! count for a slot the record does not hold yet); the clock is read only
-//! by the timeout and the watchdog, as before.
+//! level. Recording a post of a slot the record holds already (a
+//! persistent request's next post, a one-shot call that took a parked
+//! plan) costs one atomic operation: its place in a ring of the last
+//! posts. A slot seen for the first time takes a lock (and a reference);
+//! the clock is read only by the timeout and the watchdog, as before.
 //! A persistent request's posts share its slot: the record keeps each
 //! post's sequence number beside it.
 
-use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use super::task::TaskSlot;
@@ -48,60 +49,39 @@ pub struct TeamIdentity {
 /// A team's last collectives.
 pub struct FlightRecorder {
     who: TeamIdentity,
-    capacity: usize,
-    slots: Mutex<Posts>,
+    /// The last posts: post `n` (counting from 0) is in `ring[n % len]`.
+    ring: Box<[Entry]>,
+    /// Posts recorded so far.
+    recorded: AtomicU64,
+    held: Mutex<Held>,
 }
 
-/// The recorded posts: each one's sequence number and slot. The posts of
-/// a persistent request (and of one-shot requests that took the same
-/// plan, `plan_cache.rs`) share one slot (see `TaskSlot::write_json`), so
-/// the record holds each slot once, with a count of its posts: recording
-/// the next post of a slot already held counts no reference (an atomic
-/// operation on a line the posting thread shares with others, each a
-/// measurable part of a small collective).
+/// The slots a recorder holds.
 #[derive(Default)]
-struct Posts {
-    /// Oldest first: the sequence number and the slot's key ([`key`]).
-    posts: VecDeque<(u64, usize)>,
-    /// Each slot of `posts`, once, and how many of them it holds. Holding
-    /// the slot keeps its address, the key, from being reused.
-    slots: Vec<(Arc<TaskSlot>, usize)>,
+struct Held {
+    /// Every slot whose posts may be in the ring, each once. Holding the
+    /// slot keeps its address, the ring's key, from being reused.
+    slots: Vec<Arc<TaskSlot>>,
+    /// Room for the ring's keys while letting slots go (kept: no
+    /// allocation each time).
+    shown: Vec<usize>,
 }
 
-/// A slot's identity in [`Posts`].
+/// Largest `UCC_FLIGHT_RECORDER_SIZE` honoured: the ring is allocated at once.
+const MAX_CAPACITY: usize = 1 << 16;
+
+/// One post in the ring: its sequence number and its slot's [`key`]
+/// (0: empty). A dump while a post is being recorded may pair one post's
+/// number with another's slot: it is a diagnosis, read when nothing moves.
+#[derive(Default)]
+struct Entry {
+    seq: AtomicU64,
+    key: AtomicUsize,
+}
+
+/// A slot's identity in the ring.
 fn key(slot: &Arc<TaskSlot>) -> usize {
     Arc::as_ptr(slot) as usize
-}
-
-impl Posts {
-    fn find(&self, k: usize) -> Option<usize> {
-        // From the newest: a loop's slots are recorded over and over.
-        self.slots.iter().rposition(|(s, _)| key(s) == k)
-    }
-
-    /// Add post `seq` of `slot`; if there are more than `capacity`, the
-    /// oldest leaves, and its slot if it was that slot's last post (given
-    /// back, to be freed outside the lock).
-    fn push(&mut self, seq: u64, slot: &Arc<TaskSlot>, capacity: usize) -> Option<Arc<TaskSlot>> {
-        let k = key(slot);
-        match self.find(k) {
-            Some(i) => self.slots[i].1 += 1,
-            None => self.slots.push((slot.clone(), 1)),
-        }
-        self.posts.push_back((seq, k));
-        if self.posts.len() <= capacity {
-            return None;
-        }
-        let (_, old) = self.posts.pop_front()?;
-        let i = self.find(old)?;
-        self.slots[i].1 -= 1;
-        (self.slots[i].1 == 0).then(|| self.slots.swap_remove(i).0)
-    }
-
-    /// Every post, oldest first, with its slot.
-    fn list(&self) -> Vec<(u64, Arc<TaskSlot>)> {
-        self.posts.iter().filter_map(|&(seq, k)| Some((seq, self.slots[self.find(k)?].0.clone()))).collect()
-    }
 }
 
 /// Every recorder of the process, for dumps on request.
@@ -149,23 +129,70 @@ pub fn dump_if_requested() {
 }
 
 impl FlightRecorder {
-    /// A recorder of the last `capacity` collectives of a team (0: records nothing).
+    /// A recorder of the last `capacity` collectives of a team (0: records
+    /// nothing; at most 65 536).
     pub fn new(who: TeamIdentity, capacity: usize) -> Arc<FlightRecorder> {
-        let r = Arc::new(FlightRecorder { who, capacity, slots: Mutex::new(Posts::default()) });
+        let ring = (0..capacity.min(MAX_CAPACITY)).map(|_| Entry::default()).collect();
+        let r = Arc::new(FlightRecorder { who, ring, recorded: AtomicU64::new(0), held: Mutex::default() });
         if capacity > 0 {
             lock(&RECORDERS).push(Arc::downgrade(&r));
         }
         r
     }
 
+    /// Its identity as a slot's holder (see `TaskSlot::recorded_by`).
+    fn id(&self) -> usize {
+        self as *const FlightRecorder as usize
+    }
+
     /// Remember post `seq`, which `slot` holds (the slot tells its state when dumped).
     pub fn record(&self, seq: u64, slot: &Arc<TaskSlot>) {
-        if self.capacity == 0 {
+        let len = self.ring.len() as u64;
+        if len == 0 {
             return;
         }
-        let old = lock(&self.slots).push(seq, slot, self.capacity);
-        // The oldest slot, if this was its last holder, is freed outside the lock.
-        drop(old);
+        if slot.recorded_by() != self.id() {
+            self.hold(slot);
+        }
+        // Relaxed: a dump reads what it finds (see `Entry`).
+        let n = self.recorded.fetch_add(1, Ordering::Relaxed);
+        // `n % len` < len, which is a usize.
+        let e = &self.ring[(n % len) as usize];
+        e.key.store(key(slot), Ordering::Relaxed);
+        e.seq.store(seq, Ordering::Release);
+    }
+
+    /// Hold `slot` (seen for the first time), and let go of the slots that
+    /// nobody else holds and that have no post left in the ring: they
+    /// cannot be recorded again, nor shown.
+    fn hold(&self, slot: &Arc<TaskSlot>) {
+        let mut held = lock(&self.held);
+        let Held { slots, shown } = &mut *held;
+        if !slots.iter().any(|s| Arc::ptr_eq(s, slot)) {
+            slots.push(slot.clone());
+        }
+        slot.set_recorded_by(self.id());
+        if slots.len() > 2 * self.ring.len().max(8) {
+            shown.clear();
+            shown.extend(self.ring.iter().map(|e| e.key.load(Ordering::Relaxed)));
+            shown.sort_unstable();
+            slots.retain(|s| Arc::strong_count(s) > 1 || shown.binary_search(&key(s)).is_ok());
+        }
+    }
+
+    /// Every post in the ring, oldest first, with its slot.
+    fn list(&self) -> Vec<(u64, Arc<TaskSlot>)> {
+        let held = lock(&self.held);
+        let len = self.ring.len() as u64;
+        let n = self.recorded.load(Ordering::Acquire);
+        (n.saturating_sub(len)..n)
+            .filter_map(|i| {
+                let e = &self.ring[(i % len) as usize];
+                let seq = e.seq.load(Ordering::Acquire);
+                let k = e.key.load(Ordering::Relaxed);
+                held.slots.iter().find(|s| key(s) == k).map(|s| (seq, s.clone()))
+            })
+            .collect()
     }
 
     /// The record as one JSON document; `reason` says why it was taken.
@@ -183,7 +210,7 @@ impl FlightRecorder {
             json_str(&w.host),
             json_str(reason)
         );
-        let entries = lock(&self.slots).list();
+        let entries = self.list();
         for (i, (seq, slot)) in entries.iter().enumerate() {
             if i > 0 {
                 out.push(',');
@@ -224,24 +251,45 @@ mod tests {
         TaskSlot::finished(Ok(()), desc)
     }
 
+    fn who() -> TeamIdentity {
+        TeamIdentity { id: 1, rank: 0, size: 1, ep: 0, host: "h".into() }
+    }
+
+    fn seqs(r: &FlightRecorder, a: &Arc<TaskSlot>) -> Vec<(u64, bool)> {
+        r.list().iter().map(|(seq, s)| (*seq, Arc::ptr_eq(s, a))).collect()
+    }
+
     #[test]
-    fn posts_keep_the_last_capacity_posts_and_hold_each_slot_once() {
+    fn the_record_keeps_the_last_capacity_posts_and_holds_each_slot_once() {
         let (a, b) = (slot(), slot());
-        let mut p = Posts::default();
+        let r = FlightRecorder::new(who(), 3);
         for seq in 1..=5 {
-            let s = if seq % 2 == 1 { &a } else { &b };
-            assert!(p.push(seq, s, 3).is_none(), "both slots still have posts in the record");
+            r.record(seq, if seq % 2 == 1 { &a } else { &b });
         }
-        let list: Vec<(u64, bool)> = p.list().iter().map(|(seq, s)| (*seq, Arc::ptr_eq(s, &a))).collect();
-        assert_eq!(list, [(3, true), (4, false), (5, true)]);
-        assert_eq!(p.slots.len(), 2);
+        assert_eq!(seqs(&r, &a), [(3, true), (4, false), (5, true)]);
         assert_eq!((Arc::strong_count(&a), Arc::strong_count(&b)), (2, 2), "one reference per slot");
-        // b's last post leaves: b is given back, a stays.
-        let c = slot();
-        assert!(p.push(6, &c, 3).is_none());
-        let gone = p.push(7, &c, 3).expect("b's last post left");
-        assert!(Arc::ptr_eq(&gone, &b));
-        let seqs: Vec<u64> = p.list().iter().map(|(seq, _)| *seq).collect();
-        assert_eq!(seqs, [5, 6, 7]);
+        // Slots that nobody else holds and that have left the ring are let
+        // go once enough new ones came: b's last post leaves, b goes; a,
+        // still held by its request, stays.
+        let b_weak = Arc::downgrade(&b);
+        drop(b);
+        let mut seq = 5;
+        for _ in 0..20 {
+            seq += 1;
+            r.record(seq, &slot());
+        }
+        assert!(b_weak.upgrade().is_none(), "b is still held");
+        assert_eq!(Arc::strong_count(&a), 2, "a is held by its request and the record");
+        r.record(seq + 1, &a);
+        let last: Vec<u64> = r.list().iter().map(|(s, _)| *s).collect();
+        assert_eq!(last, [seq - 1, seq, seq + 1]);
+        assert!(Arc::ptr_eq(&r.list()[2].1, &a));
+    }
+
+    #[test]
+    fn a_record_of_size_zero_records_nothing() {
+        let r = FlightRecorder::new(who(), 0);
+        r.record(1, &slot());
+        assert!(r.list().is_empty());
     }
 }

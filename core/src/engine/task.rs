@@ -2,20 +2,17 @@
 //! queue, and what it is waiting for (for timeout and watchdog messages).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::board::{BoardWatch, FIRST_LOOK, LOOK_EVERY};
-use super::join::BoxFuture;
+use super::future::TaskFuture;
 use super::recorder::request_dump_because;
 use crate::args::CompletionCallback;
 use crate::error::{Error, Result, Status};
 use crate::json::json_str;
-
-/// The future of a posted collective: polled by the progress queue.
-pub type TaskFuture = BoxFuture<'static, Result<()>>;
 
 /// An empty [`Wait`] slot.
 const NONE: u64 = u64::MAX;
@@ -254,6 +251,12 @@ struct SlotInner {
     /// dropped by it): a re-armed slot that the queue still holds is not
     /// pushed twice, and one that it dropped is pushed again.
     queued: bool,
+    /// Whether a future that finishes successfully is kept in `spent`
+    /// (its task [recycles futures](crate::backend::CollTask::recycles_futures)).
+    keep_spent: bool,
+    /// The last post's future, finished successfully, for the next post's
+    /// [`restart`](crate::backend::CollTask::restart).
+    spent: Option<TaskFuture>,
 }
 
 /// What a poll of a slot found.
@@ -296,6 +299,9 @@ pub struct TaskSlot {
     /// `RUNNING`, `SUCCEEDED` or `FAILED`, written under the lock with the
     /// state: `status` and `wait` read it without the lock.
     outcome: AtomicU8,
+    /// The flight recorder that holds it (its address; 0: none), so that
+    /// recording its next post needs no lock (see `recorder.rs`).
+    recorded_by: AtomicUsize,
 }
 
 fn lock(m: &Mutex<SlotInner>) -> MutexGuard<'_, SlotInner> {
@@ -317,6 +323,9 @@ pub struct SlotPost {
     pub on_complete: Option<CompletionCallback>,
     /// Its post on the team's call board, if the team has one.
     pub watch: Option<BoardWatch>,
+    /// Keep the future once it finished successfully, for the next post
+    /// to run in (see `CollTask::recycles_futures`).
+    pub keep_spent: bool,
 }
 
 fn running(fut: TaskFuture, timeout: Option<Duration>) -> SlotState {
@@ -339,12 +348,12 @@ impl TaskSlot {
         on_complete: Option<CompletionCallback>,
         watch: Option<BoardWatch>,
     ) -> Arc<TaskSlot> {
-        TaskSlot::of(SlotPost { fut, desc, diag, timeout, on_complete, watch })
+        TaskSlot::of(SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent: false })
     }
 
     /// A running task, from one post.
     pub fn of(post: SlotPost) -> Arc<TaskSlot> {
-        let SlotPost { fut, desc, diag, timeout, on_complete, watch } = post;
+        let SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent } = post;
         Arc::new(TaskSlot {
             inner: Mutex::new(SlotInner {
                 state: running(fut, timeout),
@@ -354,8 +363,11 @@ impl TaskSlot {
                 on_complete,
                 watch,
                 queued: false,
+                keep_spent,
+                spent: None,
             }),
             outcome: AtomicU8::new(RUNNING),
+            recorded_by: AtomicUsize::new(0),
         })
     }
 
@@ -371,33 +383,42 @@ impl TaskSlot {
                 on_complete: None,
                 watch: None,
                 queued: false,
+                keep_spent: false,
+                spent: None,
             }),
             outcome: AtomicU8::new(outcome),
+            recorded_by: AtomicUsize::new(0),
         })
     }
 
-    /// Put post `seq` of the same request in this finished slot — its
-    /// future, its sequence number on the slot's description and call
-    /// board entry; the rest (the call, the diag, the timeout, the
-    /// callback) is the request's and stays — and poll it once, under the
-    /// same lock: no allocation, no reference count, one lock a post.
-    /// `Ok` with what that poll found (as [`TaskSlot::poll_at_post`]). Refused (the future
-    /// given back, nothing changed) while the slot's task runs, and when
-    /// the slot's diag is not `diag` (a triggered post's slot has one of
-    /// its own).
+    /// Put post `seq` of the same request in this finished slot — the
+    /// future that `start` makes (given the last post's, if the slot kept
+    /// it), its sequence number on the slot's description and call board
+    /// entry; the rest (the call, the diag, the timeout, the callback) is
+    /// the request's and stays — and poll it once, under the same lock: no
+    /// allocation, no reference count, one lock a post.
+    /// `Some(Ok)` with what that poll found (as [`TaskSlot::poll_at_post`]),
+    /// `Some(Err)` if `start` failed (the slot stays finished). `None`
+    /// (`start` not called, nothing changed) while the slot's task runs,
+    /// and when the slot's diag is not `diag` (a triggered post's slot has
+    /// one of its own).
     pub fn rearm_and_poll(
         &self,
-        fut: TaskFuture,
+        start: impl FnOnce(Option<TaskFuture>) -> Result<TaskFuture>,
         seq: u64,
         diag: &Arc<TaskDiag>,
         on_complete: Option<CompletionCallback>,
         watchdog: &WatchdogConfig,
-    ) -> std::result::Result<Polled, TaskFuture> {
+    ) -> Option<Result<Polled>> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         if matches!(inner.state, SlotState::Running { .. }) || !Arc::ptr_eq(&inner.diag, diag) {
-            return Err(fut);
+            return None;
         }
+        let fut = match start(inner.spent.take()) {
+            Ok(fut) => fut,
+            Err(e) => return Some(Err(e)),
+        };
         inner.state = running(fut, inner.timeout);
         inner.on_complete = on_complete;
         inner.desc.seq = seq;
@@ -406,7 +427,19 @@ impl TaskSlot {
         }
         // Relaxed: written under the lock; see `status`.
         self.outcome.store(RUNNING, Ordering::Relaxed);
-        Ok(self.poll_locked(guard, watchdog, Poller::Post))
+        Some(Ok(self.poll_locked(guard, watchdog, Poller::Post)))
+    }
+
+    /// The flight recorder that holds it (see `recorder.rs`).
+    pub(super) fn recorded_by(&self) -> usize {
+        // Relaxed: set once by the recorder's lock holder; a stale 0 only
+        // sends the recording through the lock.
+        self.recorded_by.load(Ordering::Relaxed)
+    }
+
+    /// Held by the flight recorder `id` from now on.
+    pub(super) fn set_recorded_by(&self, id: usize) {
+        self.recorded_by.store(id, Ordering::Relaxed);
     }
 
     /// Drop the completion callback of a finished slot (parked for a later
@@ -569,8 +602,14 @@ impl TaskSlot {
         match outcome {
             Some(r) => {
                 let status = r.as_ref().map_or_else(|e| e.status(), |()| Status::Ok);
-                // Replacing the state drops the future here, under the lock.
-                inner.state = SlotState::Done(r.err());
+                // Replacing the state drops the future here, under the lock
+                // (or keeps it for the next post, see `SlotInner::spent`).
+                let ran = std::mem::replace(&mut inner.state, SlotState::Done(r.err()));
+                if let SlotState::Running { fut, .. } = ran {
+                    if inner.keep_spent && status == Status::Ok {
+                        inner.spent = Some(fut);
+                    }
+                }
                 if by_queue {
                     inner.queued = false;
                 }

@@ -27,7 +27,8 @@
 //! cannot be compared; `Request::set_completion`, which the C interface
 //! uses, is not part of the call and does not stop parking).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::args::{BufferInfo, CollArgs, CollBuffer, CollFlags, CollInit};
 use crate::backend::CollTask;
@@ -49,13 +50,9 @@ pub(crate) struct Plan {
     pub(crate) diag: Arc<TaskDiag>,
     /// The raw arguments it was made from, when a later call can be matched on them.
     pub(crate) raw: Option<RawCall>,
-}
-
-/// The prepared parts of a finished one-shot request: its plan (with a
-/// task) and its finished slot, which the next post re-arms.
-pub(crate) struct Parked {
-    pub(crate) plan: Box<Plan>,
-    pub(crate) slot: Arc<TaskSlot>,
+    /// While parked: the finished request's slot, which the next post
+    /// re-arms. `None` otherwise.
+    pub(crate) parked: Option<Arc<TaskSlot>>,
 }
 
 /// One plain buffer of the raw arguments (address, count, datatype, memory type).
@@ -99,63 +96,141 @@ impl RawCall {
             tag: args.tag,
         })
     }
+
+    /// A hint for finding it among the parked: equal calls, equal hints.
+    fn hint(&self) -> u64 {
+        let buf = |b: &RawBuffer| b.map_or(0, |(addr, count, ..)| mix(addr as u64, count));
+        mix(mix(self.coll as u64, self.root), mix(buf(&self.src), buf(&self.dst)))
+    }
+}
+
+/// The hint of a validated call: equal (`same_call`) calls, equal hints.
+fn call_hint(init: &CollInit) -> u64 {
+    let addr = |m: &Option<crate::MemRef>| m.map_or(0, |m| m.addr() as u64);
+    mix(mix(init.coll as u64, init.count as u64), mix(addr(&init.src), addr(&init.dst)))
+}
+
+/// Two words into one (a multiplicative mix: hints, not a hash table
+/// facing untrusted keys; a collision only costs a comparison).
+fn mix(a: u64, b: u64) -> u64 {
+    (a.rotate_left(29) ^ b).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Requests parked per team: a loop of a few calls (a collective and the
 /// barrier a benchmark puts between two, a trainer's few buckets) finds
-/// each of its calls; the oldest leaves when a fifth arrives.
+/// each of its calls; when a fifth arrives, one leaves (round robin).
 const PARKED: usize = 4;
 
-/// A team's parked requests, oldest first.
+/// One parked plan, and the hints of its call (written before the plan
+/// is, read before it is taken: a stale hint costs a miss or a
+/// comparison, never a wrong plan — the taker compares the whole call).
+#[derive(Default)]
+struct Entry {
+    plan: AtomicPtr<Plan>,
+    raw: AtomicU64,
+    call: AtomicU64,
+}
+
+impl Entry {
+    /// Take the plan out, if there is one (one atomic operation).
+    fn take(&self) -> Option<Box<Plan>> {
+        // Acquire: pairs with the Release of the park that put it there.
+        let p = self.plan.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: a non-null pointer in an entry came from `Box::into_raw`
+        // in `park`, and the swap made this caller its only owner.
+        (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+    }
+}
+
+/// A team's parked requests: a few entries that a request takes its plan
+/// from and parks it into with one atomic operation each (a lock cost
+/// two, and the post path of a small collective is counted in them).
 #[derive(Default)]
 pub(crate) struct PlanCache {
-    parked: Mutex<Vec<Parked>>,
+    entries: [Entry; PARKED],
+    /// The entry the next park replaces when all are taken (round robin).
+    next: AtomicUsize,
+    /// Set when the team is destroyed: nothing is parked any more.
+    closed: AtomicBool,
 }
 
 impl PlanCache {
-    fn lock(&self) -> MutexGuard<'_, Vec<Parked>> {
-        // Poisoned only if a panic happened while it was held; the Vec stays whole.
-        self.parked.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The parked parts of a request with the same call as `init`, if any.
-    pub(crate) fn take(&self, init: &CollInit) -> Option<Parked> {
+    /// The parked plan of a request with the same call as `init`, if any.
+    pub(crate) fn take(&self, init: &CollInit) -> Option<Box<Plan>> {
         if !parkable(init) {
             return None;
         }
-        let mut parked = self.lock();
-        let i = parked.iter().position(|p| same_call(&p.plan.init, init))?;
-        Some(parked.remove(i))
+        self.find(|e| e.call.load(Ordering::Relaxed) == call_hint(init), |p| same_call(&p.init, init))
     }
 
-    /// The parked parts of a request made from exactly these raw arguments
+    /// The parked plan of a request made from exactly these raw arguments
     /// (see the module docs: no validation needed).
-    pub(crate) fn take_raw(&self, raw: &RawCall) -> Option<Parked> {
-        let mut parked = self.lock();
-        let i = parked.iter().position(|p| p.plan.raw.as_ref() == Some(raw))?;
-        Some(parked.remove(i))
+    pub(crate) fn take_raw(&self, raw: &RawCall) -> Option<Box<Plan>> {
+        let hint = raw.hint();
+        self.find(|e| e.raw.load(Ordering::Relaxed) == hint, |p| p.raw.as_ref() == Some(raw))
     }
 
-    /// Park a finished request's parts (the oldest parked one leaves if
-    /// there are [`PARKED`]; it is freed outside the lock).
-    pub(crate) fn park(&self, p: Parked) {
-        if !(parkable(&p.plan.init) && p.plan.task.as_ref().is_some_and(|t| t.reusable())) {
+    /// The first plan whose entry's hint says `maybe` and which is `it`;
+    /// one taken on a hint that misled is parked again.
+    fn find(&self, maybe: impl Fn(&Entry) -> bool, it: impl Fn(&Plan) -> bool) -> Option<Box<Plan>> {
+        for e in self.entries.iter().filter(|e| maybe(e) && !e.plan.load(Ordering::Relaxed).is_null()) {
+            match e.take() {
+                Some(p) if it(&p) => return Some(p),
+                Some(p) => self.park(p),
+                None => {}
+            }
+        }
+        None
+    }
+
+    /// Park a finished request's plan (holding its slot, see
+    /// [`Plan::parked`]) for the next request with the same call; if every
+    /// entry holds one, the oldest leaves. A plan that is not parked (not
+    /// parkable, the team destroyed) is dropped here.
+    pub(crate) fn park(&self, plan: Box<Plan>) {
+        if !(parkable(&plan.init) && plan.task.as_ref().is_some_and(|t| t.reusable())) {
             return;
         }
-        let mut parked = self.lock();
-        if parked.capacity() == 0 {
-            parked.reserve_exact(PARKED);
+        let (raw, call) = (plan.raw.as_ref().map_or(0, RawCall::hint), call_hint(&plan.init));
+        let p = Box::into_raw(plan);
+        let free = self.entries.iter().position(|e| e.plan.load(Ordering::Relaxed).is_null());
+        let i = free.unwrap_or_else(|| {
+            // Relaxed, and a load and a store rather than one atomic
+            // operation: only which entry goes depends on it.
+            let n = self.next.load(Ordering::Relaxed);
+            self.next.store(n.wrapping_add(1), Ordering::Relaxed);
+            n % PARKED
+        });
+        let e = &self.entries[i];
+        e.raw.store(raw, Ordering::Relaxed);
+        e.call.store(call, Ordering::Relaxed);
+        // SeqCst with `clear`'s: either the clear takes this plan, or this
+        // park sees the cache closed (both may happen; one gets the plan).
+        let old = e.plan.swap(p, Ordering::SeqCst);
+        if !old.is_null() {
+            // SAFETY: as in `Entry::take`: the swap made this caller its owner.
+            drop(unsafe { Box::from_raw(old) });
         }
-        let old = (parked.len() >= PARKED).then(|| parked.remove(0));
-        parked.push(p);
-        drop(parked);
-        drop(old);
+        if self.closed.load(Ordering::SeqCst) {
+            drop(e.take());
+        }
     }
 
-    /// Release what is parked (the team is destroyed: its TL teams should go now).
+    /// Release what is parked, and park nothing more (the team is
+    /// destroyed: its TL teams should go now).
     pub(crate) fn clear(&self) {
-        let old = std::mem::take(&mut *self.lock());
-        drop(old);
+        self.closed.store(true, Ordering::SeqCst);
+        for e in &self.entries {
+            drop(e.take());
+        }
+    }
+}
+
+impl Drop for PlanCache {
+    fn drop(&mut self) {
+        for e in &self.entries {
+            drop(e.take());
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::plan_cache::{Parked, Plan, RawCall};
+use super::plan_cache::{Plan, RawCall};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
 use crate::backend::{CollTask, PostInfo};
@@ -95,15 +95,13 @@ impl Team {
         let resolve = |addr: *const u8| mcs.resolve(addr);
         let raw = RawCall::of(args);
         if let Some(p) = raw.as_ref().and_then(|raw| team.plans.take_raw(raw)) {
-            trace(team, &p.plan.init, &p.plan.selected, || {
-                "the plan of the last request with these arguments".to_string()
-            });
+            trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
             return Ok(Request::from_parked(team.clone(), p));
         }
         // SAFETY: forwarded to our caller.
         let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
         if let Some(p) = team.plans.take(&init) {
-            trace(team, &init, &p.plan.selected, || "the plan of the last request with this call".to_string());
+            trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
             let mut req = Request::from_parked(team.clone(), p);
             req.plan.raw = raw;
             return Ok(req);
@@ -169,7 +167,7 @@ impl<'a> Request<'a> {
         raw: Option<RawCall>,
     ) -> Self {
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
-        let plan = Plan { init, task, selected: selected.name.clone(), shown, diag: Arc::default(), raw };
+        let plan = Plan { init, task, selected: selected.name.clone(), shown, diag: Arc::default(), raw, parked: None };
         Request::with_plan(team, Box::new(plan), None)
     }
 
@@ -189,15 +187,16 @@ impl<'a> Request<'a> {
         }
     }
 
-    /// A request made of a finished one's parked parts (see `plan_cache.rs`).
-    fn from_parked(team: Arc<TeamInner>, p: Parked) -> Self {
-        Request::with_plan(team, p.plan, Some(p.slot))
+    /// A request made of a finished one's parked plan (see `plan_cache.rs`).
+    fn from_parked(team: Arc<TeamInner>, mut plan: Box<Plan>) -> Self {
+        let spare = plan.parked.take();
+        Request::with_plan(team, plan, spare)
     }
 
     /// Park `plan` (this request's, taken out by `Drop`) on its team for the
     /// next request with the same call, if its last post succeeded and it
     /// was never posted on an engine (see `plan_cache.rs`).
-    fn park(&mut self, plan: Box<Plan>) {
+    fn park(&mut self, mut plan: Box<Plan>) {
         if self.triggered || plan.task.is_none() {
             return;
         }
@@ -208,7 +207,8 @@ impl<'a> Request<'a> {
             if self.on_complete.is_some() {
                 slot.forget_callback();
             }
-            self.team.plans.park(Parked { plan, slot });
+            plan.parked = Some(slot);
+            self.team.plans.park(plan);
         }
     }
 
@@ -238,29 +238,43 @@ impl<'a> Request<'a> {
         };
         self.plan.diag.clear();
         let post = PostInfo { seq, diag: &self.plan.diag, engine_copies: false, stream: None };
-        let fut = task.start(&post).map_err(|e| e.prefixed(self.desc(seq)))?;
+        let watchdog = &self.team.ctx.settings.watchdog;
         // A persistent request's next post takes the slot of the one before
         // (finished: `check_postable` said so), which keeps the request's
-        // description, diag and call board entry: no allocation, and no
-        // reference counted for them. One poll now sends the first
-        // messages without waiting for progress (under the lock that
-        // re-arms the slot, where it is re-armed).
+        // description, diag and call board entry — and, for a task that
+        // recycles them, the finished future, which the task re-initialises
+        // for this post: no allocation, and no reference counted for them.
+        // One poll now sends the first messages without waiting for
+        // progress (under the lock that re-arms the slot, where it is
+        // re-armed).
+        let from_spare = self.slot.is_none();
         let finished_slot = self.slot.take().or_else(|| self.spare.take());
-        let watchdog = &self.team.ctx.settings.watchdog;
-        let fresh = |fut| {
-            let slot = self.new_slot(fut, seq, self.plan.diag.clone());
+        let fresh = |this: &Self| -> Result<(Arc<TaskSlot>, Polled)> {
+            let fut = task.start(&post).map_err(|e| e.prefixed(this.desc(seq)))?;
+            let slot = this.new_slot(fut, seq, this.plan.diag.clone(), task.recycles_futures());
             let polled = slot.poll_at_post(watchdog);
-            (slot, polled)
+            Ok((slot, polled))
         };
         let (slot, polled) = match finished_slot {
-            // A finished slot of this request (or, from the plan cache, of
-            // one with the same call): re-armed unless a triggered post gave
-            // it a diag of its own.
-            Some(slot) => match slot.rearm_and_poll(fut, seq, &self.plan.diag, self.callback(), watchdog) {
-                Ok(polled) => (slot, polled),
-                Err(fut) => fresh(fut),
-            },
-            None => fresh(fut),
+            Some(slot) => {
+                let start = |spent| task.restart(&post, spent);
+                match slot.rearm_and_poll(start, seq, &self.plan.diag, self.callback(), watchdog) {
+                    Some(Ok(polled)) => (slot, polled),
+                    Some(Err(e)) => {
+                        // Still finished: the next post may take it.
+                        let e = e.prefixed(self.desc(seq));
+                        if from_spare {
+                            self.spare = Some(slot)
+                        } else {
+                            self.slot = Some(slot)
+                        }
+                        return Err(e);
+                    }
+                    // A triggered post gave it a diag of its own.
+                    None => fresh(self)?,
+                }
+            }
+            None => fresh(self)?,
         };
         self.team.recorder.record(seq, &slot);
         // Marked queued by that poll (under the lock it took anyway).
@@ -272,8 +286,9 @@ impl<'a> Request<'a> {
     }
 
     /// A slot for post `seq` (the request's first, or one after a triggered post).
-    fn new_slot(&self, fut: TaskFuture, seq: u64, diag: Arc<TaskDiag>) -> Arc<TaskSlot> {
+    fn new_slot(&self, fut: TaskFuture, seq: u64, diag: Arc<TaskDiag>, keep_spent: bool) -> Arc<TaskSlot> {
         TaskSlot::of(SlotPost {
+            keep_spent,
             fut,
             desc: self.desc(seq),
             diag,

@@ -9,12 +9,12 @@ use ferrocoll_core::args::{
     Allgather, Allreduce, Alltoall, Bcast, CollInit, Gather, Operands, Reduce, ReduceScatter, Scatter,
 };
 use ferrocoll_core::backend::AlgInfo;
-use ferrocoll_core::engine::BoxFuture;
+use ferrocoll_core::engine::TaskFuture;
 use ferrocoll_core::score::AlgId;
 use ferrocoll_core::{CollType, CollTypeSet, Error, Result};
 
-/// One execution of an algorithm.
-pub(crate) type AlgFuture = BoxFuture<'static, Result<()>>;
+/// One execution of an algorithm (a task's future, see `CollTask::start`).
+pub(crate) type AlgFuture = TaskFuture;
 
 /// How an algorithm runs, by collective: it gets the TL's execution context
 /// `X` (a p2p `Comm`, the shm team, …) and its collective's operands.

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use ferrocoll_core::args::{Blocked, Reducer};
+use ferrocoll_core::engine::{TaskDiag, TaskFuture, downcast_spent};
 use ferrocoll_core::{Error, MemRef, Result};
 
 use super::epoch::{Flag, WaitCursor};
@@ -129,6 +130,30 @@ impl ShmPost {
     {
         if self.team.fits_inline(len) { self.one_epoch(one(o)) } else { self.run(move |t| rounds(t, o)) }
     }
+}
+
+/// `spent`, the finished future of a task's last post, made ready to run
+/// the task's next post on `team` with `ticket` and `diag`, if it is a
+/// one-epoch post on that team (the same task runs the same collective
+/// each time); else given back. The box, its team and (usually) its diag
+/// are the last post's: nothing allocated, no reference counted.
+pub(crate) fn restart(
+    spent: TaskFuture,
+    team: &Arc<ShmTeam>,
+    ticket: impl FnOnce() -> u64,
+    diag: &Arc<TaskDiag>,
+) -> std::result::Result<TaskFuture, TaskFuture> {
+    let mut again = downcast_spent::<OneEpochPost>(spent)?;
+    if again.step != Step::Over || !Arc::ptr_eq(&again.post.team, team) {
+        return Err(Box::into_pin(again));
+    }
+    if !Arc::ptr_eq(&again.post.diag, diag) {
+        again.post.diag = diag.clone();
+    }
+    again.post.ticket = ticket();
+    again.step = Step::Turn;
+    again.cursor = WaitCursor::default();
+    Ok(Box::into_pin(again))
 }
 
 /// Where a [`OneEpochPost`] stands.

@@ -22,6 +22,7 @@ use ferrocoll_transport::liveness::Proc;
 
 use super::alg::{self, ShmPost as Post};
 use super::layout::{LINE, Layout};
+use super::one_epoch;
 use super::segment::{FAILED, LEFT, PRESENT, Segment};
 use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
@@ -314,12 +315,30 @@ impl CollTask for ShmTask {
     }
 
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
-        // Relaxed: tickets are taken in post order by this rank's posting thread(s).
-        let ticket = self.team.tickets.fetch_add(1, Ordering::Relaxed);
-        let post = ShmPost { team: self.team.clone(), ticket, sig: self.sig, diag: post.diag.clone() };
+        let post = ShmPost { team: self.team.clone(), ticket: self.ticket(), sig: self.sig, diag: post.diag.clone() };
         // The registry's function wraps the algorithm in the post's turn
         // (`ShmPost::run`): one box for both.
         self.run.start(post, &self.init)
+    }
+
+    /// A one-epoch post's box runs the next post of the same task.
+    fn recycles_futures(&self) -> bool {
+        true
+    }
+
+    fn restart(&self, post: &PostInfo, spent: Option<TaskFuture>) -> Result<TaskFuture> {
+        match spent.map(|f| one_epoch::restart(f, &self.team, || self.ticket(), post.diag)) {
+            Some(Ok(again)) => Ok(again),
+            _ => self.start(post),
+        }
+    }
+}
+
+impl ShmTask {
+    /// The next post's place in this rank's order of the team's collectives.
+    fn ticket(&self) -> u64 {
+        // Relaxed: tickets are taken in post order by this rank's posting thread(s).
+        self.team.tickets.fetch_add(1, Ordering::Relaxed)
     }
 }
 
