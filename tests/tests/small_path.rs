@@ -44,6 +44,19 @@ fn allocs() -> u64 {
     ALLOCS.with(Cell::get)
 }
 
+/// Allocations per call of `f` on this thread, once 100 calls warmed it up.
+fn allocations_per_call(f: &mut dyn FnMut()) -> f64 {
+    for _ in 0..100 {
+        f();
+    }
+    let before = allocs();
+    let n = 1000;
+    for _ in 0..n {
+        f();
+    }
+    (allocs() - before) as f64 / n as f64
+}
+
 /// The blocks a persistent post of a team of one allocates (1 measured):
 /// the algorithm's future. The slot in the progress queue is the one of the
 /// post before, re-armed; the diag is the request's, made once. More means
@@ -111,17 +124,7 @@ fn a_small_shm_collective_allocates_nothing_once_warm() {
     c.set("TLS", "shm");
     let out = world::run(1, &c, |team, _| {
         let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
-        let per_call = |f: &mut dyn FnMut()| {
-            for _ in 0..100 {
-                f();
-            }
-            let before = allocs();
-            let n = 1000;
-            for _ in 0..n {
-                f();
-            }
-            (allocs() - before) as f64 / n as f64
-        };
+        let per_call = allocations_per_call;
         let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).persistent().init(team).expect("init");
         assert!(req.selected().starts_with("shm/"), "selected {}", req.selected());
         let persistent = per_call(&mut || req.run().expect("post"));
@@ -334,15 +337,7 @@ fn a_completion_set_on_the_request_fires_once_per_post_and_keeps_the_plan() {
             }));
             req.run().expect("allreduce");
         };
-        for _ in 0..100 {
-            run_once();
-        }
-        let before = allocs();
-        let n = 1000;
-        for _ in 0..n {
-            run_once();
-        }
-        let per_call = (allocs() - before) as f64 / n as f64;
+        let per_call = allocations_per_call(&mut run_once);
         (per_call, fired.load(Ordering::Relaxed))
     });
     let (per_call, fired) = out[0];
