@@ -9,6 +9,7 @@ mod future;
 mod join;
 mod queue;
 pub mod recorder;
+mod slot_lock;
 mod task;
 
 pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};

@@ -15,8 +15,8 @@
 //! the files when a job fails or is interrupted), else to the log at warn
 //! level. Recording a post of a slot the record holds already (a
 //! persistent request's next post, a one-shot call that took a parked
-//! plan) costs one atomic operation: its place in a ring of the last
-//! posts. A slot seen for the first time takes a lock (and a reference);
+//! plan) costs two plain stores: its sequence number and slot, in a ring
+//! of the last posts at the place its sequence number gives. A slot seen for the first time takes a lock (and a reference);
 //! the clock is read only by the timeout and the watchdog, as before.
 //! A persistent request's posts share its slot: the record keeps each
 //! post's sequence number beside it.
@@ -49,10 +49,15 @@ pub struct TeamIdentity {
 /// A team's last collectives.
 pub struct FlightRecorder {
     who: TeamIdentity,
-    /// The last posts: post `n` (counting from 0) is in `ring[n % len]`.
+    /// The last posts: post `seq` is in `ring[seq % len]` (`len` a power of
+    /// two, at least `capacity`): the team's sequence numbers are distinct,
+    /// so posts less than `len` apart never share an entry, and recording
+    /// takes no atomic read-modify-write. (Active-set collectives, numbered
+    /// by their tag outside the team's sequence, may take the entry of
+    /// another post.)
     ring: Box<[Entry]>,
-    /// Posts recorded so far.
-    recorded: AtomicU64,
+    /// How many posts a dump shows.
+    capacity: usize,
     held: Mutex<Held>,
 }
 
@@ -132,8 +137,10 @@ impl FlightRecorder {
     /// A recorder of the last `capacity` collectives of a team (0: records
     /// nothing; at most 65 536).
     pub fn new(who: TeamIdentity, capacity: usize) -> Arc<FlightRecorder> {
-        let ring = (0..capacity.min(MAX_CAPACITY)).map(|_| Entry::default()).collect();
-        let r = Arc::new(FlightRecorder { who, ring, recorded: AtomicU64::new(0), held: Mutex::default() });
+        let capacity = capacity.min(MAX_CAPACITY);
+        let len = if capacity == 0 { 0 } else { capacity.next_power_of_two() };
+        let ring = (0..len).map(|_| Entry::default()).collect();
+        let r = Arc::new(FlightRecorder { who, ring, capacity, held: Mutex::default() });
         if capacity > 0 {
             lock(&RECORDERS).push(Arc::downgrade(&r));
         }
@@ -147,17 +154,15 @@ impl FlightRecorder {
 
     /// Remember post `seq`, which `slot` holds (the slot tells its state when dumped).
     pub fn record(&self, seq: u64, slot: &Arc<TaskSlot>) {
-        let len = self.ring.len() as u64;
-        if len == 0 {
+        if self.ring.is_empty() {
             return;
         }
         if slot.recorded_by() != self.id() {
             self.hold(slot);
         }
+        // `len` is a power of two: the mask is `seq % len`, which fits a usize.
+        let e = &self.ring[(seq & (self.ring.len() as u64 - 1)) as usize];
         // Relaxed: a dump reads what it finds (see `Entry`).
-        let n = self.recorded.fetch_add(1, Ordering::Relaxed);
-        // `n % len` < len, which is a usize.
-        let e = &self.ring[(n % len) as usize];
         e.key.store(key(slot), Ordering::Relaxed);
         e.seq.store(seq, Ordering::Release);
     }
@@ -172,7 +177,7 @@ impl FlightRecorder {
             slots.push(slot.clone());
         }
         slot.set_recorded_by(self.id());
-        if slots.len() > 2 * self.ring.len().max(8) {
+        if slots.len() > 2 * self.capacity.max(8) {
             shown.clear();
             shown.extend(self.ring.iter().map(|e| e.key.load(Ordering::Relaxed)));
             shown.sort_unstable();
@@ -180,19 +185,22 @@ impl FlightRecorder {
         }
     }
 
-    /// Every post in the ring, oldest first, with its slot.
+    /// The last `capacity` posts in the ring, oldest first, with their slots.
     fn list(&self) -> Vec<(u64, Arc<TaskSlot>)> {
         let held = lock(&self.held);
-        let len = self.ring.len() as u64;
-        let n = self.recorded.load(Ordering::Acquire);
-        (n.saturating_sub(len)..n)
-            .filter_map(|i| {
-                let e = &self.ring[(i % len) as usize];
+        let mut posts: Vec<(u64, Arc<TaskSlot>)> = self
+            .ring
+            .iter()
+            .filter_map(|e| {
                 let seq = e.seq.load(Ordering::Acquire);
                 let k = e.key.load(Ordering::Relaxed);
                 held.slots.iter().find(|s| key(s) == k).map(|s| (seq, s.clone()))
             })
-            .collect()
+            .collect();
+        posts.sort_unstable_by_key(|(seq, _)| *seq);
+        let old = posts.len().saturating_sub(self.capacity);
+        posts.drain(..old);
+        posts
     }
 
     /// The record as one JSON document; `reason` says why it was taken.

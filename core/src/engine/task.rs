@@ -3,13 +3,14 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::board::{BoardWatch, FIRST_LOOK, LOOK_EVERY};
 use super::future::TaskFuture;
 use super::recorder::request_dump_because;
+use super::slot_lock::{SlotGuard, SlotLock};
 use crate::args::CompletionCallback;
 use crate::error::{Error, Result, Status};
 use crate::json::json_str;
@@ -295,18 +296,13 @@ const FAILED: u8 = 2;
 /// flight recorder and the queue may still hold it then; the recorder tells
 /// the posts apart by sequence number, and the queue by `queued`.
 pub struct TaskSlot {
-    inner: Mutex<SlotInner>,
+    inner: SlotLock<SlotInner>,
     /// `RUNNING`, `SUCCEEDED` or `FAILED`, written under the lock with the
     /// state: `status` and `wait` read it without the lock.
     outcome: AtomicU8,
     /// The flight recorder that holds it (its address; 0: none), so that
     /// recording its next post needs no lock (see `recorder.rs`).
     recorded_by: AtomicUsize,
-}
-
-fn lock(m: &Mutex<SlotInner>) -> MutexGuard<'_, SlotInner> {
-    // Poisoned only if a future panicked while polled; the state enum is still whole.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What one post puts in a slot.
@@ -355,7 +351,7 @@ impl TaskSlot {
     pub fn of(post: SlotPost) -> Arc<TaskSlot> {
         let SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent } = post;
         Arc::new(TaskSlot {
-            inner: Mutex::new(SlotInner {
+            inner: SlotLock::new(SlotInner {
                 state: running(fut, timeout),
                 desc,
                 diag,
@@ -375,7 +371,7 @@ impl TaskSlot {
     pub fn finished(result: Result<()>, desc: TaskDesc) -> Arc<TaskSlot> {
         let outcome = if result.is_ok() { SUCCEEDED } else { FAILED };
         Arc::new(TaskSlot {
-            inner: Mutex::new(SlotInner {
+            inner: SlotLock::new(SlotInner {
                 state: SlotState::Done(result.err()),
                 desc,
                 diag: Arc::new(TaskDiag::default()),
@@ -410,7 +406,7 @@ impl TaskSlot {
         on_complete: Option<CompletionCallback>,
         watchdog: &WatchdogConfig,
     ) -> Option<Result<Polled>> {
-        let mut guard = lock(&self.inner);
+        let mut guard = self.inner.lock();
         let inner = &mut *guard;
         if matches!(inner.state, SlotState::Running { .. }) || !Arc::ptr_eq(&inner.diag, diag) {
             return None;
@@ -445,7 +441,7 @@ impl TaskSlot {
     /// Drop the completion callback of a finished slot (parked for a later
     /// request: the callback may hold its request's handle).
     pub fn forget_callback(&self) {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         if !matches!(inner.state, SlotState::Running { .. }) {
             inner.on_complete = None;
         }
@@ -453,13 +449,13 @@ impl TaskSlot {
 
     /// The queue let go of the slot (context destruction).
     pub(super) fn leave_queue(&self) {
-        lock(&self.inner).queued = false;
+        self.inner.lock().queued = false;
     }
 
     /// Mark the slot queued if it runs and is not in the queue yet; true
     /// when the caller must push it (see `SlotInner::queued`).
     pub fn enqueue(&self) -> bool {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         let push = matches!(inner.state, SlotState::Running { .. }) && !inner.queued;
         inner.queued |= push;
         push
@@ -477,7 +473,7 @@ impl TaskSlot {
     /// request: post `seq` then finished successfully (a request that
     /// failed is never posted again), with the same call.
     pub(crate) fn write_json(&self, seq: u64, out: &mut String) {
-        let inner = lock(&self.inner);
+        let inner = self.inner.lock();
         let (state, error, age) = match &inner.state {
             _ if inner.desc.seq != seq => ("ok", None, None),
             SlotState::Running { started, .. } => ("in_progress", None, started.map(|s| s.elapsed().as_secs_f64())),
@@ -511,12 +507,12 @@ impl TaskSlot {
 
     /// Description of its current (or last) post, for messages.
     pub fn desc(&self) -> TaskDesc {
-        lock(&self.inner).desc.clone()
+        self.inner.lock().desc.clone()
     }
 
     /// The sequence number of its current (or last) post.
     pub fn seq(&self) -> u64 {
-        lock(&self.inner).desc.seq
+        self.inner.lock().desc.seq
     }
 
     /// Poll once; true when the task is finished (successfully or not).
@@ -545,11 +541,11 @@ impl TaskSlot {
         if by != Poller::Queue && self.outcome.load(Ordering::Acquire) != RUNNING {
             return Polled::Finished;
         }
-        self.poll_locked(lock(&self.inner), watchdog, by)
+        self.poll_locked(self.inner.lock(), watchdog, by)
     }
 
     /// [`TaskSlot::poll_as`] with the slot's lock already taken (`guard`).
-    fn poll_locked(&self, mut guard: MutexGuard<'_, SlotInner>, watchdog: &WatchdogConfig, by: Poller) -> Polled {
+    fn poll_locked(&self, mut guard: SlotGuard<'_, SlotInner>, watchdog: &WatchdogConfig, by: Poller) -> Polled {
         let by_queue = by == Poller::Queue;
         let inner = &mut *guard;
         let SlotState::Running { fut, started, deadline, warned, idle, next_look } = &mut inner.state else {
@@ -645,7 +641,7 @@ impl TaskSlot {
         match self.outcome.load(Ordering::Acquire) {
             RUNNING => Ok(Status::InProgress),
             SUCCEEDED => Ok(Status::Ok),
-            _ => match &lock(&self.inner).state {
+            _ => match &self.inner.lock().state {
                 SlotState::Done(Some(e)) => Err(e.duplicate()),
                 // Re-armed meanwhile (only its request's owner does that).
                 SlotState::Running { .. } => Ok(Status::InProgress),
@@ -658,7 +654,7 @@ impl TaskSlot {
     /// whatever it had posted to transports) before returning. `reason`
     /// gets the task's description.
     pub fn cancel(&self, reason: impl FnOnce(&TaskDesc) -> Error) {
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         if matches!(&inner.state, SlotState::Running { .. }) {
             let e = reason(&inner.desc);
             let status = e.status();
