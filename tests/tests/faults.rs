@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferrocoll::{Coll, Config, Context, ContextParams, Lib, ReduceOp, Status, Team, TeamParams, ThreadOob};
+use ferrocoll::{Coll, Config, Context, ContextParams, Lib, LibParams, ReduceOp, Status, Team, TeamParams, ThreadOob};
 use ferrocoll_tests::world;
 
 #[test]
@@ -87,6 +87,47 @@ fn a_rank_whose_context_is_destroyed_fails_its_peers() {
     // The shm TL says the rank left its team; the p2p TL, that its endpoint is gone.
     let msg = e.to_string();
     assert!(msg.contains("rank 1") && (msg.contains("left the team") || msg.contains("endpoint 1 is gone")), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+}
+
+/// A rank that destroys its team after small shm collectives (whose
+/// finished futures their queue slots may keep for the next post, see
+/// `CollTask::recycles_futures`) is seen to have left at once, even while
+/// its context lives on and is never progressed again: nothing it
+/// leaves behind keeps the team's segment claimed.
+#[test]
+fn a_rank_that_destroys_its_team_after_small_collectives_is_seen_to_leave() {
+    let mut c = Config::new();
+    c.set("TLS", "shm,self");
+    let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() }).expect("lib");
+    let mut oobs = ThreadOob::group(2);
+    let (o1, o0) = (oobs.pop().expect("oob"), oobs.pop().expect("oob"));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let l1 = lib.clone();
+    let leaver = std::thread::spawn(move || {
+        let ctx = Context::new(&l1, ContextParams::with_oob(o1)).expect("ctx");
+        let team = Team::create(&ctx, TeamParams::default()).expect("team");
+        let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
+        for _ in 0..50 {
+            Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(&team).expect("allreduce");
+        }
+        drop(team);
+        // The context stays, unprogressed, until rank 0 is done.
+        let _ = done_rx.recv();
+        drop(ctx);
+    });
+    let ctx = Context::new(&lib, ContextParams::with_oob(o0)).expect("ctx");
+    let team = Team::create(&ctx, TeamParams::default()).expect("team");
+    let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
+    for _ in 0..50 {
+        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(&team).expect("allreduce");
+    }
+    let start = Instant::now();
+    let e = Coll::barrier().timeout(Duration::from_secs(20)).run(&team).expect_err("rank 1 left");
+    let _ = done_tx.send(());
+    leaver.join().expect("join");
+    assert_eq!(e.status(), Status::IoError, "{e}");
+    assert!(e.to_string().contains("rank 1 left the team"), "{e}");
     assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
 }
 

@@ -426,6 +426,17 @@ impl TaskSlot {
         Some(Ok(self.poll_locked(guard, watchdog, Poller::Post)))
     }
 
+    /// Drop the finished future it kept for the next post (see
+    /// `SlotInner::spent`): its request is gone, and no other will post it
+    /// (what that future holds — a TL's team — must not outlive the team
+    /// through a slot that the progress queue or the flight recorder still
+    /// holds).
+    pub fn forget_spent(&self) {
+        let spent = self.inner.lock().spent.take();
+        // Dropped outside the lock.
+        drop(spent);
+    }
+
     /// The flight recorder that holds it (see `recorder.rs`).
     pub(super) fn recorded_by(&self) -> usize {
         // Relaxed: set once by the recorder's lock holder; a stale 0 only

@@ -55,6 +55,17 @@ pub(crate) struct Plan {
     pub(crate) parked: Option<Arc<TaskSlot>>,
 }
 
+impl Drop for Plan {
+    /// A parked plan that is dropped (evicted, refused, or its team
+    /// destroyed) takes its slot's kept future with it: the progress queue
+    /// or the flight recorder may hold the slot a while longer.
+    fn drop(&mut self) {
+        if let Some(slot) = &self.parked {
+            slot.forget_spent();
+        }
+    }
+}
+
 /// One plain buffer of the raw arguments (address, count, datatype, memory type).
 type RawBuffer = Option<(usize, u64, DataType, MemType)>;
 

@@ -196,20 +196,22 @@ impl<'a> Request<'a> {
     /// Park `plan` (this request's, taken out by `Drop`) on its team for the
     /// next request with the same call, if its last post succeeded and it
     /// was never posted on an engine (see `plan_cache.rs`).
+    /// A slot that is not parked forgets the future it kept for a next
+    /// post (the progress queue or the flight recorder may hold it on; see
+    /// `TaskSlot::forget_spent`); a parked plan does when it is dropped.
     fn park(&mut self, mut plan: Box<Plan>) {
-        if self.triggered || plan.task.is_none() {
-            return;
-        }
         let Some(slot) = self.slot.take().or_else(|| self.spare.take()) else {
             return;
         };
-        if matches!(slot.status(), Ok(Status::Ok)) {
-            if self.on_complete.is_some() {
-                slot.forget_callback();
-            }
-            plan.parked = Some(slot);
-            self.team.plans.park(plan);
+        if self.triggered || plan.task.is_none() || !matches!(slot.status(), Ok(Status::Ok)) {
+            slot.forget_spent();
+            return;
         }
+        if self.on_complete.is_some() {
+            slot.forget_callback();
+        }
+        plan.parked = Some(slot);
+        self.team.plans.park(plan);
     }
 
     /// Show post `seq` on the team's call board, if it has one (active-set

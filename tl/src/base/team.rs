@@ -49,10 +49,23 @@ pub(crate) trait AlgTeam: Send + Sync + Sized + 'static {
     fn call_board(self: &Arc<Self>) -> Option<Arc<dyn CallBoard>> {
         None
     }
+    /// The team was destroyed on this rank (the engine let go of it; see
+    /// [`TeamOf`]'s `Drop`): tell the peers now if this TL's peers learn it
+    /// from something of this rank's, even if finished tasks, queue slots
+    /// or their call board entries still hold the team a while.
+    fn leave(&self) {}
 }
 
 /// The engine's view of a TL team built on [`AlgTeam`].
-pub(crate) struct TeamOf<T>(pub Arc<T>);
+pub(crate) struct TeamOf<T: AlgTeam>(pub Arc<T>);
+
+impl<T: AlgTeam> Drop for TeamOf<T> {
+    /// The engine holds a TL team through this only: dropped when the
+    /// team is destroyed (no request of it left).
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
 
 impl<T: AlgTeam> TlTeam for TeamOf<T> {
     fn colls(&self) -> CollTypeSet {

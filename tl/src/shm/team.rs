@@ -227,6 +227,13 @@ impl ShmTeam {
 
 impl Drop for ShmTeam {
     fn drop(&mut self) {
+        self.mark_left();
+    }
+}
+
+impl ShmTeam {
+    /// Say in this rank's control line that it left the team.
+    fn mark_left(&self) {
         if let Ok(c) = self.seg.ctrl(self.rank) {
             // Release: peers that see `left` stop waiting for us. A rank on
             // which a collective failed stays FAILED, the better reason.
@@ -241,6 +248,13 @@ impl AlgTeam for ShmTeam {
 
     fn registry(&self) -> &'static Registry<Post> {
         alg::registry()
+    }
+
+    /// Peers waiting for this rank learn it from `left` at once, though the
+    /// progress queue may still hold finished slots whose call board entry
+    /// (this team) keeps the segment mapped until the context's next progress.
+    fn leave(&self) {
+        self.mark_left();
     }
 
     fn mem_types(&self) -> &[MemType] {
