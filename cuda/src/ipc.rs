@@ -108,6 +108,8 @@ impl IpcHandle {
     }
 
     fn from_raw(raw: &sys::CUipcMemHandle) -> IpcHandle {
+        // `c_char` is i8 on x86_64 and u8 on aarch64: the cast is a no-op there.
+        #[allow(clippy::unnecessary_cast)]
         IpcHandle(raw.reserved.map(|c| c as u8))
     }
 

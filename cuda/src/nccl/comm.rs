@@ -45,6 +45,8 @@ impl Nccl {
         if r != SUCCESS {
             return Err(error::nccl_error("ncclGetUniqueId", r, self.error_text(r), None));
         }
+        // `c_char` is i8 on x86_64 and u8 on aarch64: the cast is a no-op there.
+        #[allow(clippy::unnecessary_cast)]
         Ok(UniqueId(raw.internal.map(|c| c as u8)))
     }
 }
