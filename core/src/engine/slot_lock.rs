@@ -11,6 +11,7 @@
 //! wake: the release is a store.
 
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -30,6 +31,9 @@ unsafe impl<T: Send> Sync for SlotLock<T> {}
 /// The lock held: the value, until dropped.
 pub(super) struct SlotGuard<'a, T> {
     lock: &'a SlotLock<T>,
+    /// What the guard lends, for the auto traits: shared between threads
+    /// only if `T: Sync` (as a `&mut T` is), not whenever the lock is.
+    _lends: PhantomData<&'a mut T>,
 }
 
 impl<T> SlotLock<T> {
@@ -44,7 +48,7 @@ impl<T> SlotLock<T> {
         if self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.wait_and_take();
         }
-        SlotGuard { lock: self }
+        SlotGuard { lock: self, _lends: PhantomData }
     }
 
     #[cold]
