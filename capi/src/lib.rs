@@ -11,14 +11,14 @@
 //! handed to the same objects Rust users call (`Lib`, `Context`, `Team`,
 //! `Request`, `CpuEe`, `CudaStreamEe`); no collective is implemented here.
 //! Errors are UCC status codes with a log line naming the argument;
-//! panics stop at the boundary ([`guard`]); handles carry magic words, so
+//! panics stop at the boundary (`guard.rs`); handles carry magic words, so
 //! a foreign, NULL or destroyed handle is an error, not undefined behaviour
-//! ([`handle`]).
+//! (`handle.rs`).
 //!
 //! The headers are `include/ucc/api/`; `ferrocoll-ucc-install` installs
 //! the library under UCC's names with them, a pkg-config file and a CMake
 //! package. Where ferrocoll's behaviour differs from UCC's, the header and
-//! the module docs say so (events in [`ee`], configuration in [`config`]).
+//! the module docs say so (events in `ee.rs`, configuration in `config.rs`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 // The exported names are UCC's.

@@ -1,6 +1,6 @@
 //! # ferrocoll-tl
 //!
-//! Transport layers: each is a [`TlComponent`](ferrocoll_core::backend::TlComponent)
+//! Transport layers: each is a [`TlComponent`]
 //! that the core engine asks for teams and tasks.
 //!
 //! - [`self_`]: teams of one rank.

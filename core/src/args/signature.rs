@@ -24,7 +24,7 @@ pub struct Signature {
     /// collective index | datatype << 8 | op << 16 | root << 32 (bits 24..32
     /// are zero: free for a tag, see [`Signature::TAG_BITS`]).
     pub word: u64,
-    /// Elements (reductions) or bytes (data movement), or [`UNKNOWN`].
+    /// Elements (reductions) or bytes (data movement), or `u64::MAX` when unknown.
     pub size: u64,
 }
 

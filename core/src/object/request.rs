@@ -382,9 +382,9 @@ impl<'a> Request<'a> {
     /// Progress the team's context until the request completes; returns its result.
     ///
     /// Its own task is polled first, then the whole context (every TL's
-    /// progress, every queued task) on every [`PROGRESS_EVERY`]-th fruitless
+    /// progress, every queued task) on every second (`PROGRESS_EVERY`) fruitless
     /// poll — or, for a task that [progresses itself](CollTask::progresses_itself),
-    /// on every [`PROGRESS_EVERY_SELF_DRIVEN`]-th and whenever the rank is
+    /// on every 64th (`PROGRESS_EVERY_SELF_DRIVEN`) and whenever the rank is
     /// about to yield its core: a small collective whose peers are already
     /// there completes without the rest of the context's work in between, and
     /// the rest still moves while it waits (an oversubscribed rank, which

@@ -32,7 +32,7 @@
 //!
 //! CUDA device and managed memory are served when the library has the CUDA
 //! memory component: the host algorithms run on pinned host copies of the
-//! buffers ([`staging`]), so reductions run on the host for now.
+//! buffers (`staging.rs`), so reductions run on the host for now.
 //!
 //! Limits: CUDA memory is staged whole and reduced on the host (kernel
 //! reductions and pipelined staging are the follow-up); no RDMA (ibverbs)

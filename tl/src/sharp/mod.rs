@@ -8,7 +8,7 @@
 //!
 //! Design decisions:
 //! - **Its own router.** A SHARP team needs point-to-point messages: the
-//!   OOB collectives the library calls back ([`oob`]), the node phases of
+//!   OOB collectives the library calls back (`oob.rs`), the node phases of
 //!   the hierarchical algorithms, and the fallback when the library
 //!   refuses a collective. The TL's context therefore holds a p2p context
 //!   of its own (in-process, shared-memory and TCP transports) and runs
@@ -35,7 +35,7 @@
 //!   collective, the group and the library; the request and its
 //!   registrations are then abandoned (leaked), never freed under the
 //!   library's feet.
-//! - **Registrations** ([`reg`]): buffers are registered with
+//! - **Registrations** (`reg.rs`): buffers are registered with
 //!   `sharp_coll_reg_mr` per execution, or kept in a cache of
 //!   `UCC_TL_SHARP_REG_CACHE` entries (default 0: off). Without memory
 //!   hooks (UCC has them), a cached registration of memory that the program
