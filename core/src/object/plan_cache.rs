@@ -171,7 +171,8 @@ impl PlanCache {
         if !parkable(init) {
             return None;
         }
-        self.find(|e| e.call.load(Ordering::Relaxed) == call_hint(init), |p| same_call(&p.init, init))
+        let hint = call_hint(init);
+        self.find(|e| e.call.load(Ordering::Relaxed) == hint, |p| same_call(&p.init, init))
     }
 
     /// The parked plan of a request made from exactly these raw arguments
