@@ -5,6 +5,7 @@
 
 mod backoff;
 pub mod board;
+mod diag;
 mod future;
 mod join;
 mod queue;
@@ -14,8 +15,9 @@ mod task;
 
 pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};
 pub use board::{BoardWatch, CallBoard, Posted};
+pub use diag::TaskDiag;
 pub use future::{PostFuture, TaskFuture, downcast_spent};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use queue::ProgressQueue;
 pub use recorder::{FlightRecorder, TeamIdentity};
-pub use task::{Call, Polled, SlotPost, TaskDesc, TaskDiag, TaskSlot, WatchdogConfig};
+pub use task::{Call, Polled, SlotPost, TaskDesc, TaskSlot, WatchdogConfig};
