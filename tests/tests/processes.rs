@@ -27,6 +27,7 @@ fn rank_body() {
         "loop" => loop_rank(),
         "hello" => hello_rank(),
         "diverge" => diverge_rank(),
+        "send_to_idle" => send_to_idle_rank(),
         other => {
             println!("FAIL unknown role {other}");
             1
@@ -177,6 +178,37 @@ fn diverge_rank() -> i32 {
         let mut req = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(Duration::from_secs(20)).init(&team)?;
         println!("VIA {}", req.selected());
         req.run()
+    });
+    match outcome {
+        Ok(()) => println!("OK"),
+        Err(e) => println!("ERROR {e}"),
+    }
+    0
+}
+
+/// Rank 2 dies without a word once the team exists; rank 1 stays alive
+/// but posts nothing for 20 s; rank 0 gathers 1 MiB at root 1 (no
+/// timeout), a send that rank 1 never takes, and says how long it took.
+fn send_to_idle_rank() -> i32 {
+    let outcome = context().and_then(|(_l, ctx)| {
+        let team = Team::create(&ctx, TeamParams::default())?;
+        match team.rank() {
+            2 => std::process::exit(0), // no destructor runs: no goodbye
+            1 => {
+                std::thread::sleep(Duration::from_secs(20));
+                println!("SLEPT");
+                Ok(())
+            }
+            _ => {
+                let src = vec![1.0f32; 1 << 18];
+                let mut req = Coll::gather(&src, None, 1).init(&team)?;
+                println!("VIA {}", req.selected());
+                let t = Instant::now();
+                let r = req.run();
+                println!("TOOK {}", t.elapsed().as_secs());
+                r
+            }
+        }
     });
     match outcome {
         Ok(()) => println!("OK"),
@@ -482,6 +514,25 @@ fn a_rank_that_never_arrives_is_named() {
     let e0 = outs[0].lines("ERROR ");
     assert!(e0.first().is_some_and(|e| e.contains("[2]")), "rank 0: {}\n{}", outs[0].stdout, outs[0].stderr);
     assert!(!outs[1].lines("ERROR ").is_empty(), "rank 1 must fail too: {}", outs[1].stdout);
+}
+
+/// A send whose peer is alive but idle ends when another member dies, as a
+/// receive does (it used to wait for the idle peer forever, without a
+/// timeout): rank 0's gather to root 1 names rank 2, which died.
+#[test]
+fn a_send_to_an_idle_peer_fails_when_another_member_dies() {
+    let (tok, port) = (token(), free_port());
+    let tune = || env(&[("UCC_TLS", "p2p".into()), ("UCC_TL_P2P_TUNE", "gather:@linear:inf".into())]);
+    let job = Job::start("rank_body", "send_to_idle", 3, 0..3, &tok, port, &|_| tune());
+    let outs = job.finish(Duration::from_secs(60));
+    let o = &outs[0];
+    assert_eq!(o.lines("VIA "), vec!["VIA p2p/linear".to_string()], "{}\n{}", o.stdout, o.stderr);
+    let e = o.lines("ERROR ");
+    assert!(e.first().is_some_and(|e| e.contains("rank 2")), "rank 0: {}\n{}", o.stdout, o.stderr);
+    assert!(outs[1].lines("SLEPT").len() == 1, "rank 1 was idle, not gone: {}", outs[1].stdout);
+    // While rank 1 still slept.
+    let took: Vec<u64> = o.lines("TOOK ").iter().filter_map(|l| l[5..].parse().ok()).collect();
+    assert!(took.first().is_some_and(|&s| s < 15), "rank 0's gather took {took:?} s: {}", o.stdout);
 }
 
 #[test]

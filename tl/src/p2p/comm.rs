@@ -465,10 +465,22 @@ impl Future for SendFuture<'_> {
                 Poll::Pending => {
                     // For timeout and watchdog messages: this task waits for `peer` to take its message.
                     this.comm.diag.sending_to(this.peer, this.comm.tag_base + this.tag);
-                    match this.watch.due(this.comm.size()) {
-                        Some(_) => this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
-                        None => Poll::Pending,
+                    if this.watch.due(this.comm.size()).is_none() {
+                        return Poll::Pending;
                     }
+                    // A member that died (perhaps one this rank never sends
+                    // to) means the peer may never take this message: fail
+                    // rather than hang — unless it took it meanwhile.
+                    if let Some(err) = this.comm.dead_member() {
+                        return match handle.test() {
+                            Poll::Ready(Ok(())) => {
+                                this.comm.diag.sent(this.peer, this.comm.tag_base + this.tag);
+                                Poll::Ready(Ok(()))
+                            }
+                            _ => Poll::Ready(Err(err)),
+                        };
+                    }
+                    this.comm.look(this.peer).map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
                 }
             },
             SendState::Failing(suspect) => suspect.poll(this.comm).map(Err),
@@ -525,9 +537,19 @@ impl Future for RecvFuture {
             }
             Poll::Pending => {
                 this.comm.diag.waiting_for(this.peer, key.tag);
-                // A member that died can never take part: fail now rather than hang.
+                // A member that died can never take part: fail now rather than
+                // hang. But the peer may have sent this message and then died
+                // (or left) between the look above and this check: transports
+                // learn of a death after draining what came before it, so one
+                // more look decides.
                 if let Some(err) = this.comm.dead_member() {
-                    return Poll::Ready(Err(err));
+                    return match this.comm.team.transport.try_recv(ep, &key, &this.comm.sig, this.buf) {
+                        Poll::Ready(Ok(())) => {
+                            this.comm.diag.received(this.peer, key.tag);
+                            Poll::Ready(Ok(()))
+                        }
+                        _ => Poll::Ready(Err(err)),
+                    };
                 }
                 this.look()
             }

@@ -18,8 +18,11 @@
 //! checks it against its own before it copies or reads anything.
 //!
 //! - Eager (up to `UCC_TL_P2P_SHM_EAGER_SIZE`): the payload is copied into
-//!   the ring; the send completes at once. With the ring full, it waits in a
-//!   per-destination FIFO that progress flushes (later sends queue behind it).
+//!   the ring; the send completes at once. With the ring full, a copy waits
+//!   in a per-destination FIFO that progress flushes (later sends queue
+//!   behind it), and the send completes once the copy is in the ring: a
+//!   sender that finished its collectives may close at once, since nothing
+//!   they sent is left in its own memory.
 //! - Rendezvous by CMA: the ring carries the buffer's address and a
 //!   completion slot in the sender's segment; the receiver takes the slot
 //!   (QUEUED → TAKEN), `process_vm_readv`s straight into the receive buffer

@@ -24,7 +24,7 @@
 //! Lock order: an outbox, then a stream.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -45,8 +45,9 @@ const MIN_FRAG: usize = 1024;
 
 /// What waits for ring space.
 enum Pending {
-    /// A whole record (eager message or rendezvous descriptor).
-    Record(Vec<u8>),
+    /// A whole record (eager message or rendezvous descriptor), and the
+    /// flag its send handle watches, set once the record is in the ring.
+    Record(Vec<u8>, Arc<AtomicBool>),
     /// A message still being streamed.
     Frag(Arc<Mutex<FragStream>>),
 }
@@ -74,29 +75,34 @@ impl Outbox {
     pub fn flush(&mut self, pool: &BufPool) -> Result<()> {
         while let Some(front) = self.queue.front() {
             let finished = match front {
-                Pending::Record(v) => self.ring.push(&[v])?,
+                Pending::Record(v, _) => self.ring.push(&[v])?,
                 Pending::Frag(s) => lock(s).push_some(&mut self.ring)?,
             };
             if !finished {
                 break;
             }
-            if let Some(Pending::Record(v)) = self.queue.pop_front() {
+            if let Some(Pending::Record(v, pushed)) = self.queue.pop_front() {
+                // Release: nothing to publish but the fact; the handle only reads it.
+                pushed.store(true, Ordering::Release);
                 pool.put(v);
             }
         }
         Ok(())
     }
 
-    /// Send a record made of `parts` now if nothing waits and it fits, else queue a copy.
-    pub fn post(&mut self, parts: &[&[u8]], pool: &BufPool) -> Result<()> {
+    /// Send a record made of `parts` now if nothing waits and it fits
+    /// (`None`), else queue a copy: `Some` flag, set once the copy is in
+    /// the ring.
+    pub fn post(&mut self, parts: &[&[u8]], pool: &BufPool) -> Result<Option<Arc<AtomicBool>>> {
         self.flush(pool)?;
         if self.queue.is_empty() && self.ring.push(parts)? {
-            return Ok(());
+            return Ok(None);
         }
         let mut v = pool.get(parts.iter().map(|p| p.len()).sum());
         parts.iter().for_each(|p| v.extend_from_slice(p));
-        self.queue.push_back(Pending::Record(v));
-        Ok(())
+        let pushed = Arc::new(AtomicBool::new(false));
+        self.queue.push_back(Pending::Record(v, pushed.clone()));
+        Ok(Some(pushed))
     }
 
     /// Start streaming a message.
@@ -109,7 +115,7 @@ impl Outbox {
     pub fn abandon(&mut self, err: &Error, pool: &BufPool) {
         for p in self.queue.drain(..) {
             match p {
-                Pending::Record(v) => pool.put(v),
+                Pending::Record(v, _) => pool.put(v),
                 Pending::Frag(s) => lock(&s).fail(err),
             }
         }
@@ -268,12 +274,48 @@ impl Slots {
     }
 }
 
-/// An eager send: complete once posted.
+/// An eager send whose record went into the ring: complete.
 pub(super) struct Sent;
 
 impl SendHandle for Sent {
     fn test(&mut self) -> Poll<Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+/// An eager send whose record waits in the outbox for ring space: complete
+/// once the record is in the destination's ring. Completing it at once
+/// (the bytes are copied) would let a sender finish its collectives and
+/// close while what they sent still sat in its own memory, lost with it —
+/// and the receiver would take a peer that did its part for a failure.
+pub(super) struct QueuedEager {
+    pub shared: Arc<Shared>,
+    pub peer: Arc<Peer>,
+    pub pushed: Arc<AtomicBool>,
+}
+
+impl QueuedEager {
+    fn is_pushed(&self) -> bool {
+        // Acquire: pairs with the Release in `Outbox::flush`.
+        self.pushed.load(Ordering::Acquire)
+    }
+}
+
+impl SendHandle for QueuedEager {
+    fn test(&mut self) -> Poll<Result<()>> {
+        if self.is_pushed() {
+            return Poll::Ready(Ok(()));
+        }
+        self.shared.flush_peer(&self.peer);
+        if self.is_pushed() {
+            return Poll::Ready(Ok(()));
+        }
+        // A destination that is gone had the record dropped from the outbox.
+        if let Some(e) = self.peer.gone() {
+            return Poll::Ready(Err(e));
+        }
+        self.shared.maybe_scan();
+        Poll::Pending
     }
 }
 
@@ -341,7 +383,12 @@ impl SendHandle for RndvSend {
                 // it; one that is merely broken (its ring unreadable to us)
                 // may still be reading, and marks the slot when done.
                 slot::TAKEN => match self.peer.health.failure() {
-                    Some(e) if self.peer.proc.gone() => return self.finish(Err(e)),
+                    // It may have finished the copy, marked the slot and then
+                    // exited since the load above: the slot decides.
+                    Some(e) if self.peer.proc.gone() => {
+                        let done = word.load(Ordering::Acquire) == slot::word(generation, slot::DONE);
+                        return self.finish(if done { Ok(()) } else { Err(e) });
+                    }
                     _ => {
                         self.shared.maybe_scan();
                         return Poll::Pending;

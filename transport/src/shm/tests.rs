@@ -171,13 +171,40 @@ fn a_full_ring_queues_sends_in_order() {
             (0..300u64).map(|i| pattern(if i % 50 == 7 { 5000 } else { 900 + i as usize % 100 }, i)).collect();
         let expect = msgs.clone();
         let mut hs: Vec<_> = msgs.iter_mut().map(|m| send(a, 1, key(2), m)).collect();
-        assert!(hs[20].test().is_ready(), "eager sends complete at once, queued or not");
+        assert!(hs[0].test().is_ready(), "an eager send that went into the ring is complete at once");
+        assert!(hs[20].test().is_pending(), "one that waits for ring space is not");
         for (i, m) in expect.iter().enumerate() {
             assert_eq!(&recv(&[a], b, 0, key(2), m.len()).unwrap(), m, "message {i} ({cma})");
         }
         for h in &mut hs {
             assert!(matches!(poll(&[a], || h.test()), Ok(())));
         }
+    }
+}
+
+/// A sender whose sends are complete may close at once: what it sent is in
+/// the receiver's ring, not in its own memory (with a full ring, eager sends
+/// used to complete while queued, and a close dropped the queue: the
+/// receiver then found its peer gone and its messages lost).
+#[test]
+fn a_sender_that_closes_once_its_sends_are_complete_loses_nothing() {
+    let c = config(&[("TL_P2P_SHM_RING_SIZE", "4k"), ("TL_P2P_SHM_EAGER_SIZE", "1k"), ("TL_P2P_SHM_CMA", "n")]);
+    let ts = group("close", 2, &c);
+    let (a, b) = (&ts[0], &ts[1]);
+    // All eager: at most a quarter of the ring each.
+    let mut msgs: Vec<Vec<u8>> = (0..300u64).map(|i| pattern(500 + i as usize % 100, i)).collect();
+    let expect = msgs.clone();
+    let mut hs: Vec<_> = msgs.iter_mut().map(|m| send(a, 1, key(4), m)).collect();
+    // The receiver takes only what the sender needs to complete every send.
+    let mut next = 0;
+    while hs.iter_mut().any(|h| h.test().is_pending()) {
+        assert_eq!(recv(&[a], b, 0, key(4), expect[next].len()).unwrap(), expect[next], "message {next}");
+        next += 1;
+    }
+    assert!(next < expect.len() - 1, "the test needs messages left in the ring at the close ({next} taken)");
+    a.close();
+    for (i, m) in expect.iter().enumerate().skip(next) {
+        assert_eq!(&recv(&[], b, 0, key(4), m.len()).unwrap(), m, "message {i}, after the sender closed");
     }
 }
 

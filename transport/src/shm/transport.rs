@@ -17,7 +17,7 @@ use super::pool::BufPool;
 use super::recv::{Inbound, RecvState, deliver};
 use super::ring::{Consumer, Producer};
 use super::segment::{OwnedSegment, open_peer};
-use super::send::{FragSend, FragStream, Outbox, RndvSend, Sent, Slots};
+use super::send::{FragSend, FragStream, Outbox, QueuedEager, RndvSend, Sent, Slots};
 use super::wire::{self, Address, Kind, RECORD_HEADER, RNDV_DESC, Record, RndvDesc};
 use crate::liveness::Proc;
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
@@ -113,7 +113,7 @@ impl Shared {
         }
     }
 
-    fn post(&self, peer: &Peer, parts: &[&[u8]]) -> Result<()> {
+    fn post(&self, peer: &Peer, parts: &[&[u8]]) -> Result<Option<Arc<AtomicBool>>> {
         let mut ob = lock(&peer.outbox);
         let r = ob.post(parts, &self.pool).map_err(|e| self.broke(peer, &mut ob, &e));
         ob.sync(&self.nonempty);
@@ -300,8 +300,10 @@ impl Transport for ShmTransport {
             // SAFETY: the caller keeps `data` valid until the send completes, and
             // this call completes it: the bytes are copied right here.
             let bytes = unsafe { data.as_slice() };
-            s.post(&peer, &[&rec.encode(), bytes])?;
-            return Ok(Box::new(Sent));
+            return Ok(match s.post(&peer, &[&rec.encode(), bytes])? {
+                None => Box::new(Sent),
+                Some(pushed) => Box::new(QueuedEager { shared: s.clone(), peer, pushed }),
+            });
         }
         if s.cfg.cma && peer.reads_us_by_cma(s.ep) {
             if let Some((slot, generation)) = s.slots.alloc() {

@@ -18,8 +18,11 @@
 //!   little-endian. Everything read is length-checked: a corrupt frame
 //!   fails that connection, naming the peer, never the process.
 //! - Sends (`tx.rs`): a FIFO per peer. Payloads up to 16 KiB are copied
-//!   into a coalescing buffer (the send completes at once, and a burst
-//!   leaves in one system call); larger ones are written straight from the
+//!   into a coalescing buffer (a burst leaves in one system call; the send
+//!   completes once the kernel has its bytes — at once unless the socket's
+//!   buffer is full — so that a sender may close as soon as its sends are
+//!   complete, and its close waits a little for room for its goodbye);
+//!   larger ones are written straight from the
 //!   sender's buffer by a vectored `sendmsg` (`MSG_NOSIGNAL`: a dead peer
 //!   is an error, never a SIGPIPE) and complete once the kernel has every
 //!   byte. A large send dropped early is retracted, or its unwritten rest

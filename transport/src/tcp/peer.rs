@@ -15,7 +15,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, Result};
@@ -31,6 +31,10 @@ use crate::p2p::{MsgKey, SendHandle};
 
 /// Bytes one `pump` reads at most, so that one busy peer cannot hold a progress call.
 const PUMP_BUDGET: usize = 32 << 20;
+/// How long a close waits for room in the socket's buffer for its goodbye
+/// (the peer must read what fills it): a peer that reads by then sees a
+/// clean leave; one that does not, a cut connection.
+const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
 const ALIVE: u8 = 0;
 const LEFT: u8 = 1;
@@ -345,14 +349,19 @@ impl Peer {
         if let Some(e) = self.send_error() {
             return Err(e);
         }
-        let handle: Box<dyn SendHandle> = if copy {
-            tx.push_copy(&header, bytes);
-            Box::new(Sent)
-        } else {
-            Box::new(LargeSend { peer: self.clone(), state: tx.push_large(&header, data), key })
-        };
+        if !copy {
+            let handle = Box::new(LargeSend { peer: self.clone(), state: tx.push_large(&header, data), key });
+            self.flush_locked(link, tx);
+            return Ok(handle);
+        }
+        let mark = tx.push_copy(&header, bytes);
         self.flush_locked(link, tx);
-        Ok(handle)
+        // Relaxed: a hint, set under the lock by that flush; a stale `true`
+        // only costs the look under the lock below.
+        if !link.tx_pending.load(Ordering::Relaxed) || lock(&link.tx).left() >= mark {
+            return Ok(Box::new(Sent));
+        }
+        Ok(Box::new(CopySend { peer: self.clone(), mark, key }))
     }
 
     /// Cut the connection without a goodbye (tests: a process that dies).
@@ -375,7 +384,21 @@ impl Peer {
         if self.health.get() == State::Alive {
             tx.push_copy(&Header::goodbye(cause), &[]);
             let fd = link.stream.as_raw_fd();
-            let _ = tx.flush(&mut |bufs: &[IoSlice<'_>]| sys::send_vectored(fd, bufs));
+            let flush = |tx: &mut SendQueue| tx.flush(&mut |bufs: &[IoSlice<'_>]| sys::send_vectored(fd, bufs));
+            let mut written = flush(&mut tx).is_ok();
+            // The kernel's buffer may still be full of what this endpoint sent
+            // (the peer reads slowly): without its goodbye the peer would take
+            // this clean leave for a death. Wait a little for room, reading
+            // meanwhile (the peer may itself wait for room to write to us).
+            let deadline = Instant::now() + CLOSE_LINGER;
+            while written && !tx.is_empty() && self.health.get() == State::Alive && Instant::now() < deadline {
+                drop(tx);
+                self.pump();
+                let mut fds = [libc::pollfd { fd, events: libc::POLLOUT | libc::POLLIN, revents: 0 }];
+                let _ = sys::poll_for(&mut fds, 10);
+                tx = lock(&link.tx);
+                written = flush(&mut tx).is_ok();
+            }
         }
         // Everything written: a FIN follows the goodbye. Otherwise the peer sees a cut stream.
         let how = if tx.is_empty() { Shutdown::Write } else { Shutdown::Both };
@@ -386,12 +409,50 @@ impl Peer {
     }
 }
 
-/// A send whose bytes were copied: complete at once.
+/// A copied send whose bytes the kernel took: complete.
 pub(super) struct Sent;
 
 impl SendHandle for Sent {
     fn test(&mut self) -> Poll<Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+/// A copied send whose bytes still wait in the queue (the kernel's buffer
+/// was full): complete once they are written. Completing it at once would
+/// let a sender finish its collectives and close with what they sent still
+/// in its own memory, cut off at the close — and the receiver would take a
+/// peer that did its part for a dead one.
+struct CopySend {
+    peer: Arc<Peer>,
+    /// Where its frame ends in the queue's byte count (see `SendQueue::left`).
+    mark: u64,
+    key: MsgKey,
+}
+
+impl CopySend {
+    fn written(&self) -> bool {
+        self.peer.link.as_ref().is_none_or(|link| lock(&link.tx).left() >= self.mark)
+    }
+}
+
+impl SendHandle for CopySend {
+    fn test(&mut self) -> Poll<Result<()>> {
+        if self.written() {
+            return Poll::Ready(Ok(()));
+        }
+        self.peer.flush();
+        if self.written() {
+            return Poll::Ready(Ok(()));
+        }
+        // The connection ended: the queue forgot what it held.
+        match self.peer.send_error() {
+            Some(e) => Poll::Ready(Err(e.prefixed(format!(
+                "message to endpoint {} (seq {}, step tag {}) not sent",
+                self.peer.ep, self.key.seq, self.key.tag
+            )))),
+            None => Poll::Pending,
+        }
     }
 }
 

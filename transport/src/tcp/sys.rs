@@ -1,7 +1,8 @@
 //! The two system calls std does not offer: a vectored send that never
-//! raises SIGPIPE (std's `write_vectored` is `writev`, which does), and a
-//! zero-timeout `poll` over every connection (one system call per progress
-//! instead of one `recv` per peer).
+//! raises SIGPIPE (std's `write_vectored` is `writev`, which does), and
+//! `poll` over every connection (zero-timeout: one system call per progress
+//! instead of one `recv` per peer; with a timeout: a close that waits for
+//! room for its goodbye).
 
 use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
@@ -25,9 +26,14 @@ pub(super) fn send_vectored(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize
 
 /// `poll(fds, 0)`: fills each `revents` without waiting; returns how many are ready.
 pub(super) fn poll_now(fds: &mut [libc::pollfd]) -> io::Result<usize> {
+    poll_for(fds, 0)
+}
+
+/// `poll(fds, timeout_ms)`: waits up to `timeout_ms` for an event.
+pub(super) fn poll_for(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()`
-    // pollfds; poll writes only their `revents` and returns at once (timeout 0).
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    // pollfds; poll writes only their `revents`.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
     if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
 }
 

@@ -305,6 +305,72 @@ fn a_goodbye_is_leaving_not_dying() {
     assert!(ts[0].send(1, key(3), sig(), mem(&mut [1u8; 4])).is_err());
 }
 
+/// A sender whose sends are complete may close at once: copied sends
+/// that the kernel has not taken yet (its buffer full of what the receiver
+/// has not read) are not complete, and the close waits for room for its
+/// goodbye. Copied sends used to complete at once, and the close cut the
+/// connection with them still queued: the receiver lost messages and took
+/// a peer that did its part for a dead one.
+#[test]
+fn a_sender_that_closes_once_its_sends_are_complete_loses_nothing_and_leaves() {
+    let ts = group(2);
+    let (a, b) = (&ts[0], &ts[1]);
+    let mut msgs: Vec<Vec<u8>> = (0..4096u64).map(|i| pattern(16 * 1024, i)).collect();
+    let expect = msgs.clone();
+    let mut hs: Vec<_> = msgs.iter_mut().map(|m| a.send(1, key(5), sig(), mem(m)).unwrap()).collect();
+    let queued = hs.iter_mut().map(|h| h.test()).filter(Poll::is_pending).count();
+    assert!(queued > 0, "64 MiB unread should fill the socket's buffers (every send was complete)");
+    thread::scope(|s| {
+        s.spawn(|| {
+            for (i, m) in expect.iter().enumerate() {
+                let mut got = vec![0u8; m.len()];
+                recv(&[b], b, 0, key(5), &mut got).unwrap_or_else(|e| panic!("message {i}: {e}"));
+                assert!(&got == m, "message {i}");
+            }
+        });
+        for h in &mut hs {
+            wait_send(&[a], h).unwrap();
+        }
+        a.close();
+    });
+    let e = recv(&[b], b, 0, key(6), &mut [0u8; 4]).unwrap_err();
+    assert!(e.to_string().contains("left"), "{e}");
+    assert!(b.failed(0).is_none(), "a clean leave, not a death");
+}
+
+/// A close whose goodbye finds the socket's buffer full (the peer reads
+/// slowly) waits a little for room, so that the peer sees a clean leave
+/// (and what was queued before the goodbye), not a cut connection.
+#[test]
+fn a_close_waits_a_little_for_room_for_its_goodbye() {
+    let ts = group(2);
+    let (a, b) = (&ts[0], &ts[1]);
+    // Fill the socket's buffers, then queue 16 more.
+    let mut msgs: Vec<Vec<u8>> = Vec::new();
+    let mut queued = 0;
+    while queued < 16 {
+        assert!(msgs.len() < 8192, "128 MiB unread and the socket's buffers are not full");
+        let mut m = pattern(16 * 1024, msgs.len() as u64);
+        if a.send(1, key(7), sig(), mem(&mut m)).unwrap().test().is_pending() {
+            queued += 1;
+        }
+        msgs.push(m);
+    }
+    thread::scope(|s| {
+        s.spawn(|| {
+            for (i, m) in msgs.iter().enumerate() {
+                let mut got = vec![0u8; m.len()];
+                recv(&[b], b, 0, key(7), &mut got).unwrap_or_else(|e| panic!("message {i} of {}: {e}", msgs.len()));
+                assert!(&got == m, "message {i}");
+            }
+        });
+        a.close();
+    });
+    let e = recv(&[b], b, 0, key(8), &mut [0u8; 4]).unwrap_err();
+    assert!(e.to_string().contains("left"), "{e}");
+    assert!(b.failed(0).is_none(), "a clean leave, not a death");
+}
+
 #[test]
 fn a_peer_that_left_because_another_died_names_the_dead_one() {
     let ts = group(3);

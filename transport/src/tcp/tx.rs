@@ -22,7 +22,7 @@ use ferrocoll_core::MemRef;
 
 use super::wire::{HEADER_LEN, Header};
 
-/// Payloads up to this size are copied at send (the send completes at once).
+/// Payloads up to this size are copied at send (the send completes once the kernel has the copy).
 pub(super) const EAGER_MAX: usize = 16 * 1024;
 /// Segments gathered into one vectored write.
 const MAX_IOV: usize = 64;
@@ -104,6 +104,12 @@ pub(super) struct SendQueue {
     front_off: usize,
     /// An emptied owned segment, reused for the next small frames.
     spare: Vec<u8>,
+    /// Bytes ever queued.
+    queued: u64,
+    /// Bytes ever taken out of the queue: written, or retracted whole. A
+    /// frame whose last byte is at `queued` after its push has left once
+    /// `left` reaches that mark.
+    left: u64,
 }
 
 impl SendQueue {
@@ -112,8 +118,9 @@ impl SendQueue {
         self.segs.is_empty()
     }
 
-    /// Queue a small frame by copying it (or a goodbye, with an empty payload).
-    pub(super) fn push_copy(&mut self, header: &Header, payload: &[u8]) {
+    /// Queue a small frame by copying it (or a goodbye, with an empty
+    /// payload); the mark it has left the queue at (see [`SendQueue::left`]).
+    pub(super) fn push_copy(&mut self, header: &Header, payload: &[u8]) -> u64 {
         if !matches!(self.segs.back(), Some(Segment::Owned(_))) {
             self.segs.push_back(Segment::Owned(std::mem::take(&mut self.spare)));
         }
@@ -121,11 +128,20 @@ impl SendQueue {
             v.extend_from_slice(&header.encode());
             v.extend_from_slice(payload);
         }
+        self.queued += (HEADER_LEN + payload.len()) as u64;
+        self.queued
+    }
+
+    /// Bytes ever taken out of the queue (written, or retracted whole): a
+    /// frame pushed with mark `m` has left once this is at least `m`.
+    pub(super) fn left(&self) -> u64 {
+        self.left
     }
 
     /// Queue a large frame written straight from `data`; see [`SendState`].
     pub(super) fn push_large(&mut self, header: &Header, data: MemRef) -> Arc<SendState> {
         let state = Arc::new(SendState::default());
+        self.queued += (HEADER_LEN + data.len()) as u64;
         self.segs.push_back(Segment::Large { header: header.encode(), data, state: state.clone() });
         state
     }
@@ -168,6 +184,7 @@ impl SendQueue {
     }
 
     fn advance(&mut self, mut n: usize) {
+        self.left += n as u64;
         while n > 0 {
             let Some(front) = self.segs.front() else { return };
             let left = front.len() - self.front_off;
@@ -201,8 +218,8 @@ impl SendQueue {
                 *seg = Segment::Owned(rest);
                 self.front_off = 0;
             }
-        } else {
-            self.segs.remove(i);
+        } else if let Some(seg) = self.segs.remove(i) {
+            self.left += seg.len() as u64;
         }
         state.finish(Some("the send was dropped before it completed"));
     }
