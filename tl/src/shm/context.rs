@@ -93,7 +93,8 @@ impl TlContext for ShmContext {
             .ok_or_else(|| Error::not_supported(format!("endpoint {first} has no shm TL")))?;
         let config = ShmConfig::from_config(&params.config)?;
         let name = Segment::name(&self.job, params.team_id, mark.nonce, &mark.owner);
-        let setup = TeamSetup { name, cookie: mark.nonce, oversubscribed: params.oversubscribed };
+        let pids = params.eps.iter().map(|&ep| peers.get(ep).map_or(0, |(p, _)| p.pid)).collect();
+        let setup = TeamSetup { name, cookie: mark.nonce, oversubscribed: params.oversubscribed, pids };
         Ok(Box::pin(ShmTeam::create(setup, params.rank, params.size, self.mcs.clone(), config)))
     }
 

@@ -225,20 +225,26 @@ impl ShmTeam {
 
     fn check_alive(&self, r: usize, ctrl: &Ctrl) -> Result<()> {
         // Relaxed: the pid is written once, and a late view only delays the check.
-        let raw = ctrl.pid.load(Ordering::Relaxed);
+        let raw = match ctrl.pid.load(Ordering::Relaxed) {
+            // Not attached yet (or died before writing it): the pid its
+            // context announced, if known.
+            0 => self.pids.get(r).copied().map_or(0, u64::from),
+            raw => raw,
+        };
         let pid = match u32::try_from(raw) {
-            Ok(0) => return Ok(()),                            // not attached yet
+            Ok(0) => return Ok(()),                            // unknown
             Ok(p) if p == std::process::id() => return Ok(()), // a thread of this process
             Ok(p) => p,
             Err(_) => return Err(Error::io(format!("shm team rank {r}'s control line holds pid {raw}, not a pid"))),
         };
-        // A rank's pid appears in its control line only once it has attached,
-        // so its process is taken (pidfd, start time) the first time it is
-        // seen here, and that process is the one checked from then on. What
-        // this cannot catch: a rank that dies after mapping the segment but
-        // before writing its pid (it stays "not attached" to this check); and
-        // a rank that died and whose pid was reused before this first look
-        // (the new process is taken for it). Those waits end by the
+        // A rank's pid appears in its control line only once it has attached;
+        // before, the pid its context announced stands for it (so a rank that
+        // died after mapping the segment but before writing its pid is found
+        // too). Its process is taken (pidfd, start time) the first time it is
+        // checked here, and that process is the one checked from then on.
+        // What this cannot catch: a rank that died and whose pid was reused
+        // before this first look (the new process is taken for it), and a
+        // rank whose context announced no pid. Those waits end by the
         // collective's timeout instead.
         let cell =
             self.procs.get(r).ok_or_else(|| Error::internal(format!("rank {r} in a shm team of {}", self.size)))?;

@@ -31,6 +31,8 @@ mod layout;
 mod one_epoch;
 mod segment;
 mod team;
+#[cfg(test)]
+mod team_liveness_tests;
 
 use std::sync::Arc;
 

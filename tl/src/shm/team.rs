@@ -41,6 +41,10 @@ pub(crate) struct ShmTeam {
     /// Each rank's process, from the first time its pid was seen in its
     /// control line (see `epoch.rs`).
     pub(crate) procs: Vec<OnceLock<Proc>>,
+    /// Each rank's pid as its context announced it (0: unknown): checked
+    /// while its control line has none yet (a rank that died before
+    /// writing it would otherwise never be found dead).
+    pub(crate) pids: Vec<u32>,
     /// For each rank `r`, the last epoch this rank knows `r` has finished:
     /// what `r`'s counters, read by earlier waits, already proved, so that
     /// `ShmTeam::begin` does not read `r`'s control line again for it
@@ -83,23 +87,51 @@ impl Running {
 
 /// What rank 0 creates the team's segment with: its name, the creator
 /// endpoint's cookie, and whether the creator's host is oversubscribed
-/// (the others take its view from the segment).
+/// (the others take its view from the segment); and every member's pid as
+/// its context announced it (0: unknown).
 pub(crate) struct TeamSetup {
     pub name: String,
     pub cookie: u64,
     pub oversubscribed: bool,
+    pub pids: Vec<u32>,
+}
+
+/// Polls of a team's creation between two liveness checks of the members it waits for.
+const CREATE_LIVENESS_EVERY: u64 = 4096;
+
+/// The first of `ranks` (with their pids) whose process is gone, named:
+/// `what` says what this rank waited for it to do.
+fn dead_among(ranks: impl IntoIterator<Item = (usize, u32)>, what: &str) -> Option<Error> {
+    let me = std::process::id();
+    ranks
+        .into_iter()
+        .filter(|&(_, pid)| pid != 0 && pid != me)
+        .find(|&(_, pid)| Proc::of(pid).gone())
+        .map(|(r, pid)| Error::io(format!("shm team rank {r} (pid {pid}) died before {what}")))
 }
 
 impl ShmTeam {
     /// Create (rank 0) or attach to (others) the team's segment; completes
     /// once every member has mapped it.
     pub(crate) async fn create(
-        TeamSetup { name, cookie, oversubscribed }: TeamSetup,
+        setup: TeamSetup,
         rank: usize,
         size: usize,
         mcs: McSet,
         config: ShmConfig,
     ) -> Result<Arc<dyn TlTeam>> {
+        let team = ShmTeam::create_shared(setup, rank, size, mcs, config).await?;
+        Ok(Arc::new(TeamOf(team)))
+    }
+
+    /// [`ShmTeam::create`], before the engine's wrapper.
+    pub(crate) async fn create_shared(
+        TeamSetup { name, cookie, oversubscribed, pids }: TeamSetup,
+        rank: usize,
+        size: usize,
+        mcs: McSet,
+        config: ShmConfig,
+    ) -> Result<Arc<ShmTeam>> {
         let mut seg = if rank == 0 {
             Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed)?
         } else {
@@ -108,6 +140,11 @@ impl ShmTeam {
                 tries += 1;
                 match Segment::open(&name, size, cookie) {
                     Ok(Some(s)) => Poll::Ready(Ok(s)),
+                    Ok(None) if tries.is_multiple_of(CREATE_LIVENESS_EVERY) => {
+                        let creator = pids.first().map(|&pid| (0, pid));
+                        dead_among(creator, "creating the team's segment")
+                            .map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
+                    }
                     Ok(None) => Poll::Pending,
                     Err(e) => Poll::Ready(Err(e)),
                 }
@@ -118,20 +155,30 @@ impl ShmTeam {
         // Relaxed: read only by liveness checks, which tolerate a late view.
         me.pid.store(u64::from(std::process::id()), Ordering::Relaxed);
         if rank == 0 {
-            std::future::poll_fn(|_| match seg.attached() {
-                Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
-                Ok(_) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
+            let mut polls = 0u64;
+            std::future::poll_fn(|_| {
+                polls += 1;
+                match seg.attached() {
+                    Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
+                    Ok(_) if polls.is_multiple_of(CREATE_LIVENESS_EVERY) => {
+                        let members = pids.iter().copied().enumerate().skip(1);
+                        dead_among(members, "attaching to the team's segment")
+                            .map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
+                    }
+                    Ok(_) => Poll::Pending,
+                    Err(e) => Poll::Ready(Err(e)),
+                }
             })
             .await?;
             seg.unlink();
         }
-        Ok(Arc::new(TeamOf(Arc::new(ShmTeam {
+        Ok(Arc::new(ShmTeam {
             seg,
             rank,
             size,
             all: (0..size).collect(),
             procs: (0..size).map(|_| OnceLock::new()).collect(),
+            pids,
             finished: (0..size).map(|_| AtomicU64::new(0)).collect(),
             mcs,
             config,
@@ -141,7 +188,7 @@ impl ShmTeam {
             broken: AtomicBool::new(false),
             waiting: AtomicU64::new(u64::MAX),
             running: Running::default(),
-        }))))
+        }))
     }
 
     /// The next epoch of this rank (collectives are serialised, see the module docs).

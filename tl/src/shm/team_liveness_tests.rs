@@ -1,0 +1,90 @@
+//! A member that dies while the team is made, or before it wrote its pid
+//! into its control line, is found by the pid its context announced
+//! (`TeamSetup::pids`), and named, instead of being waited for until a
+//! timeout (none by default).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use ferrocoll_core::backend::McSet;
+use ferrocoll_core::config::Config;
+use ferrocoll_core::{Error, Result};
+
+use super::ShmConfig;
+use super::epoch::Flag;
+use super::segment::Segment;
+use super::team::{ShmTeam, TeamSetup};
+
+/// The pid of a process that has exited (and been reaped).
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+    let pid = child.id();
+    child.wait().expect("wait for true");
+    pid
+}
+
+fn setup(test: &str, pids: Vec<u32>) -> TeamSetup {
+    let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2a, 0xcd, "p1t2n3");
+    TeamSetup { name, cookie: 0xcd, oversubscribed: false, pids }
+}
+
+fn create(test: &str, pids: Vec<u32>, rank: usize) -> impl Future<Output = Result<Arc<ShmTeam>>> {
+    let size = pids.len();
+    let config = ShmConfig::from_config(&Config::new()).expect("default config");
+    ShmTeam::create_shared(setup(test, pids), rank, size, McSet::default(), config)
+}
+
+/// Poll `fut` with a no-op waker until it is done (10 s at most).
+fn poll_to_end<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+            return r;
+        }
+        if Instant::now() > deadline {
+            return Err(Error::internal("still waiting after 10 s"));
+        }
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_member_that_died_after_attaching_but_before_writing_its_pid_is_named() {
+    let (me, dead) = (std::process::id(), dead_pid());
+    let pids = vec![me, me, dead];
+    let (t0, t1) = std::thread::scope(|s| {
+        let r0 = s.spawn(|| poll_to_end(create("nopid", pids.clone(), 0)));
+        let r1 = s.spawn(|| poll_to_end(create("nopid", pids.clone(), 1)));
+        // Rank 2 maps the segment (counted as attached) and is gone before
+        // it writes its pid.
+        let name = setup("nopid", vec![]).name;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Segment::open(&name, 3, 0xcd).expect("open").is_none() {
+            assert!(Instant::now() < deadline, "rank 0 never created the segment");
+            std::thread::yield_now();
+        }
+        (r0.join().unwrap().expect("rank 0"), r1.join().unwrap().expect("rank 1"))
+    });
+    for t in [t0, t1] {
+        let e = poll_to_end(t.wait(Flag::Arrive, &[2], 1)).expect_err("rank 2 never arrives").to_string();
+        assert!(e.contains(&format!("rank 2 (pid {dead}) died")), "{e}");
+    }
+}
+
+#[test]
+fn a_member_that_died_before_attaching_fails_the_creator_naming_it() {
+    let (me, dead) = (std::process::id(), dead_pid());
+    let e = poll_to_end(create("noattach", vec![me, dead], 0)).err().expect("rank 1 never attaches").to_string();
+    assert!(e.contains(&format!("rank 1 (pid {dead}) died before attaching")), "{e}");
+}
+
+#[test]
+fn a_creator_that_died_fails_the_members_naming_it() {
+    let (me, dead) = (std::process::id(), dead_pid());
+    let e = poll_to_end(create("nocreator", vec![dead, me], 1)).err().expect("rank 0 never creates").to_string();
+    assert!(e.contains(&format!("rank 0 (pid {dead}) died before creating")), "{e}");
+}
