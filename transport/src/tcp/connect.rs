@@ -10,10 +10,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use ferrocoll_core::{Error, Result};
 
+use super::sys;
 use super::wire::{HELLO_LEN, Hello, VERSION};
 
 /// A peer to connect with.
@@ -121,6 +123,7 @@ struct Out {
 fn open(me: &Me, to: Wanted, wait: Duration) -> std::io::Result<TcpStream> {
     let s = TcpStream::connect_timeout(&to.addr, wait.clamp(Duration::from_millis(1), CONNECT_TRY))?;
     s.set_nodelay(true)?;
+    sys::keep_alive(s.as_raw_fd())?;
     (&s).write_all(&me.hello_to(to.ep))?;
     s.set_nonblocking(true)?;
     Ok(s)
@@ -192,7 +195,11 @@ pub(super) fn establish(
             match listener.accept() {
                 Ok((s, peer)) => {
                     busy = true;
-                    match s.set_nonblocking(true).and_then(|()| s.set_nodelay(true)) {
+                    match s
+                        .set_nonblocking(true)
+                        .and_then(|()| s.set_nodelay(true))
+                        .and_then(|()| sys::keep_alive(s.as_raw_fd()))
+                    {
                         Ok(()) => incoming.push(Handshake::new(s, peer)),
                         Err(e) => ferrocoll_core::log_warn!(
                             "p2p tcp: endpoint {} dropped a connection from {peer}: {e}",

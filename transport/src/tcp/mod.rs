@@ -39,7 +39,9 @@
 //!   connection that ends without one (EOF, reset, a failed write, a
 //!   corrupt frame) marks its peer dead: `failed` (one atomic load) says
 //!   so, naming the endpoint. Messages filed before the end are still
-//!   delivered; after them `try_recv` fails ("left" or the death).
+//!   delivered; after them `try_recv` fails ("left" or the death). TCP
+//!   keepalive (30 s idle, 6 probes 5 s apart, `sys.rs`) ends a connection
+//!   to a host that vanished without a FIN or reset within about a minute.
 //!
 //! - Link emulation (`emulate.rs`, for testing and benchmarking only):
 //!   `FERROCOLL_EMULATE_LINK` holds back messages from peers on other
@@ -49,8 +51,8 @@
 //! sockets or interfaces); a large message is copied twice on the receive
 //! side (kernel to message buffer, then to the user's buffer: nothing is
 //! registered before `try_recv`, so the kernel cannot write into the
-//! user's buffer); `close` does not wait for bytes the kernel will not
-//! take, so a peer that was not reading may see a cut stream and report
+//! user's buffer); `close` waits at most 2 s for room for its goodbye,
+//! so a peer that reads nothing for longer sees a cut stream and reports
 //! this endpoint dead; `UCC_TL_P2P_TCP_ADDR` is an IP address, not an
 //! interface name; the handshake tells jobs apart but does not
 //! authenticate.
