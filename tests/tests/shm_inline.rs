@@ -3,7 +3,8 @@
 //! region, larger ones through the data halves, and a rank skips reading a
 //! peer's `done` when that peer's earlier counters already proved it
 //! (`epoch.rs`). Sizes on both sides of the inline capacity, collectives
-//! that read every rank and ones that read only the root, and barriers in
+//! that read every rank and ones that read only the root (alltoall and
+//! scatter with a giver's whole buffer inline), in place and not, and barriers in
 //! between, one after the other on the same team: a half reused too early
 //! or a payload read before it is there gives wrong values here.
 
@@ -61,6 +62,29 @@ fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
     Coll::allgather(&mine, &mut all).timeout(T).run(team)?;
     if (0..p).any(|r| (0..n).any(|k| all[r * n + k] != value(r, i, k))) {
         return wrong("allgather");
+    }
+    // Alltoall and scatter publish a giver's whole buffer, one n-element
+    // block per rank: inline up to a smaller n. Every other iteration in place.
+    let block = |r: usize, j: usize| (0..n).map(move |k| value(r, i, k) + j as u32 * 100_000);
+    let given: Vec<u32> = (0..p).flat_map(|j| block(me, j)).collect();
+    let mut swapped = if i % 2 == 0 { given.clone() } else { vec![0u32; n * p] };
+    if i % 2 == 0 {
+        Coll::alltoall_in_place(&mut swapped).timeout(T).run(team)?;
+    } else {
+        Coll::alltoall(&given, &mut swapped).timeout(T).run(team)?;
+    }
+    if !(0..p).flat_map(|g| block(g, me)).eq(swapped.iter().copied()) {
+        return wrong("alltoall");
+    }
+    let mut scattered = vec![0u32; n];
+    if me == root && i % 2 == 0 {
+        Coll::scatter_in_place_at_root(&given, root).timeout(T).run(team)?;
+        scattered.copy_from_slice(&given[me * n..(me + 1) * n]);
+    } else {
+        Coll::scatter((me == root).then_some(&given[..]), &mut scattered, root).timeout(T).run(team)?;
+    }
+    if !block(root, me).eq(scattered.iter().copied()) {
+        return wrong("scatter");
     }
     let mut gathered = vec![0u32; n * p];
     Coll::gather(&mine, (me == root).then_some(&mut gathered[..]), root).timeout(T).run(team)?;

@@ -132,9 +132,16 @@ fn a_small_shm_collective_allocates_nothing_once_warm() {
         let one_shot = per_call(&mut || Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(team).expect("allreduce"));
         let barrier = per_call(&mut || Coll::barrier().run(team).expect("barrier"));
         assert_eq!(dst, [1.0, 1.0]);
-        [persistent, one_shot, barrier]
+        let mut swapped = [0.0f32; 2];
+        let alltoall = per_call(&mut || Coll::alltoall(&src, &mut swapped).run(team).expect("alltoall"));
+        let in_place = per_call(&mut || Coll::alltoall_in_place(&mut swapped).run(team).expect("alltoall in place"));
+        assert_eq!(swapped, [1.0, 1.0]);
+        [persistent, one_shot, barrier, alltoall, in_place]
     });
-    assert_eq!(out[0], [0.0; 3], "allocations per persistent post, one-shot allreduce and barrier");
+    assert_eq!(
+        out[0], [0.0; 5],
+        "allocations per persistent post, one-shot allreduce, barrier, alltoall and alltoall in place"
+    );
 }
 
 /// The plan cache takes and parks with one atomic operation each: threads

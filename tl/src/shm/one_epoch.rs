@@ -41,6 +41,14 @@ pub(crate) enum OneEpoch {
     /// Allgather(v) and gather(v): every rank publishes `mine`; the ranks
     /// with a `dst` copy every rank's into its block.
     Gather { mine: MemRef, dst: Option<Blocked> },
+    /// Alltoall: every rank publishes its whole `src`, one `block` of bytes
+    /// per rank; each copies block `rank` of every rank's into block `g` of
+    /// `dst`. In place (`src` is `dst`) the published copy is the input.
+    Alltoall { src: MemRef, dst: MemRef, block: usize },
+    /// Scatter: the root publishes its whole `src` (at the root only), one
+    /// block of `dst.len()` bytes per rank; every rank copies block `rank`
+    /// into `dst` (at the root in place, `dst` is that block already).
+    Scatter { src: Option<MemRef>, dst: MemRef, root: usize },
 }
 
 impl OneEpoch {
@@ -52,6 +60,9 @@ impl OneEpoch {
             OneEpoch::Bcast { buf, root } if team.rank == *root => team.publish_inline(e, *buf),
             OneEpoch::Bcast { .. } => Ok(()),
             OneEpoch::Gather { mine, .. } => team.publish_inline(e, *mine),
+            OneEpoch::Alltoall { src, .. } => team.publish_inline(e, *src),
+            OneEpoch::Scatter { src: Some(src), .. } => team.publish_inline(e, *src),
+            OneEpoch::Scatter { src: None, .. } => Ok(()),
         }
     }
 
@@ -59,10 +70,12 @@ impl OneEpoch {
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
         match self {
             OneEpoch::Barrier => Some((Flag::Arrive, &team.all)),
-            OneEpoch::Reduce { out: Some(_), .. } | OneEpoch::Gather { dst: Some(_), .. } => {
-                Some((Flag::Inline, &team.all))
+            OneEpoch::Reduce { out: Some(_), .. }
+            | OneEpoch::Gather { dst: Some(_), .. }
+            | OneEpoch::Alltoall { .. } => Some((Flag::Inline, &team.all)),
+            OneEpoch::Bcast { root, .. } | OneEpoch::Scatter { root, .. } if team.rank != *root => {
+                Some((Flag::Inline, std::slice::from_ref(root)))
             }
-            OneEpoch::Bcast { root, .. } if team.rank != *root => Some((Flag::Inline, std::slice::from_ref(root))),
             _ => None,
         }
     }
@@ -87,6 +100,22 @@ impl OneEpoch {
                     team.copy(theirs, team.inline_part(r, e, theirs.len())?)?;
                 }
                 team.copy(d.block(team.rank)?, *mine)
+            }
+            OneEpoch::Alltoall { src, dst, block } => {
+                let (me, b) = (team.rank, *block);
+                for g in (0..team.size).filter(|&g| g != me) {
+                    team.copy(dst.range(g * b, b)?, team.inline_part(g, e, src.len())?.range(me * b, b)?)?;
+                }
+                if src == dst { Ok(()) } else { team.copy(dst.range(me * b, b)?, src.range(me * b, b)?) }
+            }
+            OneEpoch::Scatter { src, dst, root } => {
+                let (me, b) = (team.rank, dst.len());
+                let whole = team.size.checked_mul(b).ok_or_else(|| Error::internal("a scatter of blocks this long"))?;
+                let mine = match src {
+                    Some(src) => src.range(me * b, b)?,
+                    None => team.inline_part(*root, e, whole)?.range(me * b, b)?,
+                };
+                if mine == *dst { Ok(()) } else { team.copy(*dst, mine) }
             }
             _ => Ok(()),
         }
@@ -129,6 +158,12 @@ impl ShmPost {
         F: Future<Output = Result<()>> + Send + 'static,
     {
         if self.team.fits_inline(len) { self.one_epoch(one(o)) } else { self.run(move |t| rounds(t, o)) }
+    }
+
+    /// Whether one block of `block` bytes per rank fits an inline region
+    /// (what alltoall and scatter publish).
+    pub(crate) fn fits_inline_blocks(&self, block: usize) -> bool {
+        block.checked_mul(self.team.size).is_some_and(|whole| self.team.fits_inline(whole))
     }
 }
 

@@ -2,7 +2,9 @@
 //! piece of its block for rank j, and copies its slot from every rank
 //! ([`scatter_rounds`]). Alltoall's blocks are all equal; alltoallv's sizes
 //! are agreed on first in a size round. In place, a rank gives from a copy
-//! of dst, since the blocks it receives land in dst.
+//! of dst, since the blocks it receives land in dst. An alltoall whose
+//! whole buffer fits an inline region takes one epoch through those
+//! (`one_epoch.rs`), and in place needs no copy: what it publishes is it.
 
 use ferrocoll_core::CollType::{Alltoall, Alltoallv};
 use ferrocoll_core::args;
@@ -11,12 +13,24 @@ use ferrocoll_core::{MemRef, MemType, Result};
 use super::exchange::scatter_rounds;
 use super::meta::exchange_sizes;
 use super::{Exec, STAGED, ShmPost};
-use crate::base::{Alg, Run};
+use crate::base::{Alg, AlgFuture, Run};
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(staged_or_inline)),
     Alg::new(Alltoallv, 0, "staged", STAGED, Run::Alltoall(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
+
+/// Alltoall whose whole buffer fits an inline region goes in one epoch;
+/// the blocks of a larger one in the halves' slots.
+fn staged_or_inline(p: ShmPost, o: args::Alltoall) -> AlgFuture {
+    match o.dst.blocks.uniform() {
+        Some(block) if p.fits_inline_blocks(block) => {
+            p.one_epoch(OneEpoch::Alltoall { src: o.src.mem, dst: o.dst.mem, block })
+        }
+        _ => p.run(move |t| staged(t, o)),
+    }
+}
 
 async fn staged(team: Exec, o: args::Alltoall) -> Result<()> {
     let longest = (0..team.size).map(|r| o.dst.blocks.bytes(r)).max().unwrap_or(0);

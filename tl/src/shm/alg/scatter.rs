@@ -2,7 +2,9 @@
 //! of rank j's block; rank j copies it out ([`scatter_rounds`]). At the
 //! root in place, its own block stays in src. Scatter's blocks are all as
 //! long as this rank's; scatterv's sizes are known to the root only, so a
-//! size round agrees on the longest block first.
+//! size round agrees on the longest block first. A scatter whose root's
+//! whole buffer fits an inline region takes one epoch through those
+//! (`one_epoch.rs`).
 
 use ferrocoll_core::CollType::{Scatter, Scatterv};
 use ferrocoll_core::args;
@@ -11,10 +13,11 @@ use ferrocoll_core::{MemRef, Result};
 use super::exchange::scatter_rounds;
 use super::meta::exchange_sizes;
 use super::{Exec, STAGED, ShmPost};
-use crate::base::{Alg, Run};
+use crate::base::{Alg, AlgFuture, Run};
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(staged_or_inline)),
     Alg::new(Scatterv, 0, "staged", STAGED, Run::Scatter(|p, o| p.run(move |t| staged_v(t, o)))),
 ];
 
@@ -26,6 +29,17 @@ fn takes(team: &Exec, o: &args::Scatter) -> Result<Vec<(usize, MemRef)>> {
         None => false,
     };
     Ok(if in_place { Vec::new() } else { vec![(o.root, o.dst)] })
+}
+
+/// A scatter whose root's whole buffer fits an inline region goes in one
+/// epoch; the blocks of a larger one in the root's slots.
+fn staged_or_inline(p: ShmPost, o: args::Scatter) -> AlgFuture {
+    if p.fits_inline_blocks(o.dst.len()) {
+        let src = o.src.map(|s| s.mem);
+        p.one_epoch(OneEpoch::Scatter { src, dst: o.dst, root: o.root })
+    } else {
+        p.run(move |t| staged(t, o))
+    }
 }
 
 async fn staged(team: Exec, o: args::Scatter) -> Result<()> {
