@@ -67,8 +67,8 @@ fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
     // block per rank: inline up to a smaller n. Every other iteration in place.
     let block = |r: usize, j: usize| (0..n).map(move |k| value(r, i, k) + j as u32 * 100_000);
     let given: Vec<u32> = (0..p).flat_map(|j| block(me, j)).collect();
-    let mut swapped = if i % 2 == 0 { given.clone() } else { vec![0u32; n * p] };
-    if i % 2 == 0 {
+    let mut swapped = if i.is_multiple_of(2) { given.clone() } else { vec![0u32; n * p] };
+    if i.is_multiple_of(2) {
         Coll::alltoall_in_place(&mut swapped).timeout(T).run(team)?;
     } else {
         Coll::alltoall(&given, &mut swapped).timeout(T).run(team)?;
@@ -77,7 +77,7 @@ fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
         return wrong("alltoall");
     }
     let mut scattered = vec![0u32; n];
-    if me == root && i % 2 == 0 {
+    if me == root && i.is_multiple_of(2) {
         Coll::scatter_in_place_at_root(&given, root).timeout(T).run(team)?;
         scattered.copy_from_slice(&given[me * n..(me + 1) * n]);
     } else {
