@@ -107,12 +107,15 @@ impl Drop for HostAlloc {
     }
 }
 
-/// Whole pages for `size` bytes: registration pins pages, so no two blocks may share one.
+/// Whole pages for `size` bytes: registration pins pages, so no two blocks
+/// may share one. The kernel's page size (aarch64 kernels often use 16 or
+/// 64 KiB pages), at least 4 KiB.
 fn page_layout(size: usize) -> Result<Layout> {
-    const PAGE: usize = 4096;
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0).max(4096);
     size.max(1)
-        .checked_next_multiple_of(PAGE)
-        .and_then(|n| Layout::from_size_align(n, PAGE).ok())
+        .checked_next_multiple_of(page)
+        .and_then(|n| Layout::from_size_align(n, page).ok())
         .ok_or_else(|| Error::no_memory(format!("{size} bytes of pinned host memory have no valid layout")))
 }
 
@@ -207,10 +210,12 @@ mod tests {
 
     #[test]
     fn pinned_blocks_are_whole_pages() {
+        // SAFETY: as in page_layout.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let l = page_layout(1).unwrap();
-        assert_eq!((l.size(), l.align()), (4096, 4096));
-        assert_eq!(page_layout(4097).unwrap().size(), 8192);
-        assert_eq!(page_layout(1 << 20).unwrap().size(), 1 << 20);
+        assert_eq!((l.size(), l.align()), (page, page));
+        assert_eq!(page_layout(page + 1).unwrap().size(), 2 * page);
+        assert_eq!(page_layout(1 << 20).unwrap().size(), (1usize << 20).next_multiple_of(page));
         assert!(page_layout(usize::MAX).unwrap_err().to_string().contains(&usize::MAX.to_string()));
     }
 }

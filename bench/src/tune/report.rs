@@ -66,13 +66,23 @@ pub fn conf_file(o: &Options, cases: &[(usize, CollType, &[Verdict])]) -> String
 
 /// The CPU model and the number of online CPUs, for the file's header.
 fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
+    let model = cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default());
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{model}, {cpus} CPUs available")
+}
+
+/// The CPU model as `/proc/cpuinfo` says it.
+fn cpu_model(cpuinfo: &str) -> String {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    // x86 names its model; arm64 gives implementer and part numbers only.
+    field("model name")
+        .or_else(|| Some(format!("CPU implementer {}, part {}", field("CPU implementer")?, field("CPU part")?)))
+        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 #[cfg(test)]
@@ -80,6 +90,16 @@ mod tests {
     use super::super::choose::Candidate;
     use super::super::options;
     use super::*;
+
+    #[test]
+    fn the_cpu_is_named_on_x86_and_arm64() {
+        let x86 = "processor\t: 0\nmodel name\t: AMD EPYC 9B45\nflags\t\t: fpu\n";
+        assert_eq!(cpu_model(x86), "AMD EPYC 9B45");
+        let arm =
+            "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd4f\n";
+        assert_eq!(cpu_model(arm), "CPU implementer 0x41, part 0xd4f");
+        assert_eq!(cpu_model(""), "unknown CPU");
+    }
 
     #[test]
     fn the_file_parses_back_into_the_library_config() {

@@ -102,14 +102,18 @@ impl Flag {
         // the work before it — staging copies into host memory the
         // collective then reads — is visible once the value is.
         let value = word.load(Ordering::Acquire);
-        if wide {
+        let reached = if wide {
             value >= seq
         } else {
             // started_device_ptr points at the numerically low half on either
             // endianness, so that is the device's value. Truncations intended:
             // GEQ compared cyclically.
             (value as u32).wrapping_sub(seq as u32) as i32 >= 0
+        };
+        if reached {
+            device_read_barrier();
         }
+        reached
     }
 
     /// Lock the order, to issue a sequence number and enqueue its wait atomically.
@@ -157,6 +161,21 @@ fn device_write_barrier() {
     // changes no register.
     unsafe {
         std::arch::asm!("dmb oshst", options(nostack, preserves_flags))
+    };
+}
+
+/// Order this thread's later reads after a device write it has seen (the
+/// read side of [`device_write_barrier`], as Linux's dma_rmb()): on
+/// aarch64 an acquire load orders reads for CPUs (inner shareable) only;
+/// data the device wrote before the word needs the outer shareable domain.
+/// x86 loads are not reordered with later loads: nothing to do.
+#[inline]
+fn device_read_barrier() {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a data memory barrier; it reads and writes no memory and
+    // changes no register.
+    unsafe {
+        std::arch::asm!("dmb oshld", options(nostack, preserves_flags))
     };
 }
 
