@@ -113,10 +113,16 @@ macro_rules! num_float {
             fn sub(self, other: Self) -> Self { self - other }
             #[inline(always)]
             fn mul(self, other: Self) -> Self { self * other }
+            // maxNum/minNum as the device kernels (kernels/cuda/ops.cuh)
+            // spell them: a NaN operand is ignored, and of equal operands
+            // (+0 and -0) the accumulator `self` is kept. `<f32>::max`
+            // leaves the zero's sign to the target (aarch64's fmaxnm takes
+            // +0, x86's maxss the second operand): these give the same bits
+            // on every CPU and on the GPU.
             #[inline(always)]
-            fn max(self, other: Self) -> Self { <$t>::max(self, other) }
+            fn max(self, other: Self) -> Self { if other > self || self.is_nan() { other } else { self } }
             #[inline(always)]
-            fn min(self, other: Self) -> Self { <$t>::min(self, other) }
+            fn min(self, other: Self) -> Self { if other < self || self.is_nan() { other } else { self } }
             #[inline]
             fn div_count(self, n: usize) -> Self { self / n as $t }
         }

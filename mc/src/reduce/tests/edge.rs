@@ -53,6 +53,25 @@ fn max_and_min_ignore_nan_and_sum_propagates_it() {
     assert_eq!(reduce(DataType::Float8E4M3, ReduceOp::Max, None, &[&[0x7fu8], &[e(3.0)]]), [e(3.0)]);
 }
 
+#[test]
+fn max_and_min_of_equal_zeros_keep_the_first_source_on_every_cpu() {
+    // The device kernels keep the accumulator of equal operands; so must
+    // the host, whatever the CPU's own max instruction does with zeros
+    // (aarch64's fmaxnm takes +0). Long enough for every vector path.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (neg, pos) = (vec![-0.0f32; 67], vec![0.0f32; 67]);
+    for op in [ReduceOp::Max, ReduceOp::Min] {
+        assert_eq!(bits(&reduce(DataType::Float32, op, None, &[&neg, &pos])), bits(&neg), "{op:?} (-0, +0)");
+        assert_eq!(bits(&reduce(DataType::Float32, op, None, &[&pos, &neg])), bits(&pos), "{op:?} (+0, -0)");
+        let (n64, p64) = ([-0.0f64; 9], [0.0f64; 9]);
+        let r = reduce(DataType::Float64, op, None, &[&n64, &p64, &p64]);
+        assert!(r.iter().all(|x| x.to_bits() == (-0.0f64).to_bits()), "{op:?} f64: {r:?}");
+        let h = [f16::NEG_ZERO; 33];
+        let r = reduce(DataType::Float16, op, None, &[&h, &[f16::ZERO; 33]]);
+        assert!(r.iter().all(|x| x.to_bits() == f16::NEG_ZERO.to_bits()), "{op:?} f16: {r:?}");
+    }
+}
+
 /// A `{ f32 value; i32 index; }` pair's bytes.
 fn pair(v: f32, i: i32) -> [u8; 8] {
     let mut p = [0u8; 8];
