@@ -108,6 +108,15 @@ pub(super) struct Link {
     tx_pending: AtomicBool,
 }
 
+impl Drop for Link {
+    /// The connection closes here: nothing will read what is left in it,
+    /// and left unread it would turn the close into a reset that drops what
+    /// this endpoint still has unsent (`sys::discard_unread`).
+    fn drop(&mut self) {
+        sys::discard_unread(self.stream.as_raw_fd());
+    }
+}
+
 /// One peer endpoint.
 pub(super) struct Peer {
     pub(super) ep: usize,

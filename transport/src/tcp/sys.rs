@@ -2,7 +2,8 @@
 //! raises SIGPIPE (std's `write_vectored` is `writev`, which does), and
 //! `poll` over every connection (zero-timeout: one system call per progress
 //! instead of one `recv` per peer; with a timeout: a close that waits for
-//! room for its goodbye); and the keepalive options.
+//! room for its goodbye); the keepalive options; and the read that throws
+//! away unread bytes before a close (so that the close sends a FIN).
 
 use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
@@ -69,6 +70,30 @@ pub(super) fn keep_alive(fd: RawFd) -> io::Result<()> {
     set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_PROBES)
 }
 
+/// Read and throw away what `fd` holds unread, without waiting (at most
+/// `MAX_DISCARD` bytes, so a peer that keeps sending cannot hold the
+/// caller). Before a close: Linux answers the close of a socket with unread
+/// bytes with a reset instead of a FIN, and a reset drops what the socket
+/// still holds unsent — the last messages and the goodbye of an endpoint
+/// whose peer reads slowly, which would then take that clean leave for a
+/// death.
+pub(super) fn discard_unread(fd: RawFd) {
+    let mut scratch = [0u8; 16 * 1024];
+    let mut left = MAX_DISCARD;
+    while left > 0 {
+        // SAFETY: `scratch` is a writable buffer of its length on this frame.
+        let n = unsafe { libc::recv(fd, scratch.as_mut_ptr().cast(), scratch.len(), libc::MSG_DONTWAIT) };
+        if n <= 0 {
+            // Nothing more now (EAGAIN), the peer's FIN (0), or an error: done.
+            return;
+        }
+        left = left.saturating_sub(n as usize);
+    }
+}
+
+/// The most [`discard_unread`] reads.
+const MAX_DISCARD: usize = 64 << 20;
+
 #[cfg(test)]
 mod tests {
     use std::io::Read;
@@ -93,6 +118,30 @@ mod tests {
         // The peer is gone: writes fail (EPIPE or ECONNRESET), they do not raise SIGPIPE.
         let err = (0..100).find_map(|_| send_vectored(a.as_raw_fd(), &[IoSlice::new(&[0u8; 4096])]).err());
         assert!(err.is_some());
+    }
+
+    #[test]
+    fn a_socket_closed_after_its_unread_bytes_are_discarded_ends_with_a_fin_not_a_reset() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        for discard in [false, true] {
+            let mut peer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (me, _) = l.accept().unwrap();
+            std::io::Write::write_all(&mut peer, &[7u8; 100_000]).unwrap();
+            // Let the bytes arrive (loopback), unread by `me`.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            if discard {
+                discard_unread(me.as_raw_fd());
+            }
+            drop(me);
+            peer.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+            let r = peer.read(&mut [0u8; 16]);
+            if discard {
+                assert_eq!(r.unwrap(), 0, "a FIN: end of stream");
+            } else {
+                // What this guards against: unread bytes at close make a reset.
+                assert_eq!(r.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+            }
+        }
     }
 
     fn option(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
