@@ -195,6 +195,11 @@ fn a_collective_cancelled_halfway_breaks_an_shm_team_and_later_ones_say_so() {
         }
         let e = Coll::barrier().timeout(Duration::from_secs(2)).run(team).expect_err("the team is broken");
         assert!(e.to_string().contains("the shm team is broken"), "{e}");
+        // The calls after the failure repeat why: the first failure's error,
+        // or that a collective was cancelled.
+        let why =
+            if team.rank() == 0 { "was cancelled halfway" } else { "failed: shm team rank 0 stopped taking part" };
+        assert!(e.to_string().contains(why), "rank {}: {e}", team.rank());
     });
 }
 

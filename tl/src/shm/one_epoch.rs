@@ -270,6 +270,7 @@ impl OneEpochPost {
 /// different epochs now), and the next task's turn comes.
 fn fail(step: &mut Step, post: &ShmPost, err: Error) -> Error {
     *step = Step::Over;
+    post.team.note_failure(&err);
     post.team.pass_turn(post.ticket, false);
     err
 }

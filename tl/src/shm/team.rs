@@ -56,6 +56,9 @@ pub(crate) struct ShmTeam {
     turn: AtomicU64,
     epoch: AtomicU64,
     broken: AtomicBool,
+    /// The error of the first collective that failed on this rank, which
+    /// the calls after it repeat (they fail at once on a broken team).
+    first_failure: OnceLock<String>,
     /// The rank the running collective waits for (`u64::MAX`: none), copied
     /// into the task's diagnostics by the task's future.
     waiting: AtomicU64,
@@ -186,6 +189,7 @@ impl ShmTeam {
             turn: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             broken: AtomicBool::new(false),
+            first_failure: OnceLock::new(),
             waiting: AtomicU64::new(u64::MAX),
             running: Running::default(),
         }))
@@ -258,6 +262,12 @@ impl ShmTeam {
 }
 
 impl ShmTeam {
+    /// Keep `err`, a collective's failure, for the calls after it, if it
+    /// is the first (its turn then breaks the team).
+    pub(super) fn note_failure(&self, err: &Error) {
+        let _ = self.first_failure.set(err.context().to_string());
+    }
+
     /// Mark the team broken on this rank, and tell the others: they fail
     /// at their next wait for this rank instead of waiting for a collective
     /// it will not run.
@@ -435,6 +445,9 @@ impl ShmPost {
                 let mut turn = Turn::take(Waiting { team: &team, armed: true }, ticket).await?;
                 team.running.set(sig);
                 let result = alg(team.clone()).await;
+                if let Err(e) = &result {
+                    team.note_failure(e);
+                }
                 turn.ok = result.is_ok();
                 result
             };
@@ -485,8 +498,12 @@ impl ShmTeam {
         // team (read the other way round, a break between the two loads
         // would go unseen, and this task would run on a broken team).
         let ours = self.turn.load(Ordering::Acquire) == ticket;
-        let broken =
-            || Error::io("the shm team is broken: an earlier collective on it failed or was cancelled halfway");
+        let broken = || {
+            Error::io(match self.first_failure.get() {
+                Some(first) => format!("the shm team is broken: an earlier collective on it failed: {first}"),
+                None => "the shm team is broken: an earlier collective on it was cancelled halfway".to_string(),
+            })
+        };
         match (ours, self.broken.load(Ordering::Acquire)) {
             (true, false) => {
                 // Relaxed: see ShmTeam::waiting.
