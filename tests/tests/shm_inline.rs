@@ -127,3 +127,28 @@ fn a_call_that_fits_inline_against_one_that_does_not_fails_naming_both() {
         assert!(text.contains("of 100 elements") && text.contains("of 1000 elements"), "rank {rank}: {text}");
     }
 }
+
+#[test]
+fn an_alltoall_that_fits_inline_against_one_that_does_not_fails_on_both_ranks() {
+    // 2 floats a block go inline, 500 through the data halves: rank 0 waits
+    // for an inline tag that never comes, rank 1 for rank 0's part in the
+    // halves; both must fail saying the calls differ, not wait for their timeout.
+    let out = on_shm(2, |team| {
+        let n = if team.rank() == 0 { 2 } else { 500 };
+        let (src, mut dst) = (vec![1.0f32; 2 * n], vec![0.0f32; 2 * n]);
+        let started = std::time::Instant::now();
+        let r = Coll::alltoall(&src, &mut dst).timeout(T).run(team);
+        (r, started.elapsed())
+    });
+    for (rank, (r, took)) in out.iter().enumerate() {
+        let e = r.as_ref().expect_err("mismatched counts must not succeed");
+        assert!(*took < T / 2, "rank {rank} waited {took:?}: {e}");
+        assert_eq!(e.status(), Status::InvalidParam, "rank {rank}: {e}");
+        let text = e.to_string();
+        assert!(text.contains("calls differ"), "rank {rank}: {text}");
+        assert!(
+            text.contains("alltoall of 16 bytes") && text.contains("alltoall of 4000 bytes"),
+            "rank {rank}: {text}"
+        );
+    }
+}
