@@ -234,3 +234,32 @@ fn a_small_collective_cancelled_while_it_waits_breaks_an_shm_team() {
         }
     });
 }
+
+#[test]
+fn a_rank_that_waits_only_on_a_failed_one_names_the_cause() {
+    // Rank 2 reduces 3 elements to rank 0 where the others reduce 2: rank 2,
+    // not the root, reads nothing and finishes; the root, reading rank 2's
+    // input, finds its call differs and fails because of rank 2, which it
+    // says in its control line. Rank 1, whose reduce needed nobody either,
+    // then waits in a bcast for the root alone: its error must name rank 2,
+    // the cause, not only the root.
+    let reduced = Arc::new(std::sync::Barrier::new(3));
+    let out = world::run(3, &Config::new(), move |team, _| {
+        let src = [1.0f32; 3];
+        let n = if team.rank() == 2 { 3 } else { 2 };
+        let mut dst = [0f32; 3];
+        let root_dst = (team.rank() == 0).then_some(&mut dst[..n]);
+        let first = Coll::reduce(&src[..n], root_dst, ReduceOp::Sum, 0).timeout(Duration::from_secs(20)).run(team);
+        reduced.wait();
+        let mut buf = [0f32; 2];
+        let then = (team.rank() == 1).then(|| Coll::bcast(&mut buf, 0).timeout(Duration::from_secs(20)).run(team));
+        (first, then)
+    });
+    let root = out[0].0.as_ref().expect_err("the root's reduce has rank 2's call wrong").to_string();
+    assert!(root.contains("calls differ: rank 2 posted"), "rank 0: {root}");
+    assert!(out[1].0.is_ok() && out[2].0.is_ok(), "ranks 1 and 2 read nobody: {:?}", &out[1..]);
+    let e = out[1].1.as_ref().expect("rank 1 ran a bcast").as_ref().expect_err("the root is out");
+    assert_eq!(e.status(), Status::IoError, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("rank 0 stopped taking part because of rank 2"), "rank 1: {text}");
+}

@@ -24,7 +24,7 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::liveness::Proc;
 
-use super::segment::{Ctrl, FAILED, PRESENT, SigSlot};
+use super::segment::{CAUSE_SHIFT, Ctrl, FAILED, PRESENT, SigSlot};
 use super::team::ShmTeam;
 
 /// Where a wait (`ShmTeam::poll_wait`) stands: the first rank of its list
@@ -66,16 +66,31 @@ fn tagged(sig: &Signature, epoch: u64) -> u64 {
     sig.word | (epoch & 0xff) << Signature::TAG_BITS.trailing_zeros()
 }
 
-/// Whether rank `r` still takes part in the team's collectives.
-fn check_present(r: usize, ctrl: &Ctrl) -> Result<()> {
-    // Acquire: the peer's Release when it left or failed.
-    match ctrl.left.load(Ordering::Acquire) {
-        PRESENT => Ok(()),
-        FAILED => Err(Error::io(format!(
-            "shm team rank {r} stopped taking part: a collective failed on it (its own error says why, e.g. \
-             calls that differ between ranks, or a collective cancelled halfway)"
-        ))),
-        _ => Err(Error::io(format!("shm team rank {r} left the team (its team or context was destroyed)"))),
+/// Why rank `r` of a team of `size` no longer takes part in the team's
+/// collectives, given its `left` word, and the rank to blame (`r`, or the
+/// one whose failure ended `r`'s part, as `r` says); `None` while it takes
+/// part. The word is untrusted: a cause out of the team is ignored.
+fn gone(r: usize, size: usize, word: u64) -> Option<(Error, usize)> {
+    let cause = (word >> CAUSE_SHIFT).checked_sub(1).and_then(|c| usize::try_from(c).ok());
+    match word & 0xff {
+        PRESENT => None,
+        FAILED => match cause.filter(|&c| c < size && c != r) {
+            Some(c) => Some((
+                Error::io(format!(
+                    "shm team rank {r} stopped taking part because of rank {c} (rank {c} died, left, failed or \
+                     posted another call: their errors say which)"
+                )),
+                c,
+            )),
+            None => Some((
+                Error::io(format!(
+                    "shm team rank {r} stopped taking part: a collective failed on it (its own error says why, \
+                     e.g. calls that differ between ranks, or a collective cancelled halfway)"
+                )),
+                r,
+            )),
+        },
+        _ => Some((Error::io(format!("shm team rank {r} left the team (its team or context was destroyed)")), r)),
     }
 }
 
@@ -144,11 +159,18 @@ impl ShmTeam {
     /// Whether it is still in the team is one load of the line just read;
     /// whether its process lives is a system call, so rarer.
     fn still_there(&self, r: usize, ctrl: &Ctrl, polls: u32) -> Result<()> {
-        // A rank that left or stopped often did so because another one
-        // died: name the dead one, the cause, if there is one.
-        check_present(r, ctrl).map_err(|e| self.dead_member().unwrap_or(e))?;
+        // Acquire: the peer's Release when it left or failed.
+        if let Some((e, culprit)) = gone(r, self.size, ctrl.left.load(Ordering::Acquire)) {
+            // A rank that left or stopped often did so because another one
+            // died: name the dead one, the cause, if there is one — the
+            // culprit `r` names first, else any member.
+            let dead = self.dead(culprit).map(|e| (culprit, e)).or_else(|| self.dead_member());
+            let (culprit, e) = dead.unwrap_or((culprit, e));
+            self.blame(culprit);
+            return Err(e);
+        }
         if polls.is_multiple_of(LIVENESS_EVERY) {
-            self.check_alive(r, ctrl)?;
+            self.check_alive(r, ctrl).inspect_err(|_| self.blame(r))?;
         }
         Ok(())
     }
@@ -201,6 +223,8 @@ impl ShmTeam {
             return Ok(());
         }
         let me = self.rank;
+        // The calls differ from rank r's: r is the cause this rank names.
+        self.blame(r);
         Err(Error::invalid_param(if (word >> 24) & 0xff != epoch & 0xff {
             format!(
                 "the ranks' collectives are out of step: rank {r} is not at the step of this rank's ({me}) {}: \
@@ -217,10 +241,15 @@ impl ShmTeam {
         }))
     }
 
-    /// The first rank of the team whose process died, named (an error path:
-    /// one liveness check per rank).
-    fn dead_member(&self) -> Option<Error> {
-        self.all.iter().find_map(|&r| self.seg.ctrl(r).ok().and_then(|ctrl| self.check_alive(r, ctrl).err()))
+    /// The first rank of the team whose process died, and the error naming
+    /// it (an error path: one liveness check per rank).
+    fn dead_member(&self) -> Option<(usize, Error)> {
+        self.all.iter().find_map(|&r| self.dead(r).map(|e| (r, e)))
+    }
+
+    /// The error naming rank `r` if its process died.
+    fn dead(&self, r: usize) -> Option<Error> {
+        self.seg.ctrl(r).ok().and_then(|ctrl| self.check_alive(r, ctrl).err())
     }
 
     fn check_alive(&self, r: usize, ctrl: &Ctrl) -> Result<()> {
@@ -308,5 +337,33 @@ impl ShmTeam {
             self.learn_finished(self.rank, e);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::segment::LEFT;
+    use super::*;
+
+    #[test]
+    fn a_left_word_names_its_cause_only_within_the_team() {
+        let failed_because = |c: u64| FAILED | (c + 1) << CAUSE_SHIFT;
+        assert!(gone(1, 4, PRESENT).is_none());
+        let (e, blame) = gone(1, 4, failed_because(3)).unwrap();
+        assert_eq!(blame, 3);
+        assert!(e.to_string().contains("rank 1 stopped taking part because of rank 3"), "{e}");
+        // Its own failure, a cause naming itself, out of the team or absurd: blame the rank itself.
+        for word in [FAILED, failed_because(1), failed_because(4), failed_because(u64::from(u32::MAX))] {
+            let (e, blame) = gone(1, 4, word).unwrap();
+            assert_eq!(blame, 1, "{word:#x}");
+            assert!(e.to_string().contains("a collective failed on it"), "{word:#x}: {e}");
+        }
+        let (e, blame) = gone(2, 4, LEFT).unwrap();
+        assert_eq!(blame, 2);
+        assert!(e.to_string().contains("rank 2 left the team"), "{e}");
+        // Any other state is a leave, never a panic.
+        for word in [0xff, u64::MAX] {
+            assert!(gone(0, 4, word).is_some_and(|(e, r)| r == 0 && e.to_string().contains("left")), "{word:#x}");
+        }
     }
 }

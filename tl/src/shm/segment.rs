@@ -69,7 +69,8 @@ pub(crate) struct Ctrl {
     pub pid: AtomicU64,
     /// [`PRESENT`], [`LEFT`] (the rank destroyed its team) or [`FAILED`]
     /// (a collective failed on it, e.g. its arguments differed from another
-    /// rank's, and it will not take part in later ones).
+    /// rank's, and it will not take part in later ones), with the cause
+    /// above [`CAUSE_SHIFT`].
     pub left: AtomicU64,
     _to_end: [AtomicU64; 14],
 }
@@ -80,6 +81,11 @@ pub(crate) const PRESENT: u64 = 0;
 pub(crate) const LEFT: u64 = 1;
 /// A collective failed on the rank; it takes no part in later ones.
 pub(crate) const FAILED: u64 = 2;
+/// `left`'s low byte is [`PRESENT`], [`LEFT`] or [`FAILED`]; above this
+/// shift a FAILED rank says which rank's failure ended its part, plus one
+/// (0: its own, or unknown), so that the ranks that only wait on it can
+/// name the rank that failed first.
+pub(crate) const CAUSE_SHIFT: u32 = 8;
 
 /// One epoch's signature in a control line or an inline region's head.
 #[repr(C)]

@@ -23,7 +23,7 @@ use ferrocoll_transport::liveness::Proc;
 use super::alg::{self, ShmPost as Post};
 use super::layout::{LINE, Layout};
 use super::one_epoch;
-use super::segment::{FAILED, LEFT, PRESENT, Segment};
+use super::segment::{CAUSE_SHIFT, FAILED, LEFT, PRESENT, Segment};
 use super::{SCORE, ShmConfig};
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
@@ -59,6 +59,10 @@ pub(crate) struct ShmTeam {
     /// The error of the first collective that failed on this rank, which
     /// the calls after it repeat (they fail at once on a broken team).
     first_failure: OnceLock<String>,
+    /// The rank whose failure (death, leave or failed collective) ended
+    /// this rank's part first, plus one (0: none seen): what `break_team`
+    /// tells the others.
+    blame: AtomicU64,
     /// The rank the running collective waits for (`u64::MAX`: none), copied
     /// into the task's diagnostics by the task's future.
     waiting: AtomicU64,
@@ -190,6 +194,7 @@ impl ShmTeam {
             epoch: AtomicU64::new(0),
             broken: AtomicBool::new(false),
             first_failure: OnceLock::new(),
+            blame: AtomicU64::new(0),
             waiting: AtomicU64::new(u64::MAX),
             running: Running::default(),
         }))
@@ -268,6 +273,13 @@ impl ShmTeam {
         let _ = self.first_failure.set(err.context().to_string());
     }
 
+    /// Remember rank `r` as the one whose failure ended this rank's part,
+    /// if none was before it.
+    pub(super) fn blame(&self, r: usize) {
+        // Relaxed: read by this rank's break_team, after its wait failed.
+        let _ = self.blame.compare_exchange(0, r as u64 + 1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// Mark the team broken on this rank, and tell the others: they fail
     /// at their next wait for this rank instead of waiting for a collective
     /// it will not run.
@@ -277,7 +289,8 @@ impl ShmTeam {
         if let Ok(c) = self.seg.ctrl(self.rank) {
             // Release: peers that see FAILED stop waiting for us. A rank that
             // already left stays LEFT.
-            let _ = c.left.compare_exchange(PRESENT, FAILED, Ordering::Release, Ordering::Relaxed);
+            let failed = FAILED | self.blame.load(Ordering::Relaxed) << CAUSE_SHIFT;
+            let _ = c.left.compare_exchange(PRESENT, failed, Ordering::Release, Ordering::Relaxed);
         }
     }
 }
