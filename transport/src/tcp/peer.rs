@@ -31,6 +31,10 @@ use crate::p2p::{MsgKey, SendHandle};
 
 /// Bytes one `pump` reads at most, so that one busy peer cannot hold a progress call.
 const PUMP_BUDGET: usize = 32 << 20;
+
+/// Pumps a failed write makes, at most, looking for the peer's goodbye.
+const GOODBYE_SEARCH_BUDGETS: usize = 8;
+
 /// How long a close waits for room in the socket's buffer for its goodbye
 /// (the peer must read what fills it): a peer that reads by then sees a
 /// clean leave; one that does not, a cut connection.
@@ -315,8 +319,17 @@ impl Peer {
         link.tx_pending.store(!tx.is_empty(), Ordering::Relaxed);
         drop(tx);
         if let Err(e) = r {
-            // A goodbye may be waiting in the socket: read it before judging.
-            self.pump_locked(link, &mut lock(&link.rx));
+            // A goodbye may be waiting in the socket: read it before judging,
+            // behind up to a few budgets of data (a receive buffer tuned
+            // larger than one budget still holds all a closed peer sent).
+            let mut rx = lock(&link.rx);
+            for _ in 0..GOODBYE_SEARCH_BUDGETS {
+                self.pump_locked(link, &mut rx);
+                if rx.is_ended() || self.health.get() != State::Alive {
+                    break;
+                }
+            }
+            drop(rx);
             let why = format!(
                 "{} broke its connection (sending: {e}) without saying goodbye: its process probably died",
                 self.name()
