@@ -89,9 +89,20 @@ pub fn gone_since(pid: u32, start: Option<u64>) -> bool {
     }
 }
 
+/// `/proc/<pid>/stat`, read as the main thread's `/proc/<pid>/task/<pid>/stat`
+/// (the same fields): qemu-user (an arm64 container on an x86 host, say)
+/// answers a process's reads of its own `/proc/<pid>/stat` itself, with a
+/// start time of its own clock that other processes never read, so a
+/// process would not be recognised as itself. Falls back to the plain path.
+pub fn read_stat(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
+        .or_else(|_| std::fs::read_to_string(format!("/proc/{pid}/stat")))
+        .ok()
+}
+
 /// State letter and start time from `/proc/<pid>/stat`.
 fn stat(pid: u32) -> Option<(u8, Option<u64>)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let s = read_stat(pid)?;
     // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
     let rest = s.get(s.rfind(')')? + 1..)?;
     let mut fields = rest.split_ascii_whitespace();
@@ -106,6 +117,18 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    #[test]
+    fn a_process_reads_its_own_stat_as_others_read_it() {
+        let me = std::process::id();
+        let mine = read_stat(me).expect("this process's stat");
+        assert!(mine.starts_with(&format!("{me} (")), "{mine}");
+        // What a child reads of this process: the same start time.
+        let child = std::process::Command::new("cat").arg(format!("/proc/{me}/stat")).output().expect("cat");
+        let theirs = String::from_utf8_lossy(&child.stdout).to_string();
+        let start = |s: &str| s[s.rfind(')').unwrap() + 1..].split_ascii_whitespace().nth(19).map(str::to_owned);
+        assert_eq!(start(&mine), start(&theirs), "ours: {mine}\ntheirs: {theirs}");
+    }
 
     #[test]
     fn a_killed_child_is_gone_and_we_are_not() {

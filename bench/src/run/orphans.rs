@@ -19,7 +19,7 @@ pub fn become_subreaper() -> std::io::Result<()> {
 /// `(state, parent pid, process group)` of `pid`, from `/proc/<pid>/stat`
 /// (the fields after `(comm)`, which may itself hold spaces and parentheses).
 fn stat_of(pid: libc::pid_t) -> Option<(char, libc::pid_t, libc::pid_t)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = ferrocoll_transport::liveness::read_stat(u32::try_from(pid).ok()?)?;
     let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
     let state = f.next()?.chars().next()?;
     let ppid = f.next()?.parse().ok()?;
