@@ -26,33 +26,24 @@
 #    it prints "skipped"): the host's mpicc/mpirun are x86 builds.
 #  - GPUs (none here; the fake-driver tests do run).
 #
-# qemu-user (7.2) quirks that make tests fail or skip that pass on real aarch64:
-#  - qemu fakes /proc/self/stat (and /proc/<own pid>/stat): starttime is
-#    qemu's own clock reading (often one tick later than the kernel's) and
-#    pgrp is 0.  A process's shm segment tag (shmem::Owner::me) then names
-#    a start time that other processes never read, so shmem::sweep_stale in
-#    any other process (the host's native test runs too) takes the live
-#    segment for a dead owner's and unlinks it ("unlinking ...: No such
-#    file", "opening ...: there is no such segment", team creation timeouts).
-#  - qemu 7.2 refuses prctl(PR_SET_CHILD_SUBREAPER) with EINVAL: every
-#    ferrocoll-run launch fails ("becoming the subreaper of the job").
-#  - qemu-user has no process_vm_readv (ENOSYS): the shm transport runs
-#    without CMA (large messages stream through the ring), and the
-#    transport tests of the rendezvous by CMA say they skip.
-# With QEMU_WORKAROUND=1 (the default) the tests run on a copy of the tree
-# under $TARGET_DIR/src-copy in which /proc/<pid>/stat is read as
-# /proc/<pid>/task/<pid>/stat (the same fields from the kernel; qemu does
-# not intercept that path) and EINVAL from that prctl is ignored; the tree
-# itself is not touched.  launcher's processes_left_behind_are_killed then
-# still fails (no subreaper under qemu).  QEMU_WORKAROUND=0 runs the tree as is.
+# What qemu-user (7.2) does differently, and how the code copes (no
+# workaround here any more):
+#  - it fakes a process's own /proc/<pid>/stat (start time, pgrp): the
+#    library reads /proc/<pid>/task/<pid>/stat (the same fields from the
+#    kernel);
+#  - it refuses prctl(PR_SET_CHILD_SUBREAPER) with EINVAL: ferrocoll-run
+#    says it cannot adopt escaped processes and goes on, and the launcher
+#    test of left-behind processes checks only the ranks' groups;
+#  - it has no process_vm_readv (ENOSYS): the shm transport runs without
+#    CMA (large messages stream through the ring), and the transport tests
+#    of the rendezvous by CMA say they skip.
 #
 # usage: scripts/aarch64-check.sh [extra args for the test binaries]
 #   env: TARGET_DIR (default /tmp/arm-target), TEST_THREADS (default 1),
-#        SKIP_INSTALL=1 (do not apt-get anything), QEMU_WORKAROUND=0|1 (see above)
+#        SKIP_INSTALL=1 (do not apt-get anything)
 # Needs root for apt-get and for registering binfmt_misc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
 target=aarch64-unknown-linux-gnu
 target_dir=${TARGET_DIR:-/tmp/arm-target}
 tools=$target_dir/aarch64-tools
@@ -122,38 +113,7 @@ export FERROCOLL_NVRTC_DIR=$nvrtc/site/nvidia/cu13/lib
 # As .ci/run, less REQUIRE_MPI (see the header).
 export REQUIRE_NVRTC=1 REQUIRE_FAKE_CUDA=1 REQUIRE_FAKE_SHARP=1 REQUIRE_CC=1
 
-if [ "${QEMU_WORKAROUND:-1}" != 0 ]; then
-    copy=$target_dir/src-copy
-    rm -rf "$copy" && mkdir -p "$copy"
-    tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$copy"
-    stat_old='read_to_string(format!("/proc/{pid}/stat"))'
-    stat_new='read_to_string(format!("/proc/{pid}/task/{pid}/stat"))'
-    for f in transport/src/liveness.rs bench/src/run/orphans.rs; do
-        grep -qF "$stat_old" "$copy/$f" || { echo "aarch64-check: $f changed; workaround not applied" >&2; continue; }
-        python3 -c 'import sys; p,a,b=sys.argv[1:]; s=open(p).read(); open(p,"w").write(s.replace(a,b))' \
-            "$copy/$f" "$stat_old" "$stat_new"
-    done
-    python3 - "$copy/bench/src/run/orphans.rs" <<'PY'
-import sys
-p = sys.argv[1]; s = open(p).read()
-old = """        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())"""
-new = """        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINVAL) {
-            return Err(e);
-        }
-    }
-    Ok(())"""
-if old in s:
-    open(p, "w").write(s.replace(old, new, 1))
-else:
-    print("aarch64-check: become_subreaper changed; workaround not applied", file=sys.stderr)
-PY
-    cd "$copy"
-fi
-
 echo "aarch64-check: building in $target_dir" >&2
 cargo test --workspace --target $target --no-run
-echo "aarch64-check: running under $qemu (sources: $(pwd), from $root)" >&2
+echo "aarch64-check: running under $qemu" >&2
 cargo test --workspace --target $target --no-fail-fast -- --test-threads="${TEST_THREADS:-1}" "$@"

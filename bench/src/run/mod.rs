@@ -185,7 +185,16 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
         token: setup("reading /dev/urandom for the job token", env::fresh_token())?,
     };
     if cfg.adopt_orphans {
-        setup("becoming the subreaper of the job", orphans::become_subreaper())?;
+        if let Err(e) = orphans::become_subreaper() {
+            // Some emulators and sandboxes refuse it (qemu-user: EINVAL). The
+            // ranks' process groups are still killed at the end; only what
+            // left its group (setsid) may outlive the job.
+            crate::errln!(
+                "{}: cannot become the job's subreaper ({e}): processes the ranks start in new sessions may \
+                 outlive the job",
+                cfg.label
+            );
+        }
     }
     let signals = setup("installing the SIGINT/SIGTERM handlers", SignalGuard::install())?;
     // Best effort: without it, a failure is reported without the ranks' flight records.
