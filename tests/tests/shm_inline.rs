@@ -3,13 +3,15 @@
 //! region, larger ones through the data halves, and a rank skips reading a
 //! peer's `done` when that peer's earlier counters already proved it
 //! (`epoch.rs`). Sizes on both sides of the inline capacity, collectives
-//! that read every rank and ones that read only the root (alltoall and
-//! scatter with a giver's whole buffer inline), in place and not, and barriers in
+//! that read every rank and ones that read only the root (alltoall,
+//! scatter and reduce-scatter with a whole buffer inline), in place and
+//! not, and barriers in
 //! between, one after the other on the same team: a half reused too early
 //! or a payload read before it is there gives wrong values here.
 
 use std::time::Duration;
 
+use ferrocoll::core::args::{block_count, block_offset};
 use ferrocoll::{Coll, Config, ReduceOp, Status, Team};
 use ferrocoll_tests::world;
 
@@ -85,6 +87,21 @@ fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
     }
     if !block(root, me).eq(scattered.iter().copied()) {
         return wrong("scatter");
+    }
+    // Reduce-scatter publishes a rank's whole vector: block r of the sum
+    // lands on rank r; in place (every other iteration) the vector may not
+    // split evenly.
+    let total = if i.is_multiple_of(2) { n * p + i % p } else { n * p };
+    let vector: Vec<u32> = (0..total).map(|k| value(me, i, k)).collect();
+    let (off, len) = (block_offset(total, p, me), block_count(total, p, me));
+    let mut reduced = vector.clone();
+    if i.is_multiple_of(2) {
+        Coll::reduce_scatter_in_place(&mut reduced, ReduceOp::Sum).timeout(T).run(team)?;
+    } else {
+        Coll::reduce_scatter(&vector, &mut reduced[off..off + len], ReduceOp::Sum).timeout(T).run(team)?;
+    }
+    if (0..len).any(|k| reduced[off + k] != sum(off + k)) {
+        return wrong("reduce_scatter");
     }
     let mut gathered = vec![0u32; n * p];
     Coll::gather(&mine, (me == root).then_some(&mut gathered[..]), root).timeout(T).run(team)?;

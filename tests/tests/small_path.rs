@@ -136,11 +136,14 @@ fn a_small_shm_collective_allocates_nothing_once_warm() {
         let alltoall = per_call(&mut || Coll::alltoall(&src, &mut swapped).run(team).expect("alltoall"));
         let in_place = per_call(&mut || Coll::alltoall_in_place(&mut swapped).run(team).expect("alltoall in place"));
         assert_eq!(swapped, [1.0, 1.0]);
-        [persistent, one_shot, barrier, alltoall, in_place]
+        let mut mine = [0.0f32; 2];
+        let rs = per_call(&mut || Coll::reduce_scatter(&src, &mut mine, ReduceOp::Sum).run(team).expect("rs"));
+        assert_eq!(mine, [1.0, 1.0]);
+        [persistent, one_shot, barrier, alltoall, in_place, rs]
     });
     assert_eq!(
-        out[0], [0.0; 5],
-        "allocations per persistent post, one-shot allreduce, barrier, alltoall and alltoall in place"
+        out[0], [0.0; 6],
+        "allocations per persistent post, one-shot allreduce, barrier, alltoall, alltoall in place and reduce_scatter"
     );
 }
 

@@ -45,6 +45,9 @@ pub(crate) enum OneEpoch {
     /// per rank; each copies block `rank` of every rank's into block `g` of
     /// `dst`. In place (`src` is `dst`) the published copy is the input.
     Alltoall { src: MemRef, dst: MemRef, block: usize },
+    /// Reduce-scatter: every rank publishes its whole vector `src`; each
+    /// reduces its block of every rank's vector into `dst`.
+    ReduceScatter { src: Blocked, dst: MemRef, reducer: Reducer },
     /// Scatter: the root publishes its whole `src` (at the root only), one
     /// block of `dst.len()` bytes per rank; every rank copies block `rank`
     /// into `dst` (at the root in place, `dst` is that block already).
@@ -61,6 +64,7 @@ impl OneEpoch {
             OneEpoch::Bcast { .. } => Ok(()),
             OneEpoch::Gather { mine, .. } => team.publish_inline(e, *mine),
             OneEpoch::Alltoall { src, .. } => team.publish_inline(e, *src),
+            OneEpoch::ReduceScatter { src, .. } => team.publish_inline(e, src.mem),
             OneEpoch::Scatter { src: Some(src), .. } => team.publish_inline(e, *src),
             OneEpoch::Scatter { src: None, .. } => Ok(()),
         }
@@ -72,7 +76,8 @@ impl OneEpoch {
             OneEpoch::Barrier => Some((Flag::Arrive, &team.all)),
             OneEpoch::Reduce { out: Some(_), .. }
             | OneEpoch::Gather { dst: Some(_), .. }
-            | OneEpoch::Alltoall { .. } => Some((Flag::Inline, &team.all)),
+            | OneEpoch::Alltoall { .. }
+            | OneEpoch::ReduceScatter { .. } => Some((Flag::Inline, &team.all)),
             OneEpoch::Bcast { root, .. } | OneEpoch::Scatter { root, .. } if team.rank != *root => {
                 Some((Flag::Inline, std::slice::from_ref(root)))
             }
@@ -107,6 +112,17 @@ impl OneEpoch {
                     team.copy(dst.range(g * b, b)?, team.inline_part(g, e, src.len())?.range(me * b, b)?)?;
                 }
                 if src == dst { Ok(()) } else { team.copy(dst.range(me * b, b)?, src.range(me * b, b)?) }
+            }
+            OneEpoch::ReduceScatter { src, dst, reducer } => {
+                let (at, n) = src.blocks.get(team.rank)?;
+                if n != dst.len() {
+                    return Err(Error::internal(format!("a {n}-byte block for a {}-byte result", dst.len())));
+                }
+                let whole = src.mem.len();
+                team.with_parts(
+                    |r| team.inline_part(r, e, whole)?.range(at, n),
+                    |srcs| team.reduce(*dst, srcs, reducer.last(n / reducer.elem_size)),
+                )
             }
             OneEpoch::Scatter { src, dst, root } => {
                 let (me, b) = (team.rank, dst.len());

@@ -3,7 +3,9 @@
 //! j; rank r reduces slot r of every rank into the next piece of its result.
 //! Blocks follow UCC's layouts (validation cuts the vector): P equal blocks
 //! of src, or (in place) the uneven blocks of the whole vector in dst, or
-//! v-counts back to back.
+//! v-counts back to back. A reduce-scatter (not v: every rank knows where
+//! its block lies in every vector) whose vector fits an inline region takes
+//! one epoch through those (`one_epoch.rs`).
 
 use ferrocoll_core::CollType::{ReduceScatter, ReduceScatterv};
 use ferrocoll_core::Result;
@@ -13,9 +15,19 @@ use super::rounds::{piece, rounds, whole};
 use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::epoch::Flag;
+use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(
+        ReduceScatter,
+        0,
+        "staged",
+        STAGED,
+        Run::ReduceScatter(|p, o| {
+            let one = |o: args::ReduceScatter| OneEpoch::ReduceScatter { src: o.src, dst: o.dst, reducer: o.reducer };
+            p.one_epoch_or(o.src.mem.len(), o, one, staged)
+        }),
+    ),
     Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(|p, o| p.run(move |t| staged(t, o)))),
 ];
 
