@@ -111,12 +111,17 @@ impl Drop for HostAlloc {
 /// may share one. The kernel's page size (aarch64 kernels often use 16 or
 /// 64 KiB pages), at least 4 KiB.
 fn page_layout(size: usize) -> Result<Layout> {
-    // SAFETY: sysconf reads a constant of the system; no memory is passed.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0).max(4096);
+    let page = page_size();
     size.max(1)
         .checked_next_multiple_of(page)
         .and_then(|n| Layout::from_size_align(n, page).ok())
         .ok_or_else(|| Error::no_memory(format!("{size} bytes of pinned host memory have no valid layout")))
+}
+
+/// The kernel's page size, at least 4 KiB.
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0).max(4096)
 }
 
 /// Page-aligned heap memory registered with `cuMemHostRegister(PORTABLE |
@@ -210,8 +215,7 @@ mod tests {
 
     #[test]
     fn pinned_blocks_are_whole_pages() {
-        // SAFETY: as in page_layout.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = page_size();
         let l = page_layout(1).unwrap();
         assert_eq!((l.size(), l.align()), (page, page));
         assert_eq!(page_layout(page + 1).unwrap().size(), 2 * page);

@@ -13,23 +13,21 @@ use ferrocoll_core::args;
 
 use super::rounds::{piece, rounds, whole};
 use super::{Exec, STAGED, ShmPost};
-use crate::base::{Alg, Run};
+use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::epoch::Flag;
 use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
-    Alg::new(
-        ReduceScatter,
-        0,
-        "staged",
-        STAGED,
-        Run::ReduceScatter(|p, o| {
-            let one = |o: args::ReduceScatter| OneEpoch::ReduceScatter { src: o.src, dst: o.dst, reducer: o.reducer };
-            p.one_epoch_or(o.src.mem.len(), o, one, staged)
-        }),
-    ),
+    Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
     Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(|p, o| p.run(move |t| staged(t, o)))),
 ];
+
+/// A vector that fits an inline region goes in one epoch; a larger one in
+/// the halves' slots.
+fn staged_or_inline(p: ShmPost, o: args::ReduceScatter) -> AlgFuture {
+    let one = |o: args::ReduceScatter| OneEpoch::ReduceScatter { src: o.src, dst: o.dst, reducer: o.reducer };
+    p.one_epoch_or(o.src.mem.len(), o, one, staged)
+}
 
 async fn staged(team: Exec, o: args::ReduceScatter) -> Result<()> {
     let (p, me) = (team.size, team.rank);
