@@ -15,7 +15,7 @@ use crate::buffer::MemRef;
 use crate::error::Result;
 
 /// Allreduce: every rank's `src` reduced into every rank's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Allreduce {
     /// This rank's input (`dst` itself in place).
     pub src: MemRef,
@@ -28,7 +28,7 @@ pub struct Allreduce {
 }
 
 /// Reduce: every rank's `src` reduced into the root's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reduce {
     /// This rank's input (the root's `dst` in place).
     pub src: MemRef,
@@ -43,7 +43,7 @@ pub struct Reduce {
 }
 
 /// Bcast: the root's `buf` copied to every rank's `buf`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bcast {
     /// Input at the root, output elsewhere.
     pub buf: MemRef,
@@ -68,7 +68,7 @@ impl Bcast {
 }
 
 /// Allgather(v): every rank's block lands in block `rank` of every rank's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Allgather {
     /// This rank's block: src, or in place its block of `dst`.
     pub src: MemRef,
@@ -77,7 +77,7 @@ pub struct Allgather {
 }
 
 /// Gather(v): every rank's block lands in its block of the root's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gather {
     /// This rank's block: src, or at the root in place its block of `dst`.
     pub src: MemRef,
@@ -88,7 +88,7 @@ pub struct Gather {
 }
 
 /// Scatter(v): block `r` of the root's `src` lands in rank r's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scatter {
     /// The input and its blocks, at the root only.
     pub src: Option<Blocked>,
@@ -99,7 +99,7 @@ pub struct Scatter {
 }
 
 /// Alltoall(v): block j of rank i's `src` lands in block i of rank j's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Alltoall {
     /// The input and its blocks (in place: `dst`, with `dst`'s blocks).
     pub src: Blocked,
@@ -110,7 +110,7 @@ pub struct Alltoall {
 }
 
 /// Reduce-scatter(v): block r of the reduction of every rank's vector lands in rank r's `dst`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReduceScatter {
     /// This rank's whole vector cut into one block per rank (in place: `dst`'s whole buffer).
     pub src: Blocked,
@@ -123,7 +123,7 @@ pub struct ReduceScatter {
 }
 
 /// The operands of one collective on one rank.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operands {
     /// Allreduce.
     Allreduce(Allreduce),

@@ -17,9 +17,10 @@
 //!   equal to a parked request's would validate as they did.
 //! - On the validated arguments ([`PlanCache::take`]) otherwise: the
 //!   collective, the buffers (address, length and memory type), count,
-//!   datatype, reduction, root, flags, timeout and tag. For the collectives
-//!   parked (no v-variants, no active sets) the algorithms' operands follow
-//!   from those alone.
+//!   datatype, reduction, root, flags, timeout, tag, and the operands the
+//!   algorithms receive — for the v-variants, whose counts and
+//!   displacements live in arrays the caller may rewrite between calls,
+//!   the blocks validation just read from them.
 //!
 //! Only host memory is parked, only tasks that say they may run again for a
 //! new request ([`CollTask::reusable`]), only requests never posted on an
@@ -248,7 +249,7 @@ impl Drop for PlanCache {
 
 /// Whether requests like `init` are parked at all (see the module docs).
 fn parkable(init: &CollInit) -> bool {
-    !init.coll.is_vector() && init.active_set.is_none() && init.mem_type == MemType::Host && init.cb.is_none()
+    init.active_set.is_none() && init.mem_type == MemType::Host && init.cb.is_none()
 }
 
 /// Whether `a` and `b` are the same call (see the module docs).
@@ -271,4 +272,5 @@ fn same_call(a: &CollInit, b: &CollInit) -> bool {
         && a.dst_fully_written == b.dst_fully_written
         && a.active_set == b.active_set
         && a.tag == b.tag
+        && a.ops == b.ops
 }
