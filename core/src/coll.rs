@@ -20,13 +20,41 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::object::{Request, Team};
 use crate::types::{CollType, DataType, MemType, ReduceOp};
+use sealed::CountSlice;
 
-/// Integer types accepted for v-variant counts and displacements.
-pub trait CountInt: Copy + Send + Sync + 'static {
+/// Integer types accepted for v-variant counts and displacements: `u32`
+/// and `u64`, the two widths the flags can say (sealed: the library reads
+/// the arrays in that width).
+pub trait CountInt: sealed::Counts + Copy + Send + Sync + 'static {
     /// Whether the 64-bit flag applies.
     const WIDE: bool;
     /// As usize (for length checks).
     fn to_usize(self) -> Option<usize>;
+}
+
+mod sealed {
+    /// A counts or displacements slice of either width, borrowed as given.
+    #[derive(Clone, Copy)]
+    pub enum CountSlice<'a> {
+        Narrow(&'a [u32]),
+        Wide(&'a [u64]),
+    }
+
+    /// Implemented for `u32` and `u64` only.
+    pub trait Counts: Sized {
+        /// The slice, by width.
+        fn slice(s: &[Self]) -> CountSlice<'_>;
+    }
+    impl Counts for u32 {
+        fn slice(s: &[u32]) -> CountSlice<'_> {
+            CountSlice::Narrow(s)
+        }
+    }
+    impl Counts for u64 {
+        fn slice(s: &[u64]) -> CountSlice<'_> {
+            CountSlice::Wide(s)
+        }
+    }
 }
 
 impl CountInt for u32 {
@@ -43,20 +71,41 @@ impl CountInt for u64 {
     }
 }
 
+impl CountSlice<'_> {
+    fn len(self) -> usize {
+        match self {
+            CountSlice::Narrow(s) => s.len(),
+            CountSlice::Wide(s) => s.len(),
+        }
+    }
+
+    /// Element `i` as usize (`None` when it does not fit; `i` in range).
+    fn get(self, i: usize) -> Option<usize> {
+        match self {
+            CountSlice::Narrow(s) => s.get(i).and_then(|&v| v.to_usize()),
+            CountSlice::Wide(s) => s.get(i).and_then(|&v| v.to_usize()),
+        }
+    }
+}
+
 /// A typed collective description, borrowing its buffers for `'a`.
 pub struct Coll<'a> {
     args: CollArgs,
     /// Whether the element type is a (value, index) pair, when a typed buffer was given.
     pairs: Option<bool>,
-    /// (side, counts, displacements, buffer length in elements) of v-variant sides, checked against the team size.
-    v_checks: Vec<VCheck>,
+    /// The v-variant sides (at most two), checked against the team size at init.
+    v_checks: [Option<VCheck<'a>>; 2],
     _buffers: PhantomData<&'a mut [u8]>,
 }
 
-struct VCheck {
+/// A v-variant side as given: checked at init, without copying the arrays.
+#[derive(Clone, Copy)]
+struct VCheck<'a> {
     side: &'static str,
-    counts: Vec<Option<usize>>,
-    displs: Vec<Option<usize>>,
+    counts: CountSlice<'a>,
+    /// `None`: blocks follow each other from offset 0 (reduce_scatterv).
+    displs: Option<CountSlice<'a>>,
+    /// The buffer's length in elements.
     len: usize,
     /// reduce_scatterv's dst: holds only this rank's block, at offset 0.
     own_block_only: bool,
@@ -76,7 +125,7 @@ fn info<T: Element>(ptr: *const T, len: usize, loc_as_value: bool) -> CollBuffer
 
 impl<'a> Coll<'a> {
     fn new(coll: CollType) -> Self {
-        Coll { args: CollArgs::new(coll), pairs: None, v_checks: Vec::new(), _buffers: PhantomData }
+        Coll { args: CollArgs::new(coll), pairs: None, v_checks: [None; 2], _buffers: PhantomData }
     }
 
     /// Record the element type: (value, index) pairs say so in the flags.
@@ -126,20 +175,10 @@ impl<'a> Coll<'a> {
         if C::WIDE {
             self.args.flags |= CollFlags::COUNT_64BIT | CollFlags::DISPLACEMENTS_64BIT;
         }
-        let counts_usize: Vec<Option<usize>> = counts.iter().map(|c| c.to_usize()).collect();
-        let displs_usize = match displs {
-            Some(d) => d.iter().map(|c| c.to_usize()).collect(),
-            // reduce_scatterv: blocks follow each other from offset 0.
-            None => counts_usize
-                .iter()
-                .scan(Some(0usize), |at, c| {
-                    let here = *at;
-                    *at = at.zip(*c).and_then(|(a, c)| a.checked_add(c));
-                    Some(here)
-                })
-                .collect(),
-        };
-        self.v_checks.push(VCheck { side, counts: counts_usize, displs: displs_usize, len, own_block_only: false });
+        let check = VCheck { side, counts: C::slice(counts), displs: displs.map(C::slice), len, own_block_only: false };
+        // Collectives have at most two sides: the second slot is always free here.
+        let free = if self.v_checks[0].is_none() { 0 } else { 1 };
+        self.v_checks[free] = Some(check);
         CollBuffer::InfoV(BufferInfoV {
             buffer: buf.cast_mut().cast(),
             counts: counts.as_ptr().cast(),
@@ -266,7 +305,7 @@ impl<'a> Coll<'a> {
     ) -> Self {
         let mut c = Coll::new(CollType::ReduceScatterv).op(op).src(src);
         c.args.dst = c.v_side("dst", dst.as_mut_ptr(), dst.len(), counts, None);
-        if let Some(v) = c.v_checks.last_mut() {
+        if let Some(v) = &mut c.v_checks[0] {
             v.own_block_only = true;
         }
         c
@@ -392,18 +431,18 @@ impl<'a> Coll<'a> {
                 }));
             }
         }
-        for v in &self.v_checks {
-            if v.counts.len() != team.size() || v.displs.len() != team.size() {
+        for v in self.v_checks.iter().flatten() {
+            let displs = v.displs.map_or(team.size(), CountSlice::len);
+            if v.counts.len() != team.size() || displs != team.size() {
                 return Err(Error::invalid_param(format!(
-                    "{coll}: {side} has {} counts and {} displacements for a team of {}",
+                    "{coll}: {side} has {} counts and {displs} displacements for a team of {}",
                     v.counts.len(),
-                    v.displs.len(),
                     team.size(),
                     side = v.side
                 )));
             }
             if v.own_block_only {
-                let mine = v.counts.get(team.rank()).copied().flatten();
+                let mine = v.counts.get(team.rank());
                 if mine.is_none_or(|m| m > v.len) {
                     return Err(Error::invalid_param(format!(
                         "{coll}: {} has {} elements but this rank's count is {mine:?}",
@@ -412,8 +451,16 @@ impl<'a> Coll<'a> {
                 }
                 continue;
             }
-            for (r, (c, d)) in v.counts.iter().zip(&v.displs).enumerate() {
-                let end = c.zip(*d).and_then(|(c, d)| c.checked_add(d).map(|e| (c, e)));
+            // Implied displacements (blocks back to back) run on from 0.
+            let mut at = Some(0usize);
+            for r in 0..team.size() {
+                let c = v.counts.get(r);
+                let d = match v.displs {
+                    Some(ds) => ds.get(r),
+                    None => at,
+                };
+                at = at.zip(c).and_then(|(a, c)| a.checked_add(c));
+                let end = c.zip(d).and_then(|(c, d)| c.checked_add(d).map(|e| (c, e)));
                 match end {
                     Some((0, _)) => {}
                     Some((_, e)) if e <= v.len => {}

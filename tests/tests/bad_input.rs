@@ -144,6 +144,25 @@ fn counts_that_disagree() {
             Status::InvalidParam,
             &["src.count 4", "12"],
         );
+        // ... and dst this rank's count.
+        let mut three = vec![0u32; 3];
+        expect_err(
+            Coll::reduce_scatterv(&vdst.clone(), &mut three, &counts, ReduceOp::Sum).init(team),
+            Status::InvalidParam,
+            &["dst has 3 elements", "this rank's count is Some(4)"],
+        );
+        // In place, the blocks follow each other: the last reaches past 11 elements.
+        let mut eleven = vec![0u32; 11];
+        expect_err(
+            Coll::reduce_scatterv_in_place(&mut eleven, &counts, ReduceOp::Sum).init(team),
+            Status::InvalidParam,
+            &["block 2", "displacement Some(8)", "11 elements"],
+        );
+        // Counts of a width the flags do not say cannot be given: CountInt
+        // is u32 or u64, and u32 counts are read as u32.
+        let narrow = [4u32, 4, 4];
+        let narrow_displs = [0u32, 4, 8];
+        Coll::allgatherv(&src, &mut vdst, &narrow, &narrow_displs).init(team).expect("u32 counts");
     });
 }
 

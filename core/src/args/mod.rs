@@ -42,6 +42,7 @@ pub use init::CollInit;
 pub use operands::{Allgather, Allreduce, Alltoall, Bcast, Gather, Operands, Reduce, ReduceScatter, Scatter};
 pub use reducer::Reducer;
 pub use signature::Signature;
+pub(crate) use validate::ArraysRead;
 
 use crate::error::Status;
 use crate::types::{CollType, DataType, MemType, ReduceOp};

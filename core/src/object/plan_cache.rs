@@ -11,10 +11,12 @@
 //! still logs the selection. Two ways to match:
 //!
 //! - On the raw arguments ([`PlanCache::take_raw`]), before validation, when
-//!   they are plain buffers of an explicit memory type with no callback and
-//!   no active set: validation is a function of the arguments, the team's
-//!   rank and size and the context's default timeout alone, so arguments
-//!   equal to a parked request's would validate as they did.
+//!   their buffers have an explicit memory type and there is no callback and
+//!   no active set: validation is a function of the arguments, the contents
+//!   of the counts and displacement arrays it reads (v-variants), the
+//!   team's rank and size and the context's default timeout alone, so
+//!   arguments equal to a parked request's, whose arrays hold the values
+//!   its validation read ([`ArraysRead`]), would validate as they did.
 //! - On the validated arguments ([`PlanCache::take`]) otherwise: the
 //!   collective, the buffers (address, length and memory type), count,
 //!   datatype, reduction, root, flags, timeout, tag, and the operands the
@@ -31,7 +33,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use crate::args::{BufferInfo, CollArgs, CollBuffer, CollFlags, CollInit};
+use crate::args::{ArraysRead, BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollInit};
 use crate::backend::CollTask;
 use crate::engine::{Posted, TaskDiag, TaskSlot};
 use crate::types::{CollType, DataType, MemType, ReduceOp};
@@ -50,7 +52,7 @@ pub(crate) struct Plan {
     /// one before has finished, and a finished slot's record never reads it.
     pub(crate) diag: Arc<TaskDiag>,
     /// The raw arguments it was made from, when a later call can be matched on them.
-    pub(crate) raw: Option<RawCall>,
+    pub(crate) raw: Option<RawKey>,
     /// While parked: the finished request's slot, which the next post
     /// re-arms. `None` otherwise.
     pub(crate) parked: Option<Arc<TaskSlot>>,
@@ -67,8 +69,16 @@ impl Drop for Plan {
     }
 }
 
-/// One plain buffer of the raw arguments (address, count, datatype, memory type).
-type RawBuffer = Option<(usize, u64, DataType, MemType)>;
+/// One side of the raw arguments, as validation would read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RawBuffer {
+    None,
+    /// Address, count, datatype, memory type.
+    Plain(usize, u64, DataType, MemType),
+    /// Address, counts array, displacements array, datatype, memory type:
+    /// the arrays' contents are compared apart ([`ArraysRead`]).
+    Listed(usize, usize, usize, DataType, MemType),
+}
 
 /// The raw arguments of a call that validation would treat alike every
 /// time (see the module docs), compared as they are.
@@ -89,9 +99,17 @@ impl RawCall {
     pub(crate) fn of(args: &CollArgs) -> Option<RawCall> {
         fn buffer(b: &CollBuffer) -> Option<RawBuffer> {
             match b {
-                CollBuffer::None => Some(None),
-                CollBuffer::Info(BufferInfo { mem_type: MemType::Unknown, .. }) | CollBuffer::InfoV(_) => None,
-                CollBuffer::Info(i) => Some(Some((i.buffer as usize, i.count, i.datatype, i.mem_type))),
+                CollBuffer::None => Some(RawBuffer::None),
+                CollBuffer::Info(BufferInfo { mem_type: MemType::Unknown, .. })
+                | CollBuffer::InfoV(BufferInfoV { mem_type: MemType::Unknown, .. }) => None,
+                CollBuffer::Info(i) => Some(RawBuffer::Plain(i.buffer as usize, i.count, i.datatype, i.mem_type)),
+                CollBuffer::InfoV(i) => Some(RawBuffer::Listed(
+                    i.buffer as usize,
+                    i.counts as usize,
+                    i.displacements as usize,
+                    i.datatype,
+                    i.mem_type,
+                )),
             }
         }
         if args.cb.is_some() || args.active_set.is_some() {
@@ -111,9 +129,20 @@ impl RawCall {
 
     /// A hint for finding it among the parked: equal calls, equal hints.
     fn hint(&self) -> u64 {
-        let buf = |b: &RawBuffer| b.map_or(0, |(addr, count, ..)| mix(addr as u64, count));
+        let buf = |b: &RawBuffer| match *b {
+            RawBuffer::None => 0,
+            RawBuffer::Plain(addr, count, ..) => mix(addr as u64, count),
+            RawBuffer::Listed(addr, counts, ..) => mix(addr as u64, counts as u64),
+        };
         mix(mix(self.coll as u64, self.root), mix(buf(&self.src), buf(&self.dst)))
     }
+}
+
+/// The raw arguments a plan was made from, and the counts and
+/// displacement arrays (v-variants) their validation read.
+pub(crate) struct RawKey {
+    pub(crate) call: RawCall,
+    pub(crate) arrays: ArraysRead,
 }
 
 /// The hint of a validated call: equal (`same_call`) calls, equal hints.
@@ -176,11 +205,22 @@ impl PlanCache {
         self.find(|e| e.call.load(Ordering::Relaxed) == hint, |p| same_call(&p.init, init))
     }
 
-    /// The parked plan of a request made from exactly these raw arguments
-    /// (see the module docs: no validation needed).
-    pub(crate) fn take_raw(&self, raw: &RawCall) -> Option<Box<Plan>> {
+    /// The parked plan of a request made from exactly these raw arguments,
+    /// whose counts and displacement arrays (v-variants) still hold what
+    /// they held then (see the module docs: no validation needed).
+    ///
+    /// # Safety
+    /// `raw` must be the raw call of arguments passed to this team's
+    /// `collective_init`, under its contract (which covers the arrays their
+    /// validation would read: [`ArraysRead::unchanged`]).
+    pub(crate) unsafe fn take_raw(&self, raw: &RawCall) -> Option<Box<Plan>> {
         let hint = raw.hint();
-        self.find(|e| e.raw.load(Ordering::Relaxed) == hint, |p| p.raw.as_ref() == Some(raw))
+        let same = |p: &Plan| {
+            // SAFETY: equal raw calls on one team read the same arrays, which
+            // our caller's contract covers.
+            p.raw.as_ref().is_some_and(|r| r.call == *raw && unsafe { r.arrays.unchanged() })
+        };
+        self.find(|e| e.raw.load(Ordering::Relaxed) == hint, same)
     }
 
     /// The first plan whose entry's hint says `maybe` and which is `it`;
@@ -204,7 +244,7 @@ impl PlanCache {
         if !(parkable(&plan.init) && plan.task.as_ref().is_some_and(|t| t.reusable())) {
             return;
         }
-        let (raw, call) = (plan.raw.as_ref().map_or(0, RawCall::hint), call_hint(&plan.init));
+        let (raw, call) = (plan.raw.as_ref().map_or(0, |r| r.call.hint()), call_hint(&plan.init));
         let p = Box::into_raw(plan);
         let free = self.entries.iter().position(|e| e.plan.load(Ordering::Relaxed).is_null());
         let i = free.unwrap_or_else(|| {

@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::plan_cache::{Plan, RawCall};
+use super::plan_cache::{Plan, RawCall, RawKey};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
 use crate::backend::{CollTask, PostInfo};
@@ -94,12 +94,16 @@ impl Team {
         let mcs = &team.ctx.lib.mcs;
         let resolve = |addr: *const u8| mcs.resolve(addr);
         let raw = RawCall::of(args);
-        if let Some(p) = raw.as_ref().and_then(|raw| team.plans.take_raw(raw)) {
+        // SAFETY: `raw` is of our caller's arguments, under our contract.
+        if let Some(p) = raw.as_ref().and_then(|raw| unsafe { team.plans.take_raw(raw) }) {
             trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
             return Ok(Request::from_parked(team.clone(), p));
         }
+        let timeout = team.ctx.settings.coll_timeout;
         // SAFETY: forwarded to our caller.
-        let init = unsafe { CollInit::validate(args, team.rank, team.size, &resolve, team.ctx.settings.coll_timeout)? };
+        let (init, arrays) =
+            unsafe { CollInit::validate_noting_arrays(args, team.rank, team.size, &resolve, timeout, raw.is_some())? };
+        let raw = raw.zip(arrays).map(|(call, arrays)| RawKey { call, arrays });
         if let Some(p) = team.plans.take(&init) {
             trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
             let mut req = Request::from_parked(team.clone(), p);
@@ -164,7 +168,7 @@ impl<'a> Request<'a> {
         task: Option<Arc<dyn CollTask>>,
         selected: &AlgName,
         active: &ActiveTeam,
-        raw: Option<RawCall>,
+        raw: Option<RawKey>,
     ) -> Self {
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
         let plan = Plan { init, task, selected: selected.name.clone(), shown, diag: Arc::default(), raw, parked: None };

@@ -2,8 +2,11 @@
 //! [`Buf`], and the count relations collectives impose; every error names
 //! the collective, the side and the value.
 
+use std::cell::RefCell;
+
 use super::super::blocks::Blocks;
 use super::super::{BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags};
+use super::arrays_read::{ArraysRead, read_element};
 use crate::buffer::MemRef;
 use crate::error::{Error, Result};
 use crate::types::{CollType, DataType, MemType};
@@ -57,6 +60,8 @@ pub(crate) struct Checker<'a> {
     pub size: usize,
     pub args: &'a CollArgs,
     pub resolve_mem: &'a dyn Fn(*const u8) -> MemType,
+    /// Where to note the arrays read, when the caller asked for them.
+    pub reads: Option<RefCell<ArraysRead>>,
 }
 
 impl Checker<'_> {
@@ -190,15 +195,13 @@ impl Checker<'_> {
         }
         let mut out = Vec::with_capacity(self.size);
         for i in 0..self.size {
-            let v = if wide {
-                // SAFETY: the caller promised a team-size array of u64 (flag set);
-                // read_unaligned because C arrays from users need not be aligned.
-                unsafe { ptr.cast::<u64>().add(i).read_unaligned() }
-            } else {
-                // SAFETY: as above, an array of u32.
-                u64::from(unsafe { ptr.cast::<u32>().add(i).read_unaligned() })
-            };
+            // SAFETY: the caller of `CollInit::validate` promised a team-size
+            // array of the width the flag says.
+            let v = unsafe { read_element(ptr, wide, i) };
             out.push(usize::try_from(v).map_err(|_| self.err(format!("{side}.{what}[{i}] = {v} is too large")))?);
+        }
+        if let Some(reads) = &self.reads {
+            reads.borrow_mut().push(ptr, wide, &out);
         }
         Ok(out)
     }

@@ -11,6 +11,7 @@
 mod allgather;
 mod allreduce;
 mod alltoall;
+mod arrays_read;
 mod bcast;
 mod check;
 mod gather;
@@ -19,12 +20,15 @@ mod reduce_scatter;
 mod scatter;
 mod select;
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use super::{ActiveSet, CollArgs, CollFlags, CollInit, Operands, Reducer};
 use crate::error::{Error, Result};
 use crate::types::{CollType, MemType, ReduceOp};
 use check::{Buf, Checker};
+
+pub(crate) use arrays_read::ArraysRead;
 
 /// What one collective's validation needs to know besides the buffers.
 pub(crate) struct Ctx<'a> {
@@ -85,9 +89,28 @@ impl CollInit {
         resolve_mem: &dyn Fn(*const u8) -> MemType,
         default_timeout: Option<Duration>,
     ) -> Result<CollInit> {
+        // SAFETY: forwarded to our caller.
+        unsafe { Self::validate_noting_arrays(args, rank, size, resolve_mem, default_timeout, false) }
+            .map(|(init, _)| init)
+    }
+
+    /// [`CollInit::validate`], and when `note` is set, the counts and
+    /// displacement arrays it read with their values.
+    ///
+    /// # Safety
+    /// As [`CollInit::validate`].
+    pub(crate) unsafe fn validate_noting_arrays(
+        args: &CollArgs,
+        rank: usize,
+        size: usize,
+        resolve_mem: &dyn Fn(*const u8) -> MemType,
+        default_timeout: Option<Duration>,
+        note: bool,
+    ) -> Result<(CollInit, Option<ArraysRead>)> {
         use CollType::*;
         let coll = args.coll_type;
-        let ck = Checker { coll, size, args, resolve_mem };
+        let reads = note.then(Default::default);
+        let ck = Checker { coll, size, args, resolve_mem, reads };
         let in_place = args.flags.contains(CollFlags::IN_PLACE);
         let (root, timeout) = check_common(&ck, rank, default_timeout)?;
         let c = Ctx { ck, rank, size, root, in_place, op: args.op };
@@ -111,7 +134,7 @@ impl CollInit {
         }
         let is_root = c.is_root();
         let (src, dst) = (v.src.as_ref(), v.dst.as_ref());
-        Ok(CollInit {
+        let init = CollInit {
             coll,
             rank,
             size,
@@ -132,7 +155,8 @@ impl CollInit {
             active_set: args.active_set,
             tag: args.tag,
             cb: args.cb.clone(),
-        })
+        };
+        Ok((init, c.ck.reads.map(RefCell::into_inner)))
     }
 }
 
