@@ -108,3 +108,38 @@ fn the_same_call_on_every_rank_is_unaffected_however_long_it_waits() {
         assert!(out.iter().flatten().all(|(_, r)| r.is_ok()), "count {count}: {out:?}");
     }
 }
+
+/// Ranks whose allgatherv or reduce_scatterv counts differ while their
+/// totals agree (every rank holds every count, so each could tell) fail on
+/// both ranks, on every TL, naming both layouts, instead of copying blocks
+/// of lengths the other did not give: the layout is part of the call's
+/// signature.
+#[test]
+fn v_counts_that_differ_with_equal_totals_fail_on_both_ranks() {
+    for tls in ["shm,self", "p2p,self"] {
+        for coll in ["allgatherv", "reduce_scatterv"] {
+            let mut c = Config::new();
+            c.set("TLS", tls);
+            let out = world::run(2, &c, move |team, _| {
+                let me = team.rank();
+                // 4 elements in all; rank 0 thinks they split 1 + 3, rank 1 2 + 2.
+                let counts: [u32; 2] = if me == 0 { [1, 3] } else { [2, 2] };
+                let displs = [0u32, counts[0]];
+                let mine = counts[me] as usize;
+                let (src, mut dst) = (vec![me as f32 + 1.0; 4], [0.0f32; 4]);
+                if coll == "allgatherv" {
+                    Coll::allgatherv(&src[..mine], &mut dst, &counts, &displs).timeout(T).run(team)
+                } else {
+                    Coll::reduce_scatterv(&src, &mut dst[..mine], &counts, ReduceOp::Sum).timeout(T).run(team)
+                }
+            });
+            for (rank, r) in out.iter().enumerate() {
+                let e = r.as_ref().expect_err("ranks whose counts differ must not succeed");
+                assert_eq!(e.status(), Status::InvalidParam, "{tls}, rank {rank}, {coll}: {e}");
+                let text = e.to_string();
+                assert!(text.contains("calls differ"), "{tls}, rank {rank}, {coll}: {e}");
+                assert_eq!(text.matches(" in blocks #").count(), 2, "{tls}, rank {rank}, {coll}: {e}");
+            }
+        }
+    }
+}

@@ -103,6 +103,22 @@ fn round(team: &Team, i: usize, bytes: usize) -> ferrocoll::Result<()> {
     if (0..len).any(|k| reduced[off + k] != sum(off + k)) {
         return wrong("reduce_scatter");
     }
+    // Reduce-scatterv: the same, with counts uneven on purpose (rank r's
+    // block 2rn/p elements, rank 0's empty; inline up to a smaller n).
+    let counts: Vec<u32> = (0..p).map(|r| (2 * r * n / p) as u32).collect();
+    let starts: Vec<usize> = counts.iter().scan(0, |at, &c| Some(std::mem::replace(at, *at + c as usize))).collect();
+    let total_v = counts.iter().sum::<u32>() as usize;
+    let (off, len) = (starts[me], counts[me] as usize);
+    let vector: Vec<u32> = (0..total_v).map(|k| value(me, i, k)).collect();
+    let mut reduced = vector.clone();
+    if i.is_multiple_of(2) {
+        Coll::reduce_scatterv_in_place(&mut reduced, &counts, ReduceOp::Sum).timeout(T).run(team)?;
+    } else {
+        Coll::reduce_scatterv(&vector, &mut reduced[off..off + len], &counts, ReduceOp::Sum).timeout(T).run(team)?;
+    }
+    if (0..len).any(|k| reduced[off + k] != sum(off + k)) {
+        return wrong("reduce_scatterv");
+    }
     let mut gathered = vec![0u32; n * p];
     Coll::gather(&mine, (me == root).then_some(&mut gathered[..]), root).timeout(T).run(team)?;
     if me == root && (0..p).any(|r| (0..n).any(|k| gathered[r * n + k] != value(r, i, k))) {

@@ -3,9 +3,11 @@
 //! j; rank r reduces slot r of every rank into the next piece of its result.
 //! Blocks follow UCC's layouts (validation cuts the vector): P equal blocks
 //! of src, or (in place) the uneven blocks of the whole vector in dst, or
-//! v-counts back to back. A reduce-scatter (not v: every rank knows where
-//! its block lies in every vector) whose vector fits an inline region takes
-//! one epoch through those (`one_epoch.rs`).
+//! v-counts back to back. A reduce-scatter(v) whose vector fits an inline
+//! region takes one epoch through those (`one_epoch.rs`): every rank knows
+//! where its block lies in every vector, since every rank holds every count
+//! (and the call's signature, which each wait compares, carries a hash of
+//! the v-counts: ranks whose counts differ fail instead).
 
 use ferrocoll_core::CollType::{ReduceScatter, ReduceScatterv};
 use ferrocoll_core::Result;
@@ -19,7 +21,7 @@ use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
-    Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(|p, o| p.run(move |t| staged(t, o)))),
+    Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
 ];
 
 /// A vector that fits an inline region goes in one epoch; a larger one in
