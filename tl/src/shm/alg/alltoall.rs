@@ -1,7 +1,8 @@
 //! Alltoall(v): every rank publishes, in slot j of its half, the next
 //! piece of its block for rank j, and copies its slot from every rank
 //! ([`scatter_rounds`]). Alltoall's blocks are all equal; alltoallv's sizes
-//! are agreed on first in a size round. In place, a rank gives from a copy
+//! are agreed on first in a size round, which carries the blocks too when
+//! they are short (`meta.rs`). In place, a rank gives from a copy
 //! of dst, since the blocks it receives land in dst. An alltoall whose
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`), and in place needs no copy: what it publishes is it.
@@ -11,7 +12,7 @@ use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, MemType, Result};
 
 use super::exchange::scatter_rounds;
-use super::meta::exchange_sizes;
+use super::meta::{Carry, exchange_sizes};
 use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
@@ -41,8 +42,14 @@ async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
     let p = team.size;
     let gives: Vec<usize> = (0..p).map(|j| o.src.blocks.bytes(j)).collect();
     let takes: Vec<usize> = (0..p).map(|g| o.dst.blocks.bytes(g)).collect();
-    let longest = exchange_sizes(&team, Alltoallv, &gives, &takes).await?;
-    exchange(team, o, longest).await
+    // Carried in the size round, a rank's blocks are in its half before
+    // any lands in dst: in place needs no copy then.
+    let take = (0..p).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
+    let carry = Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take: &take };
+    match exchange_sizes(&team, Alltoallv, &gives, &takes, carry).await? {
+        None => Ok(()),
+        Some(longest) => exchange(team, o, longest).await,
+    }
 }
 
 async fn exchange(team: Exec, o: args::Alltoall, longest: usize) -> Result<()> {

@@ -1,14 +1,15 @@
 //! Gather(v): every rank publishes its block piece by piece; the root
 //! copies everyone else's into place ([`gather_rounds`]). Gather's blocks
 //! are all as long as this rank's; gatherv's sizes are known to the root
-//! only, so a size round agrees on the longest block first.
+//! only, so a size round agrees on the longest block first (and carries the
+//! blocks too when they are short, `meta.rs`).
 
 use ferrocoll_core::CollType::{Gather, Gatherv};
 use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::exchange::gather_rounds;
-use super::meta::exchange_sizes;
+use super::meta::{Carry, exchange_sizes};
 use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::one_epoch::OneEpoch;
@@ -36,6 +37,9 @@ async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
         Some(d) => (0..p).map(|r| if r == me { o.src.len() } else { d.blocks.bytes(r) }).collect(),
         None => vec![0; p],
     };
-    let longest = exchange_sizes(&team, Gatherv, &give, &take).await?;
-    gather_rounds(&team, o.src, o.dst.as_ref(), longest).await
+    let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
+    match exchange_sizes(&team, Gatherv, &give, &take, carry).await? {
+        None => Ok(()),
+        Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,
+    }
 }

@@ -2,11 +2,20 @@
 //! rank and take from each rank, so that every rank walks the same number
 //! of rounds (the longest block decides) and a count that two ranks
 //! disagree on is an error on both sides, not a truncated copy.
+//!
+//! The round carries the data too when every block is short ([`Carry`]):
+//! each rank writes its blocks after its table, if they fit, before it
+//! publishes; once the tables are read, every rank knows the longest block
+//! of all (the same on every rank), and when that fits, every rank wrote
+//! its blocks and each copies what it takes straight out: one epoch for the
+//! whole collective instead of a size round and then the data's.
 
-use ferrocoll_core::{CollType, Error, Result};
+use ferrocoll_core::args::{Blocked, Blocks};
+use ferrocoll_core::{CollType, Error, MemRef, Result};
 
 use super::rounds::max_len;
 use crate::shm::epoch::Flag;
+use crate::shm::layout::LINE;
 use crate::shm::team::ShmTeam;
 
 /// Bytes of one table entry.
@@ -38,13 +47,94 @@ fn read_entry(team: &ShmTeam, r: usize, e: u64, index: usize) -> Result<u64> {
     Ok(u64::from_le_bytes(w))
 }
 
+/// What a v-collective's size round may carry (see the module docs).
+pub(crate) enum Carry<'a> {
+    /// Gatherv: this rank's block, and (at the root) where each rank's lands.
+    Gather { mine: MemRef, dst: Option<&'a Blocked> },
+    /// Scatterv, alltoallv: this rank's buffer and its block for each rank
+    /// (`None`: it gives nothing), and `(giver, where its block for this
+    /// rank lands)` for each rank it takes from.
+    Scatter { give: Option<(MemRef, &'a Blocks)>, take: &'a [(usize, MemRef)] },
+}
+
+/// Where the carried data starts in a rank's half: after its table, on a line of its own.
+fn area_start(p: usize) -> Result<usize> {
+    p.checked_mul(2 * ENTRY)
+        .and_then(|t| t.checked_next_multiple_of(LINE))
+        .ok_or_else(|| Error::internal(format!("a size table for {p} ranks")))
+}
+
+impl Carry<'_> {
+    /// Bytes of the longest block it carries, when its blocks are laid out
+    /// in an area of `area` bytes: a gather's one block, or a scatter's
+    /// slot per rank (a P-th of it, whole lines).
+    fn room(&self, area: usize, p: usize) -> usize {
+        match self {
+            Carry::Gather { .. } => area,
+            Carry::Scatter { .. } => area / p / LINE * LINE,
+        }
+    }
+
+    /// Write this rank's blocks into `area` (they fit: `room`).
+    fn write(&self, team: &ShmTeam, area: MemRef, room: usize) -> Result<()> {
+        match self {
+            Carry::Gather { mine, .. } => team.copy(area.range(0, mine.len())?, *mine),
+            Carry::Scatter { give: Some((from, blocks)), .. } => {
+                for j in 0..team.size {
+                    let block = blocks.of(*from, j)?;
+                    team.copy(area.range(j * room, block.len())?, block)?;
+                }
+                Ok(())
+            }
+            Carry::Scatter { give: None, .. } => Ok(()),
+        }
+    }
+
+    /// Copy what this rank takes out of the givers' areas of epoch `e`
+    /// (the tables agreed on every length this rank takes).
+    fn read(&self, team: &ShmTeam, e: u64, start: usize, room: usize) -> Result<()> {
+        let me = team.rank;
+        match self {
+            Carry::Gather { mine, dst: Some(d) } => {
+                for r in (0..team.size).filter(|&r| r != me) {
+                    let theirs = d.block(r)?;
+                    team.copy(theirs, team.seg.data(r, e)?.range(start, theirs.len())?)?;
+                }
+                team.copy(d.block(me)?, *mine)
+            }
+            Carry::Gather { dst: None, .. } => Ok(()),
+            Carry::Scatter { take, .. } => {
+                // Slot `me` of each giver's area; `room * me` fits: it was laid out.
+                let at = start + me * room;
+                for &(g, into) in take.iter() {
+                    team.copy(into, team.seg.data(g, e)?.range(at, into.len())?)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Publish `give[j]` / `take[j]` (bytes this rank gives rank j / takes from
 /// rank j; 0 when none), check them against the ranks we deal with, and
-/// return the longest block any rank gives.
-pub(crate) async fn exchange_sizes(team: &ShmTeam, coll: CollType, give: &[usize], take: &[usize]) -> Result<usize> {
+/// return the longest block any rank gives — or `None` when the round
+/// carried the whole collective (`carry`, see the module docs).
+pub(crate) async fn exchange_sizes(
+    team: &ShmTeam,
+    coll: CollType,
+    give: &[usize],
+    take: &[usize],
+    carry: Carry<'_>,
+) -> Result<Option<usize>> {
     let (p, me) = (team.size, team.rank);
     let e = team.begin().await?;
     write_table(team, e, give, take)?;
+    let start = area_start(p)?;
+    let room = carry.room(team.pipeline_round().saturating_sub(start), p);
+    let half = team.seg.data(me, e)?;
+    if give.iter().all(|&g| g <= room) {
+        carry.write(team, half.range(start, half.len().saturating_sub(start))?, room)?;
+    }
     team.publish(Flag::Arrive, e)?;
     team.wait(Flag::Arrive, &team.all, e).await?;
     let mut longest = 0u64;
@@ -63,9 +153,12 @@ pub(crate) async fn exchange_sizes(team: &ShmTeam, coll: CollType, give: &[usize
             mismatch = Some(format!("rank {me} gives {i_give} bytes to rank {r}, which takes {r_takes}"));
         }
     }
+    // Every rank read every table: the same longest, the same choice.
+    let carried = mismatch.is_none() && longest <= room as u64;
+    let copied = if carried { carry.read(team, e, start, room) } else { Ok(()) };
     team.publish(Flag::Done, e)?;
     match mismatch {
         Some(m) => Err(Error::io(format!("{coll}: {m}: do the ranks' counts agree?"))),
-        None => max_len([longest]),
+        None => copied.and_then(|()| if carried { Ok(None) } else { max_len([longest]).map(Some) }),
     }
 }

@@ -2,7 +2,8 @@
 //! of rank j's block; rank j copies it out ([`scatter_rounds`]). At the
 //! root in place, its own block stays in src. Scatter's blocks are all as
 //! long as this rank's; scatterv's sizes are known to the root only, so a
-//! size round agrees on the longest block first. A scatter whose root's
+//! size round agrees on the longest block first (and carries the blocks
+//! too when they are short, `meta.rs`). A scatter whose root's
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`).
 
@@ -11,7 +12,7 @@ use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, Result};
 
 use super::exchange::scatter_rounds;
-use super::meta::exchange_sizes;
+use super::meta::{Carry, exchange_sizes};
 use super::{Exec, STAGED, ShmPost};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
@@ -53,7 +54,10 @@ async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
     let mut take_sizes = vec![0; p];
     // Every rank takes its block from the root (the root in place takes it from itself, in src).
     take_sizes[o.root] = o.dst.len();
-    let longest = exchange_sizes(&team, Scatterv, &gives, &take_sizes).await?;
     let give = o.src.as_ref().map(|s| (s.mem, &s.blocks));
-    scatter_rounds(&team, give, &takes(&team, &o)?, longest).await
+    let take = takes(&team, &o)?;
+    match exchange_sizes(&team, Scatterv, &gives, &take_sizes, Carry::Scatter { give, take: &take }).await? {
+        None => Ok(()),
+        Some(longest) => scatter_rounds(&team, give, &take, longest).await,
+    }
 }
