@@ -186,6 +186,42 @@ fn alltoallv_counts_that_disagree_between_ranks_fail_on_both_sides() {
     assert!(rank1.contains("40 bytes") && rank1.contains("32"), "rank 1: {rank1}");
 }
 
+/// Gatherv and scatterv: a rank whose block the root counts differently
+/// fails, and so does the root, naming both sizes; a third rank, whose
+/// block agrees, is not held up by the pair (it waits for the root only)
+/// and completes or fails, but never hangs.
+#[test]
+fn rooted_v_counts_that_disagree_fail_on_the_root_and_the_rank() {
+    for scatter in [false, true] {
+        let out = world::run(3, &Config::new(), move |team, _| {
+            let me = team.rank();
+            let counts = [2u64, 2, 2];
+            let displs = [0u64, 2, 4];
+            // Rank 1 has 3 elements where the root counts 2.
+            let mine = if me == 1 { 3 } else { 2 };
+            let (mut a, mut b) = (vec![5u32; 8], vec![0u32; 8]);
+            let coll = if scatter {
+                let src = (me == 0).then(|| (&a[..6], &counts[..], &displs[..]));
+                Coll::scatterv(src, &mut b[..mine], 0)
+            } else {
+                let dst = (me == 0).then(|| (&mut b[..6], &counts[..], &displs[..]));
+                Coll::gatherv(&a[..mine], dst, 0)
+            };
+            let r = coll.timeout(Duration::from_secs(10)).run(team).err().map(|e| e.to_string());
+            a.clear();
+            r
+        });
+        let what = if scatter { "scatterv" } else { "gatherv" };
+        for rank in [0, 1] {
+            let e = out[rank].as_deref().unwrap_or("no error");
+            assert!(
+                e.contains("do the ranks' counts agree") && e.contains("12") && e.contains('8'),
+                "{what}, rank {rank}: {e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn in_place_where_it_is_not_allowed() {
     on_team(2, |team| {

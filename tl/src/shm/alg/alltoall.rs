@@ -46,7 +46,7 @@ async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
     // any lands in dst: in place needs no copy then.
     let take = (0..p).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
     let carry = Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take: &take };
-    match exchange_sizes(&team, Alltoallv, &gives, &takes, carry).await? {
+    match exchange_sizes(&team, Alltoallv, None, &gives, &takes, carry).await? {
         None => Ok(()),
         Some(longest) => exchange(team, o, longest).await,
     }

@@ -38,7 +38,7 @@ async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
         None => vec![0; p],
     };
     let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
-    match exchange_sizes(&team, Gatherv, &give, &take, carry).await? {
+    match exchange_sizes(&team, Gatherv, Some(o.root), &give, &take, carry).await? {
         None => Ok(()),
         Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,
     }

@@ -119,14 +119,25 @@ impl Carry<'_> {
 /// rank j; 0 when none), check them against the ranks we deal with, and
 /// return the longest block any rank gives — or `None` when the round
 /// carried the whole collective (`carry`, see the module docs).
+///
+/// With a `root` (gatherv, scatterv: every block goes to or comes from
+/// it), the root's table alone says every block's length: the other ranks
+/// wait for the root only, as a gather's or scatter's do, and every rank
+/// takes the longest block from the root's table, so that all agree.
 pub(crate) async fn exchange_sizes(
     team: &ShmTeam,
     coll: CollType,
+    root: Option<usize>,
     give: &[usize],
     take: &[usize],
     carry: Carry<'_>,
 ) -> Result<Option<usize>> {
     let (p, me) = (team.size, team.rank);
+    let (waits_for, longest_in) = match root.as_ref() {
+        Some(r) if *r == me => (&team.all[..], std::slice::from_ref(r)),
+        Some(r) => (std::slice::from_ref(r), std::slice::from_ref(r)),
+        None => (&team.all[..], &team.all[..]),
+    };
     let e = team.begin().await?;
     write_table(team, e, give, take)?;
     let start = area_start(p)?;
@@ -136,13 +147,15 @@ pub(crate) async fn exchange_sizes(
         carry.write(team, half.range(start, half.len().saturating_sub(start))?, room)?;
     }
     team.publish(Flag::Arrive, e)?;
-    team.wait(Flag::Arrive, &team.all, e).await?;
+    team.wait(Flag::Arrive, waits_for, e).await?;
     let mut longest = 0u64;
-    let mut mismatch = None;
-    for r in 0..p {
-        for j in 0..p {
+    for &r in longest_in {
+        for j in 0..2 * p {
             longest = longest.max(read_entry(team, r, e, j)?);
         }
+    }
+    let mut mismatch = None;
+    for &r in waits_for {
         // What r gives me against what I take from r, and the other way round.
         let (r_gives, r_takes) = (read_entry(team, r, e, me)?, read_entry(team, r, e, p + me)?);
         let (i_take, i_give) = (take.get(r).copied().unwrap_or(0) as u64, give.get(r).copied().unwrap_or(0) as u64);
@@ -153,7 +166,7 @@ pub(crate) async fn exchange_sizes(
             mismatch = Some(format!("rank {me} gives {i_give} bytes to rank {r}, which takes {r_takes}"));
         }
     }
-    // Every rank read every table: the same longest, the same choice.
+    // Every rank read the same tables for it: the same longest, the same choice.
     let carried = mismatch.is_none() && longest <= room as u64;
     let copied = if carried { carry.read(team, e, start, room) } else { Ok(()) };
     team.publish(Flag::Done, e)?;

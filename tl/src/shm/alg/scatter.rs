@@ -56,7 +56,9 @@ async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
     take_sizes[o.root] = o.dst.len();
     let give = o.src.as_ref().map(|s| (s.mem, &s.blocks));
     let take = takes(&team, &o)?;
-    match exchange_sizes(&team, Scatterv, &gives, &take_sizes, Carry::Scatter { give, take: &take }).await? {
+    match exchange_sizes(&team, Scatterv, Some(o.root), &gives, &take_sizes, Carry::Scatter { give, take: &take })
+        .await?
+    {
         None => Ok(()),
         Some(longest) => scatter_rounds(&team, give, &take, longest).await,
     }
