@@ -40,13 +40,12 @@ async fn staged(team: Exec, o: args::Alltoall) -> Result<()> {
 
 async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
     let p = team.size;
-    let gives: Vec<usize> = (0..p).map(|j| o.src.blocks.bytes(j)).collect();
-    let takes: Vec<usize> = (0..p).map(|g| o.dst.blocks.bytes(g)).collect();
     // Carried in the size round, a rank's blocks are in its half before
     // any lands in dst: in place needs no copy then.
     let take = (0..p).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
     let carry = Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take: &take };
-    match exchange_sizes(&team, Alltoallv, None, &gives, &takes, carry).await? {
+    let (gives, takes) = (|j| o.src.blocks.bytes(j), |g| o.dst.blocks.bytes(g));
+    match exchange_sizes(&team, Alltoallv, None, gives, takes, carry).await? {
         None => Ok(()),
         Some(longest) => exchange(team, o, longest).await,
     }

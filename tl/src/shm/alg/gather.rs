@@ -30,15 +30,15 @@ async fn staged(team: Exec, o: args::Gather) -> Result<()> {
 }
 
 async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
-    let (p, me) = (team.size, team.rank);
-    let mut give = vec![0; p];
-    give[o.root] = o.src.len();
-    let take: Vec<usize> = match &o.dst {
-        Some(d) => (0..p).map(|r| if r == me { o.src.len() } else { d.blocks.bytes(r) }).collect(),
-        None => vec![0; p],
+    let me = team.rank;
+    let give = |j| if j == o.root { o.src.len() } else { 0 };
+    let take = |r| match &o.dst {
+        Some(_) if r == me => o.src.len(),
+        Some(d) => d.blocks.bytes(r),
+        None => 0,
     };
     let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
-    match exchange_sizes(&team, Gatherv, Some(o.root), &give, &take, carry).await? {
+    match exchange_sizes(&team, Gatherv, Some(o.root), give, take, carry).await? {
         None => Ok(()),
         Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,
     }

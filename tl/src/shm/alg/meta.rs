@@ -21,18 +21,15 @@ use crate::shm::team::ShmTeam;
 /// Bytes of one table entry.
 const ENTRY: usize = 8;
 
-fn write_table(team: &ShmTeam, e: u64, give: &[usize], take: &[usize]) -> Result<()> {
-    let p = team.size;
-    let half = team.seg.data(team.rank, e)?;
-    let mut bytes = Vec::with_capacity(2 * p * ENTRY);
-    for v in give.iter().chain(take) {
-        bytes.extend_from_slice(&(*v as u64).to_le_bytes());
+fn write_table(team: &ShmTeam, e: u64, give: &impl Fn(usize) -> usize, take: &impl Fn(usize) -> usize) -> Result<()> {
+    let (p, half) = (team.size, team.seg.data(team.rank, e)?);
+    for i in 0..2 * p {
+        let v = if i < p { give(i) } else { take(i - p) };
+        let cell = half.range(i * ENTRY, ENTRY)?;
+        // SAFETY: `cell` is in this rank's own half, which no one reads
+        // before our `arrive` for this epoch (published after this write).
+        unsafe { cell.as_mut_slice().copy_from_slice(&(v as u64).to_le_bytes()) };
     }
-    let table = half.range(0, bytes.len())?;
-    // SAFETY: `table` is this rank's own half, which no one reads before our
-    // `arrive` for this epoch (published after this write), and `bytes` is a
-    // separate allocation of the same length.
-    unsafe { table.as_mut_slice().copy_from_slice(&bytes) };
     Ok(())
 }
 
@@ -115,7 +112,7 @@ impl Carry<'_> {
     }
 }
 
-/// Publish `give[j]` / `take[j]` (bytes this rank gives rank j / takes from
+/// Publish `give(j)` / `take(j)` (bytes this rank gives rank j / takes from
 /// rank j; 0 when none), check them against the ranks we deal with, and
 /// return the longest block any rank gives — or `None` when the round
 /// carried the whole collective (`carry`, see the module docs).
@@ -128,8 +125,8 @@ pub(crate) async fn exchange_sizes(
     team: &ShmTeam,
     coll: CollType,
     root: Option<usize>,
-    give: &[usize],
-    take: &[usize],
+    give: impl Fn(usize) -> usize,
+    take: impl Fn(usize) -> usize,
     carry: Carry<'_>,
 ) -> Result<Option<usize>> {
     let (p, me) = (team.size, team.rank);
@@ -139,11 +136,11 @@ pub(crate) async fn exchange_sizes(
         None => (&team.all[..], &team.all[..]),
     };
     let e = team.begin().await?;
-    write_table(team, e, give, take)?;
+    write_table(team, e, &give, &take)?;
     let start = area_start(p)?;
     let room = carry.room(team.pipeline_round().saturating_sub(start), p);
     let half = team.seg.data(me, e)?;
-    if give.iter().all(|&g| g <= room) {
+    if (0..p).all(|j| give(j) <= room) {
         carry.write(team, half.range(start, half.len().saturating_sub(start))?, room)?;
     }
     team.publish(Flag::Arrive, e)?;
@@ -158,7 +155,7 @@ pub(crate) async fn exchange_sizes(
     for &r in waits_for {
         // What r gives me against what I take from r, and the other way round.
         let (r_gives, r_takes) = (read_entry(team, r, e, me)?, read_entry(team, r, e, p + me)?);
-        let (i_take, i_give) = (take.get(r).copied().unwrap_or(0) as u64, give.get(r).copied().unwrap_or(0) as u64);
+        let (i_take, i_give) = (take(r) as u64, give(r) as u64);
         if mismatch.is_none() && r_gives != i_take {
             mismatch = Some(format!("rank {r} gives {r_gives} bytes to rank {me}, which takes {i_take}"));
         }

@@ -49,15 +49,12 @@ async fn staged(team: Exec, o: args::Scatter) -> Result<()> {
 }
 
 async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
-    let p = team.size;
-    let gives: Vec<usize> = (0..p).map(|j| o.src.as_ref().map_or(0, |s| s.blocks.bytes(j))).collect();
-    let mut take_sizes = vec![0; p];
+    let gives = |j| o.src.as_ref().map_or(0, |s| s.blocks.bytes(j));
     // Every rank takes its block from the root (the root in place takes it from itself, in src).
-    take_sizes[o.root] = o.dst.len();
+    let take_sizes = |r| if r == o.root { o.dst.len() } else { 0 };
     let give = o.src.as_ref().map(|s| (s.mem, &s.blocks));
     let take = takes(&team, &o)?;
-    match exchange_sizes(&team, Scatterv, Some(o.root), &gives, &take_sizes, Carry::Scatter { give, take: &take })
-        .await?
+    match exchange_sizes(&team, Scatterv, Some(o.root), gives, take_sizes, Carry::Scatter { give, take: &take }).await?
     {
         None => Ok(()),
         Some(longest) => scatter_rounds(&team, give, &take, longest).await,
