@@ -293,3 +293,18 @@ fn runs_unchanged_under_a_launcher() {
     assert!(out.contains("[0] Collective:             bcast"), "{out}");
     assert!(!out.lines().any(|l| l.starts_with("[1] ")), "only rank 0 prints: {out}");
 }
+
+/// Gather's and scatter's root holds P blocks, the other ranks one: with
+/// the default warm-up count, blocks of 16 KiB on 4 ranks put the root's
+/// buffer at the 64 KiB threshold and the others' below it. Every rank
+/// must still run as many calls (they failed with "calls differ" when each
+/// chose by its own buffer).
+#[test]
+fn rooted_collectives_run_as_many_calls_on_every_rank_across_the_large_threshold() {
+    for coll in ["gather", "scatter", "gatherv", "scatterv"] {
+        let o = perftest(&["--threads", "4", "-c", coll, "-b", "4096", "-e", "4096", "-n", "3", "--check"]);
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{coll}: exit {:?}\n{out}\n{err}", o.status.code());
+        assert!(out.contains("16384"), "{coll}: the 16 KiB row is missing\n{out}");
+    }
+}

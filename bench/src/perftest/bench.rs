@@ -10,7 +10,7 @@ use ferrocoll::{Coll, CollType, Error, Request, Result, Team};
 use super::buffers::SizeBuffers;
 use super::check::{Shape, Verifier};
 use super::device::DeviceMirror;
-use super::layout::{busbw_bytes, gbps, has_data, layout, printed_count};
+use super::layout::{Layout, busbw_bytes, gbps, has_data, layout, printed_count};
 use super::options::Options;
 use super::pattern::Inputs;
 use super::report::Row;
@@ -28,6 +28,17 @@ pub fn counts(o: &Options) -> Vec<u64> {
 fn iterations(o: &Options, bytes: usize) -> (usize, usize) {
     let large = bytes >= LARGE;
     (o.iters.unwrap_or(if large { 200 } else { 1000 }), o.warmups.unwrap_or(if large { 20 } else { 100 }))
+}
+
+/// The longest buffer any rank of `p` holds at block count `c`, in bytes:
+/// what decides the iteration counts, so that every rank runs as many
+/// calls (a rank's own buffers would not do: gather's and scatter's root
+/// holds P blocks, the others one, and ranks that run different numbers
+/// of calls fail at the first that differs).
+fn largest_buffer(o: &Options, c: usize, p: usize, elem_size: usize) -> usize {
+    let longest = |l: Layout| l.src.unwrap_or(0).max(l.dst.unwrap_or(0));
+    let elems = (0..p).map(|r| longest(layout(o.coll, c, p, r, o.root, o.in_place))).max().unwrap_or(0);
+    elems.saturating_mul(elem_size)
 }
 
 /// How the sweep ended on this rank.
@@ -77,7 +88,7 @@ pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Resul
         let lay = layout(o.coll, c, p, rank, o.root, o.in_place);
         let mut bufs = SizeBuffers::new(&shape, lay, inputs, o.check).map_err(|e| e.prefixed(format!("count {c}")))?;
         let mut verifier = o.check.then(|| Verifier::new(&shape, inputs));
-        let (iters, warmups) = iterations(o, bufs.max_bytes());
+        let (iters, warmups) = iterations(o, largest_buffer(o, c, p, es as usize));
         let mirror = DeviceMirror::new(o.mem, &bufs).map_err(|e| e.prefixed(format!("count {c}")))?;
         let timed = run_size(team, o, &shape, &mut bufs, mirror.as_ref(), verifier.as_mut(), (iters, warmups))?;
         // Every rank's (mean µs, wrong) reaches every rank, over ferrocoll.

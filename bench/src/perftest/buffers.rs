@@ -175,11 +175,6 @@ impl SizeBuffers {
         }
         a
     }
-
-    /// Bytes of the larger buffer (what picks the small or large iteration count).
-    pub fn max_bytes(&self) -> usize {
-        self.src.bytes().len().max(self.dst.bytes().len())
-    }
 }
 
 #[cfg(test)]
