@@ -26,7 +26,8 @@ usage: ferrocoll-perftest [options]
   -o <op>           sum (default), prod, max, min, land, lor, lxor, band, bor,
                     bxor, maxloc, minloc, avg
   -m <memtype>      host (default), cuda or cuda-mng (device buffers; inputs and checks staged outside the timing)
-  -n <iterations>   timed iterations (default 1000, 200 from 64 KiB up)
+  -n <iterations>   timed iterations (default 1000, 200 from 64 KiB up: the
+                    largest buffer of any rank, so every rank runs as many)
   -w <warmups>      warm-up iterations (default 100, 20 from 64 KiB up)
   -i                in place
   -p                persistent (init once, post every iteration)
