@@ -29,11 +29,9 @@ for np in "${ranks[@]}"; do
     echo "== $c $np ranks" >&2
     "$perftest" --np "$np" -c "$c" "${range[@]}" --csv "$out/ferrocoll-$c-$np.csv" >/dev/null
     UCC_TLS=^shm "$perftest" --np "$np" -c "$c" "${range[@]}" --csv "$out/p2p-$c-$np.csv" >/dev/null
-    if [ "$c" != reduce ]; then
-      mpi_range=(-b 8 -e 67108864)
-      [ "$c" = barrier ] && mpi_range=()
-      bash "$peer" "$c" "$np" "${mpi_range[@]}" >"$out/openmpi-$c-$np.txt" 2>/dev/null
-    fi
+    mpi_range=(-b 8 -e 67108864)
+    [ "$c" = barrier ] && mpi_range=()
+    bash "$peer" "$c" "$np" "${mpi_range[@]}" >"$out/openmpi-$c-$np.txt" 2>/dev/null
   done
 done
 python3 "$here/tables.py" "$out"

@@ -48,6 +48,7 @@
 
 mod bootstrap;
 mod cause;
+pub mod cma;
 mod fxhash;
 mod inproc;
 pub mod liveness;

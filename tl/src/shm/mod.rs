@@ -63,6 +63,10 @@ pub(crate) struct ShmConfig {
     /// Destination buffers from this size up are written past the cache
     /// by bcast and allgather/gather (`cache.rs`).
     pub stream_threshold: usize,
+    /// Messages from this size up of bcast, allgather(v), gather(v),
+    /// scatter(v) and alltoall(v) go by single copy (`alg/single_copy.rs`)
+    /// in the default selection; `usize::MAX`: never.
+    pub cma_threshold: usize,
 }
 
 /// The variable whose default is read from the machine (the last-level cache).
@@ -112,6 +116,17 @@ const KNOBS: &[Knob<ShmConfig>] = &[
         min: 0,
         max: usize::MAX,
         slot: |c| &mut c.stream_threshold,
+    },
+    Knob {
+        field: ConfigField {
+            name: "UCC_TL_SHM_CMA_THRESHOLD",
+            default: "16K",
+            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size) are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
+        },
+        unit: Unit::Bytes,
+        min: 0,
+        max: usize::MAX,
+        slot: |c| &mut c.cma_threshold,
     },
 ];
 

@@ -16,7 +16,7 @@ use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, S
 use super::layout::{CTRL, ENTRY, INLINE, INLINE_HEAD, LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 5;
+const VERSION: u32 = 6;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -72,7 +72,12 @@ pub(crate) struct Ctrl {
     /// rank's, and it will not take part in later ones), with the cause
     /// above [`CAUSE_SHIFT`].
     pub left: AtomicU64,
-    _to_end: [AtomicU64; 14],
+    /// Where this rank's process maps the header's `cookie` (0: it offers
+    /// no single copy): a peer that reads the team's cookie there through
+    /// cross-memory attach knows that the pid in `pid` is this rank's
+    /// process, and that it may read it (`alg/single_copy.rs`).
+    pub cookie_at: AtomicU64,
+    _to_end: [AtomicU64; 13],
 }
 
 /// A rank's control-line value of `left` while it takes part.
@@ -230,6 +235,15 @@ impl Segment {
 
     fn header(&self) -> Result<&Header> {
         self.map.view::<Header>(0)
+    }
+
+    /// The team's cookie (the nonce of the segment's name), and where this
+    /// process maps it.
+    pub(crate) fn cookie(&self) -> Result<(u64, u64)> {
+        let cookie = &self.header()?.cookie;
+        // Relaxed: written before the creator's Release of MAGIC, which every
+        // member Acquired (the creator wrote it itself).
+        Ok((cookie.load(Ordering::Relaxed), cookie.as_ptr() as u64))
     }
 
     /// The geometry.

@@ -18,8 +18,10 @@ use ferrocoll_core::engine::board::ENTRY_WORDS;
 use ferrocoll_core::engine::{CallBoard, TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_transport::cma;
 use ferrocoll_transport::liveness::Proc;
 
+use super::alg::single_copy::Reach;
 use super::alg::{self, ShmPost as Post};
 use super::layout::{LINE, Layout};
 use super::one_epoch;
@@ -68,6 +70,8 @@ pub(crate) struct ShmTeam {
     waiting: AtomicU64,
     /// The running collective's signature, which every epoch publishes and checks (`epoch.rs`).
     pub(crate) running: Running,
+    /// Whether single copy may run, and which peers this rank can read (`alg/single_copy.rs`).
+    pub(crate) reach: Reach,
 }
 
 /// The collective this rank runs on the team now (one at a time: see the module docs).
@@ -159,8 +163,18 @@ impl ShmTeam {
             .await?
         };
         let me = seg.ctrl(rank)?;
-        // Relaxed: read only by liveness checks, which tolerate a late view.
+        // Relaxed: read only by liveness checks, which tolerate a late view,
+        // and by single copy after a flag this rank publishes later.
         me.pid.store(u64::from(std::process::id()), Ordering::Relaxed);
+        // Single copy runs where the selection may choose it: then this
+        // process lets the team's others read it (Yama `ptrace_scope=1`) and
+        // says where they find the proof that they read the right process.
+        let single_copy = config.cma_threshold != usize::MAX;
+        if single_copy {
+            cma::allow_readers();
+            // Relaxed: as the pid.
+            me.cookie_at.store(seg.cookie()?.1, Ordering::Relaxed);
+        }
         if rank == 0 {
             let mut polls = 0u64;
             std::future::poll_fn(|_| {
@@ -197,6 +211,7 @@ impl ShmTeam {
             blame: AtomicU64::new(0),
             waiting: AtomicU64::new(u64::MAX),
             running: Running::default(),
+            reach: Reach::new(size, single_copy),
         }))
     }
 
@@ -224,6 +239,18 @@ impl ShmTeam {
     pub(crate) fn pipeline_round(&self) -> usize {
         let data = self.seg.layout().data;
         self.config.pipeline_size.max(LINE.saturating_mul(self.size)).min(data)
+    }
+
+    /// `(r, part(r))` for every rank `r` but this one, in rank order.
+    pub(crate) fn others(&self, part: impl Fn(usize) -> Result<MemRef>) -> Result<Vec<(usize, MemRef)>> {
+        self.all.iter().filter(|&&r| r != self.rank).map(|&r| Ok((r, part(r)?))).collect()
+    }
+
+    /// Whether a v-variant whose longest block is `longest` bytes (the
+    /// same on every rank, from its size round) goes by single copy: as a
+    /// collective's message of `longest` times the team size would.
+    pub(crate) fn single_copy_fits(&self, longest: usize) -> bool {
+        self.reach.on() && longest.saturating_mul(self.size) >= self.config.cma_threshold
     }
 
     /// Copy through the host memory component.

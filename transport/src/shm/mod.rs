@@ -43,7 +43,7 @@
 //!
 //! Files: `wire` (every byte layout and its checked parsing), `segment`
 //! (this endpoint's segment and its peers', on [`crate::shmem`]), `ring`
-//! (the SPSC byte ring), `cma`, `health` (what is known of each peer), `send`
+//! (the SPSC byte ring), `health` (what is known of each peer), `send`
 //! (outboxes, streams, slots, handles), `recv` (draining and matching),
 //! `peer`, `pool`, `config`, and `transport`, which ties them into the
 //! [`Transport`](crate::Transport).
@@ -62,7 +62,6 @@
 //! exhaust it. Nothing blocks, except dropping a rendezvous send while the
 //! receiver copies from it (a bounded memcpy).
 
-mod cma;
 mod config;
 mod health;
 mod peer;

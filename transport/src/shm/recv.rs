@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, Result};
 
-use super::cma;
+use crate::cma;
 use super::peer::Peer;
 use super::pool::BufPool;
 use super::ring::Consumer;

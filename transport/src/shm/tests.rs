@@ -36,7 +36,7 @@ fn files(job: &str) -> Vec<String> {
 /// allowed where the system call exists.
 fn cma_missing() -> Option<String> {
     let word = 0x5eed_cafe_u64;
-    super::cma::probe(std::process::id(), &word as *const u64 as u64, word).err()
+    crate::cma::probe(std::process::id(), &word as *const u64 as u64, word).err()
 }
 
 /// Whether `t` reads endpoint `peer` by CMA: it must where this host allows

@@ -9,7 +9,7 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::config::Config;
 use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
-use super::cma;
+use crate::cma;
 use super::config::ShmConfig;
 use super::health::{Health, ScanClock};
 use super::peer::{Peer, lock};

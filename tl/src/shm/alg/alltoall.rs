@@ -7,20 +7,42 @@
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`), and in place needs no copy: what it publishes is it.
 
-use ferrocoll_core::CollType::{Alltoall, Alltoallv};
+use ferrocoll_core::CollType::{self, Alltoall, Alltoallv};
 use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, MemType, Result};
 
 use super::exchange::scatter_rounds;
 use super::meta::{Carry, exchange_sizes};
-use super::{Exec, STAGED, ShmPost};
+use super::single_copy::{Offer, Outcome, single_copy};
+use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
+use crate::shm::team::ShmTeam;
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(staged_or_inline)),
     Alg::new(Alltoallv, 0, "staged", STAGED, Run::Alltoall(|p, o| p.run(move |t| staged_v(t, o)))),
+    Alg::new(Alltoall, 1, "cma", SINGLE_COPY, Run::Alltoall(|p, o| p.run(move |t| cma(t, o)))),
 ];
+
+/// Every rank reads its block of every other rank's buffer
+/// ([`single_copy`]): whether they could, the outcome. Not in place: the
+/// blocks a rank reads would land where the others still read.
+async fn single_copies(team: &ShmTeam, coll: CollType, o: &args::Alltoall) -> Result<Outcome> {
+    let take = team.others(|g| o.dst.block(g))?;
+    let outcome = single_copy(team, coll, Some(Offer::PerRank(o.src.mem, &o.src.blocks)), &take, true).await?;
+    if outcome == Outcome::Done {
+        team.copy(o.dst.block(team.rank)?, o.src.block(team.rank)?)?;
+    }
+    Ok(outcome)
+}
+
+async fn cma(team: Exec, o: args::Alltoall) -> Result<()> {
+    if team.reach.on() && !o.in_place && single_copies(&team, Alltoall, &o).await? == Outcome::Done {
+        return Ok(());
+    }
+    staged(team, o).await
+}
 
 /// Alltoall whose whole buffer fits an inline region goes in one epoch;
 /// the blocks of a larger one in the halves' slots.
@@ -47,6 +69,13 @@ async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
     let (gives, takes) = (|j| o.src.blocks.bytes(j), |g| o.dst.blocks.bytes(g));
     match exchange_sizes(&team, Alltoallv, None, gives, takes, carry).await? {
         None => Ok(()),
+        Some(longest)
+            if team.single_copy_fits(longest)
+                && !o.in_place
+                && single_copies(&team, Alltoallv, &o).await? == Outcome::Done =>
+        {
+            Ok(())
+        }
         Some(longest) => exchange(team, o, longest).await,
     }
 }

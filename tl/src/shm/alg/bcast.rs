@@ -7,19 +7,35 @@ use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::rounds::{piece_of, rounds};
-use super::{Exec, STAGED, ShmPost};
+use super::single_copy::{Offer, Outcome, single_copy};
+use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::cache::copy_out;
 use crate::shm::epoch::Flag;
 use crate::shm::one_epoch::OneEpoch;
 
-pub(crate) const ALGS: &[Alg<ShmPost>] = &[Alg::new(
-    Bcast,
-    0,
-    "staged",
-    STAGED,
-    Run::Bcast(|p, o| p.one_epoch_or(o.buf.len(), o, |o| OneEpoch::Bcast { buf: o.buf, root: o.root }, staged)),
-)];
+pub(crate) const ALGS: &[Alg<ShmPost>] = &[
+    Alg::new(
+        Bcast,
+        0,
+        "staged",
+        STAGED,
+        Run::Bcast(|p, o| p.one_epoch_or(o.buf.len(), o, |o| OneEpoch::Bcast { buf: o.buf, root: o.root }, staged)),
+    ),
+    Alg::new(Bcast, 1, "cma", SINGLE_COPY, Run::Bcast(|p, o| p.run(move |t| cma(t, o)))),
+];
+
+/// The others read the root's buffer ([`single_copy`]); staged where they cannot.
+async fn cma(team: Exec, o: args::Bcast) -> Result<()> {
+    if team.reach.on() {
+        let (give, take) =
+            if team.rank == o.root { (Some(Offer::One(o.buf)), None) } else { (None, Some((o.root, o.buf))) };
+        if single_copy(&team, Bcast, give, take.as_slice(), false).await? == Outcome::Done {
+            return Ok(());
+        }
+    }
+    staged(team, o).await
+}
 
 async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
     if team.fits_inline(o.buf.len()) {

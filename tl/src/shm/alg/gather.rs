@@ -4,13 +4,15 @@
 //! only, so a size round agrees on the longest block first (and carries the
 //! blocks too when they are short, `meta.rs`).
 
-use ferrocoll_core::CollType::{Gather, Gatherv};
+use ferrocoll_core::CollType::{self, Gather, Gatherv};
 use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::exchange::gather_rounds;
 use super::meta::{Carry, exchange_sizes};
-use super::{Exec, STAGED, ShmPost};
+use super::single_copy::{Offer, Outcome, single_copy};
+use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
+use crate::shm::team::ShmTeam;
 use crate::base::{Alg, Run};
 use crate::shm::one_epoch::OneEpoch;
 
@@ -23,7 +25,29 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         Run::Gather(|p, o| p.one_epoch_or(o.src.len(), o, |o| OneEpoch::Gather { mine: o.src, dst: o.dst }, staged)),
     ),
     Alg::new(Gatherv, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged_v(t, o)))),
+    Alg::new(Gather, 1, "cma", SINGLE_COPY, Run::Gather(|p, o| p.run(move |t| cma(t, o)))),
 ];
+
+/// The root reads every other rank's block ([`single_copy`]): whether it
+/// could, the outcome.
+async fn single_copies(team: &ShmTeam, coll: CollType, o: &args::Gather) -> Result<Outcome> {
+    let (give, take) = match &o.dst {
+        Some(d) => (None, team.others(|r| d.block(r))?),
+        None => (Some(Offer::One(o.src)), Vec::new()),
+    };
+    let outcome = single_copy(team, coll, give, &take, false).await?;
+    if let (Outcome::Done, Some(d)) = (outcome, &o.dst) {
+        team.copy(d.block(team.rank)?, o.src)?;
+    }
+    Ok(outcome)
+}
+
+async fn cma(team: Exec, o: args::Gather) -> Result<()> {
+    if team.reach.on() && single_copies(&team, Gather, &o).await? == Outcome::Done {
+        return Ok(());
+    }
+    staged(team, o).await
+}
 
 async fn staged(team: Exec, o: args::Gather) -> Result<()> {
     gather_rounds(&team, o.src, o.dst.as_ref(), o.src.len()).await
@@ -40,6 +64,9 @@ async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
     let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
     match exchange_sizes(&team, Gatherv, Some(o.root), give, take, carry).await? {
         None => Ok(()),
+        Some(longest) if team.single_copy_fits(longest) && single_copies(&team, Gatherv, &o).await? == Outcome::Done => {
+            Ok(())
+        }
         Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,
     }
 }

@@ -22,10 +22,11 @@ pub(crate) mod reduce_scatter;
 pub(crate) mod reduction;
 pub(crate) mod rounds;
 pub(crate) mod scatter;
+pub(crate) mod single_copy;
 
 use std::sync::{Arc, LazyLock};
 
-use ferrocoll_core::CollType::{self, *};
+use ferrocoll_core::CollType::*;
 use ferrocoll_core::score::MsgRange;
 
 use super::ShmConfig;
@@ -41,6 +42,10 @@ pub(crate) use super::team::ShmPost;
 
 /// What every staged algorithm says of itself.
 pub(crate) const STAGED: &str = "through the team segment, a pipeline round (UCC_TL_SHM_PIPELINE_SIZE) at a time";
+
+/// What every single-copy algorithm says of itself.
+pub(crate) const SINGLE_COPY: &str =
+    "one copy, straight from the giving rank's buffer by cross-memory attach; through the segment where the kernel refuses it";
 
 static REGISTRY: LazyLock<Registry<ShmPost>> = LazyLock::new(|| {
     Registry::new(&[
@@ -64,29 +69,40 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
 /// Default (collective, message range, algorithm) entries for a team of
 /// `size`, on a host the team sees `oversubscribed` or not.
 ///
-/// The segment serves every size of every collective but alltoall from
-/// 2 MiB up with more than two ranks, which goes to p2p. At two ranks the
-/// p2p TL over the shared-memory transport (single-copy CMA) was faster in
-/// mid sizes on the 2-core Intel VM that measured the first map (by up to
-/// ~1.25×, e.g. allreduce 256 KiB), and slower by 1.4–2.3× on a 2-core AMD
-/// EPYC VM (allreduce, allgather 512 KiB–8 MiB, reduce_scatter 64 KiB–16 MiB,
-/// alltoall 16 KiB–16 MiB; `ferrocoll-tune`, BENCHMARKS.md): the segment is
-/// the choice that is never far off on either. `ferrocoll-tune` measures a
+/// The segment serves every size of every collective. Reductions stage
+/// through it (`onestep`, then `rsag` from `UCC_TL_SHM_RSAG_THRESHOLD`).
+/// The copying collectives (bcast, allgather(v), gather(v), scatter(v),
+/// alltoall(v)) stage small messages through it and, from
+/// `UCC_TL_SHM_CMA_THRESHOLD`, copy once straight from the giver's buffer
+/// (`single_copy.rs`: two copies become one, which is what the p2p TL's
+/// rendezvous over CMA gained in the mid sizes before; BENCHMARKS.md, the
+/// tenth round). The v-variants' message size is 0 to the selection
+/// (UCC's), so `gatherv`, `scatterv` and `alltoallv` make that choice
+/// themselves after their size round. `ferrocoll-tune` measures a
 /// machine's own crossovers; `UCC_TL_SHM_TUNE` changes any of this.
-pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) -> Vec<DefaultAlg> {
-    const M: u64 = 1 << 20;
+pub(crate) fn defaults(config: &ShmConfig, _size: usize, oversubscribed: bool) -> Vec<DefaultAlg> {
     const INF: u64 = u64::MAX;
     let t = config.rsag_threshold as u64;
+    let cma = config.cma_threshold as u64;
     let entry = |coll, lo, hi, alg| DefaultAlg { coll, range: MsgRange::new(lo, hi), alg };
-    let mut d = vec![entry(Reduce, 0, t, 0), entry(Reduce, t, INF, 1), entry(Allreduce, 0, t, 0)];
-    // The ranges of each collective the segment serves (the rest goes to p2p).
-    let alltoall_end = if size == 2 { INF } else { 2 * M };
-    let ranges: &[(CollType, u64, u64)] =
-        &[(Allreduce, 0, INF), (Alltoall, 0, alltoall_end), (Allgather, 0, INF), (ReduceScatter, 0, INF)];
-    for &(coll, lo, hi) in ranges {
-        let lo = if coll == Allreduce { lo.max(t) } else { lo };
-        if lo < hi {
-            d.push(entry(coll, lo, hi, if coll == Allreduce { 1 } else { 0 }));
+    let mut d = vec![
+        entry(Reduce, 0, t, 0),
+        entry(Reduce, t, INF, 1),
+        entry(Allreduce, 0, t, 0),
+        entry(Allreduce, t, INF, 1),
+        entry(ReduceScatter, 0, INF, 0),
+        entry(ReduceScatterv, 0, INF, 0),
+        entry(Gatherv, 0, INF, 0),
+        entry(Scatterv, 0, INF, 0),
+        entry(Alltoallv, 0, INF, 0),
+    ];
+    // Staged below the single-copy threshold, single copy from it.
+    for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall] {
+        if cma > 0 {
+            d.push(entry(coll, 0, cma, 0));
+        }
+        if cma < INF {
+            d.push(entry(coll, cma, INF, 1));
         }
     }
     // Barrier: `flags` (one flag's trip) where every rank has a core;
@@ -103,12 +119,11 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     // is the team's (its first rank's view, through the segment), so every
     // member makes it.
     d.push(entry(Barrier, 0, INF, if oversubscribed { 1 } else { 0 }));
-    for a in registry()
-        .infos()
-        .iter()
-        .filter(|a| !matches!(a.coll, Allreduce | Reduce | Alltoall | Allgather | ReduceScatter | Barrier))
-    {
-        d.push(entry(a.coll, 0, INF, a.id));
+    // Every other collective (fanin, fanout): its one algorithm.
+    for a in registry().infos() {
+        if !d.iter().any(|x| x.coll == a.coll) {
+            d.push(entry(a.coll, 0, INF, a.id));
+        }
     }
     d
 }
@@ -125,6 +140,7 @@ mod tests {
             pipeline_size: 1 << 18,
             rsag_threshold: 16 << 10,
             stream_threshold: 32 << 20,
+            cma_threshold: 16 << 10,
         };
         for size in [2, 3, 8] {
             for oversubscribed in [false, true] {

@@ -7,20 +7,43 @@
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`).
 
-use ferrocoll_core::CollType::{Scatter, Scatterv};
+use ferrocoll_core::CollType::{self, Scatter, Scatterv};
 use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, Result};
 
 use super::exchange::scatter_rounds;
 use super::meta::{Carry, exchange_sizes};
-use super::{Exec, STAGED, ShmPost};
+use super::single_copy::{Offer, Outcome, single_copy};
+use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
+use crate::shm::team::ShmTeam;
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(staged_or_inline)),
     Alg::new(Scatterv, 0, "staged", STAGED, Run::Scatter(|p, o| p.run(move |t| staged_v(t, o)))),
+    Alg::new(Scatter, 1, "cma", SINGLE_COPY, Run::Scatter(|p, o| p.run(move |t| cma(t, o)))),
 ];
+
+/// Every other rank reads its block of the root's buffer
+/// ([`single_copy`]): whether they could, the outcome.
+async fn single_copies(team: &ShmTeam, coll: CollType, o: &args::Scatter) -> Result<Outcome> {
+    let give = o.src.as_ref().map(|s| Offer::PerRank(s.mem, &s.blocks));
+    let take = if team.rank == o.root { None } else { Some((o.root, o.dst)) };
+    let outcome = single_copy(team, coll, give, take.as_slice(), true).await?;
+    if let (Outcome::Done, Some(s)) = (outcome, &o.src) {
+        // The root's own block (nothing to do in place).
+        team.copy(o.dst, s.block(team.rank)?)?;
+    }
+    Ok(outcome)
+}
+
+async fn cma(team: Exec, o: args::Scatter) -> Result<()> {
+    if team.reach.on() && single_copies(&team, Scatter, &o).await? == Outcome::Done {
+        return Ok(());
+    }
+    staged(team, o).await
+}
 
 /// Where this rank's block comes from: the root's slot for it, unless this
 /// is the root in place (its block is already in src, where it stays).
@@ -57,6 +80,11 @@ async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
     match exchange_sizes(&team, Scatterv, Some(o.root), gives, take_sizes, Carry::Scatter { give, take: &take }).await?
     {
         None => Ok(()),
+        Some(longest)
+            if team.single_copy_fits(longest) && single_copies(&team, Scatterv, &o).await? == Outcome::Done =>
+        {
+            Ok(())
+        }
         Some(longest) => scatter_rounds(&team, give, &take, longest).await,
     }
 }

@@ -7,7 +7,7 @@ use std::io;
 use std::sync::OnceLock;
 
 /// Let any process of this user read this one (Yama `ptrace_scope=1`), once per process.
-pub(super) fn allow_readers() {
+pub fn allow_readers() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
         // SAFETY: PR_SET_PTRACER takes a pid-like integer and touches no memory.
@@ -20,7 +20,7 @@ pub(super) fn allow_readers() {
 }
 
 /// Fill `dst` from `remote` in process `pid`, looping over partial reads.
-pub(super) fn read(pid: u32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
+pub fn read(pid: u32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
     let mut done = 0usize;
     while done < dst.len() {
@@ -48,7 +48,7 @@ pub(super) fn read(pid: u32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
 
 /// Whether this process can read process `pid`'s word at `addr`, expected to
 /// hold `expect`; the reason when not.
-pub(super) fn probe(pid: u32, addr: u64, expect: u64) -> Result<(), String> {
+pub fn probe(pid: u32, addr: u64, expect: u64) -> Result<(), String> {
     let mut word = [0u8; 8];
     match read(pid, addr, &mut word) {
         Ok(()) if u64::from_le_bytes(word) == expect => Ok(()),

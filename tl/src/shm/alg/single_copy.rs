@@ -1,0 +1,266 @@
+//! Single copy: each rank reads what it takes straight out of the giving
+//! rank's buffer with cross-memory attach (`process_vm_readv`), instead of
+//! the giver copying it into the segment and the taker copying it out. For
+//! messages past a few KiB the second copy, not the synchronisation, is
+//! what a staged round costs (BENCHMARKS.md, the tenth round).
+//!
+//! One epoch, on every rank:
+//! 1. A giving rank writes, at the start of its half, a table of
+//!    `(address, length)` in its own address space: one entry that every
+//!    rank reads (bcast, allgather, gather) or one per rank (scatter,
+//!    alltoall); then it publishes `arrive`.
+//! 2. Each taking rank waits for each giver's `arrive`, checks the entry's
+//!    length against what it expects, and reads the bytes into place. The
+//!    giver's process is proved once per peer: its control line says where
+//!    it maps the segment's cookie, and reading the team's cookie there
+//!    means the pid is that rank's and the kernel lets this rank read it.
+//! 3. Every rank writes how its reads went (its *status*) in its results
+//!    part and publishes `reduced`; then waits for every rank's `reduced`
+//!    and reads every status, and publishes `done`. A giver's buffer is
+//!    not read after that, so the collective may return.
+//!
+//! Every rank reads the same statuses, so all decide alike: all read →
+//! done; a length that differs → the same error on every rank; a read the
+//! kernel refused for a peer (Yama, seccomp, another pid namespace, no such
+//! system call) → this call and every later one go through the segment
+//! (`staged`) on every rank; a buffer the kernel could not read (memory it
+//! cannot pin, such as driver-mapped pinned memory) → this call does.
+//!
+//! The statuses are read after `reduced` and rewritten two epochs later at
+//! the earliest, which `begin` allows only once every rank published this
+//! epoch's `done`, after its reads. What another process wrote in the
+//! segment (addresses, lengths, statuses, the pid) decides only what this
+//! rank asks the kernel to read into its own buffer, at its own lengths:
+//! a hostile same-user process can make it read wrong bytes, as it can
+//! write them into the segment anyway, but never out of bounds.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ferrocoll_core::args::Blocks;
+use ferrocoll_core::{CollType, Error, MemRef, Result, log_debug};
+use ferrocoll_transport::cma;
+
+use crate::shm::epoch::Flag;
+use crate::shm::team::ShmTeam;
+
+/// What a giving rank offers.
+#[derive(Clone, Copy)]
+pub(crate) enum Offer<'a> {
+    /// One buffer that every taker reads whole.
+    One(MemRef),
+    /// A buffer and its block for each rank, which that rank reads.
+    PerRank(MemRef, &'a Blocks),
+}
+
+/// How a single-copy epoch ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Every rank took what it takes.
+    Done,
+    /// Not every read could be done: the caller moves the data through
+    /// the segment instead, on every rank.
+    Staged,
+}
+
+/// Whether single copy may run on a team, and whether this rank can read
+/// each peer (proved at the first read from it).
+pub(crate) struct Reach {
+    on: AtomicBool,
+    peers: Vec<OnceLock<bool>>,
+}
+
+impl Reach {
+    pub(crate) fn new(size: usize, on: bool) -> Reach {
+        Reach { on: AtomicBool::new(on), peers: (0..size).map(|_| OnceLock::new()).collect() }
+    }
+
+    /// Whether a collective may try single copy on this team.
+    pub(crate) fn on(&self) -> bool {
+        // Relaxed: turned off by this rank's running task only; the turn
+        // orders it before the next task.
+        self.on.load(Ordering::Relaxed)
+    }
+}
+
+/// Bytes of a table entry: address, length.
+const ENTRY: usize = 16;
+
+/// A status: what a rank's reads came to, and (for a length that differs)
+/// which giver, the length it expected and the one offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Read,
+    /// The kernel refused to read this peer at all (`Reach` turns off).
+    Refused,
+    /// The kernel could not read this buffer (this call goes staged).
+    Unreadable,
+    Differs { giver: u64, wants: u64, offered: u64 },
+}
+
+impl Status {
+    fn words(self) -> [u64; 4] {
+        match self {
+            Status::Read => [1, 0, 0, 0],
+            Status::Refused => [2, 0, 0, 0],
+            Status::Unreadable => [3, 0, 0, 0],
+            Status::Differs { giver, wants, offered } => [4, giver, wants, offered],
+        }
+    }
+
+    /// A peer's status (untrusted: anything unknown counts as unreadable).
+    fn of(w: [u64; 4]) -> Status {
+        match w[0] {
+            1 => Status::Read,
+            2 => Status::Refused,
+            4 => Status::Differs { giver: w[1], wants: w[2], offered: w[3] },
+            _ => Status::Unreadable,
+        }
+    }
+}
+
+/// Run one single-copy epoch: offer `give` (if any) and read each
+/// `(giver, into)` of `take`, `into`'s length being what this rank expects.
+/// `per_rank`: the givers offer a block per rank ([`Offer::PerRank`]), as
+/// every rank knows from the collective it runs.
+pub(crate) async fn single_copy(
+    team: &ShmTeam,
+    coll: CollType,
+    give: Option<Offer<'_>>,
+    take: &[(usize, MemRef)],
+    per_rank: bool,
+) -> Result<Outcome> {
+    let (p, me) = (team.size, team.rank);
+    let e = team.begin().await?;
+    let half = team.seg.data(me, e)?;
+    match give {
+        Some(Offer::One(buf)) => write_entry(half, 0, buf)?,
+        Some(Offer::PerRank(buf, blocks)) => {
+            for j in 0..p {
+                write_entry(half, j, blocks.of(buf, j)?)?;
+            }
+        }
+        None => {}
+    }
+    team.publish(Flag::Arrive, e)?;
+    // Start with the first giver after this rank, so that the ranks do not
+    // all read rank 0 first.
+    let first = take.iter().position(|&(g, _)| g > me).unwrap_or(0);
+    let mut status = Status::Read;
+    for &(g, into) in take[first..].iter().chain(&take[..first]) {
+        team.wait(Flag::Arrive, &[g], e).await?;
+        status = read_from(team, g, e, if per_rank { me } else { 0 }, into)?;
+        if status != Status::Read {
+            break;
+        }
+    }
+    write_status(team, e, status)?;
+    team.publish(Flag::Reduced, e)?;
+    team.wait(Flag::Reduced, &team.all, e).await?;
+    let mut outcome = Ok(Outcome::Done);
+    for r in 0..p {
+        match if r == me { status } else { read_status(team, r, e)? } {
+            Status::Read => {}
+            Status::Refused => {
+                team.reach.on.store(false, Ordering::Relaxed);
+                if outcome.is_ok() {
+                    outcome = Ok(Outcome::Staged);
+                }
+            }
+            Status::Unreadable => {
+                if outcome.is_ok() {
+                    outcome = Ok(Outcome::Staged);
+                }
+            }
+            Status::Differs { giver, wants, offered } => {
+                outcome = Err(Error::io(format!(
+                    "{coll}: rank {r} takes {wants} bytes from rank {giver}, which gives {offered}: do the ranks' \
+                     counts agree?"
+                )));
+                break;
+            }
+        }
+    }
+    team.publish(Flag::Done, e)?;
+    outcome
+}
+
+fn write_words(at: MemRef, words: &[u64]) -> Result<()> {
+    let cell = at.range(0, words.len() * 8)?;
+    // SAFETY: `at` lies in this rank's own part of the segment, which no
+    // rank reads before the flag this rank publishes after this write, nor
+    // after it has published `done` (see the module docs).
+    let bytes = unsafe { cell.as_mut_slice() };
+    for (chunk, w) in bytes.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    Ok(())
+}
+
+fn read_words<const N: usize>(at: MemRef) -> Result<[u64; N]> {
+    let cell = at.range(0, N * 8)?;
+    // SAFETY: a peer's part of the segment, written before the flag this
+    // rank waited for (Acquire) and not rewritten before this rank's `done`.
+    let bytes = unsafe { cell.as_slice() };
+    let mut words = [0u64; N];
+    for (w, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+        *w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+    }
+    Ok(words)
+}
+
+fn write_entry(half: MemRef, index: usize, buf: MemRef) -> Result<()> {
+    let at = index.checked_mul(ENTRY).ok_or_else(|| Error::internal(format!("table entry {index}")))?;
+    write_words(half.range(at, ENTRY)?, &[buf.addr() as u64, buf.len() as u64])
+}
+
+fn write_status(team: &ShmTeam, e: u64, status: Status) -> Result<()> {
+    write_words(team.seg.results(team.rank, e)?, &status.words())
+}
+
+fn read_status(team: &ShmTeam, r: usize, e: u64) -> Result<Status> {
+    read_words::<4>(team.seg.results(r, e)?).map(Status::of)
+}
+
+/// Read `into` from entry `index` of giver `g`'s table in epoch `e`.
+fn read_from(team: &ShmTeam, g: usize, e: u64, index: usize, into: MemRef) -> Result<Status> {
+    let table = team.seg.data(g, e)?;
+    let [addr, len] = read_words::<2>(table.range(index * ENTRY, ENTRY)?)?;
+    if len != into.len() as u64 {
+        return Ok(Status::Differs { giver: g as u64, wants: into.len() as u64, offered: len });
+    }
+    if into.is_empty() {
+        return Ok(Status::Read);
+    }
+    let Some(pid) = reachable(team, g) else { return Ok(Status::Refused) };
+    // SAFETY: `into` is this rank's destination, which the collective owns
+    // until it completes; the kernel writes at most its length.
+    let dst = unsafe { into.as_mut_slice() };
+    Ok(match cma::read(pid, addr, dst) {
+        Ok(()) => Status::Read,
+        Err(err) => {
+            log_debug!("shm: single copy from rank {g} (pid {pid}) at {addr:#x}: {err}");
+            Status::Unreadable
+        }
+    })
+}
+
+/// Rank `g`'s pid, if this rank can read its memory (proved once: see the module docs).
+fn reachable(team: &ShmTeam, g: usize) -> Option<u32> {
+    let ctrl = team.seg.ctrl(g).ok()?;
+    // Relaxed: written at the team's creation, before the flag of g's that
+    // this rank waited for (Acquire).
+    let pid = u32::try_from(ctrl.pid.load(Ordering::Relaxed)).ok().filter(|&p| p != 0)?;
+    let at = ctrl.cookie_at.load(Ordering::Relaxed);
+    let ok = *team.reach.peers.get(g)?.get_or_init(|| {
+        let Ok((cookie, _)) = team.seg.cookie() else { return false };
+        match cma::probe(pid, at, cookie) {
+            Ok(()) => true,
+            Err(why) => {
+                log_debug!("shm: no single copy from rank {g} (pid {pid}): {why}");
+                false
+            }
+        }
+    });
+    ok.then_some(pid)
+}
