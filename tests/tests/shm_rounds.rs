@@ -5,7 +5,9 @@
 //! `ferrocoll_tests::cases::matrix` (up to 4 099 elements) take many rounds
 //! of each kind; they run on teams of 2, 3 and 4 threads against the same
 //! references, with the pipeline smaller than the data part (the defaults'
-//! relation) and larger (then clamped to it).
+//! relation) and larger (then clamped to it). Single copy
+//! (`UCC_TL_SHM_CMA_THRESHOLD` at 0) runs the same cases: the v-variants
+//! after a size round that carries only blocks that fit its small rounds.
 
 use ferrocoll::{CollType, Config, TeamParams};
 use ferrocoll_tests::cases::matrix;
@@ -13,8 +15,12 @@ use ferrocoll_tests::runner::run_pinned;
 
 /// Run every conformance case of `coll` pinned to shm's `alg`, with halves
 /// of `data` bytes and pipeline rounds of `pipeline` bytes.
-fn in_rounds(coll: CollType, alg: &str, (data, pipeline): (&str, &str)) {
-    let mut config = Config::new();
+fn in_rounds(coll: CollType, alg: &str, sizes: (&str, &str)) {
+    in_rounds_with(coll, alg, sizes, Config::new());
+}
+
+/// [`in_rounds`] with `config`'s other settings.
+fn in_rounds_with(coll: CollType, alg: &str, (data, pipeline): (&str, &str), mut config: Config) {
     config.set("TL_SHM_DATA_SIZE", data);
     config.set("TL_SHM_PIPELINE_SIZE", pipeline);
     let want = format!("shm/{alg}");
@@ -64,5 +70,24 @@ fn exchanges_run_in_pipeline_rounds() {
         ] {
             in_rounds(coll, "staged", sizes);
         }
+    }
+}
+
+#[test]
+fn copying_collectives_copy_once_from_the_threshold() {
+    let mut config = Config::new();
+    config.set("TL_SHM_CMA_THRESHOLD", "0");
+    for coll in [
+        CollType::Bcast,
+        CollType::Allgather,
+        CollType::Allgatherv,
+        CollType::Gather,
+        CollType::Scatter,
+        CollType::Alltoall,
+    ] {
+        in_rounds_with(coll, "cma", SMALL, config.clone());
+    }
+    for coll in [CollType::Gatherv, CollType::Scatterv, CollType::Alltoallv] {
+        in_rounds_with(coll, "staged", SMALL, config.clone());
     }
 }

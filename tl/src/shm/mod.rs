@@ -30,6 +30,8 @@ mod inline;
 mod layout;
 mod one_epoch;
 mod segment;
+#[cfg(test)]
+mod single_copy_tests;
 mod team;
 #[cfg(test)]
 mod team_liveness_tests;

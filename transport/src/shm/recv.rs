@@ -15,11 +15,11 @@ use std::sync::atomic::Ordering;
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, MemRef, Result};
 
-use crate::cma;
 use super::peer::Peer;
 use super::pool::BufPool;
 use super::ring::Consumer;
 use super::wire::{Kind, RECORD_HEADER, RNDV_DESC, Record, RndvDesc, record_len, slot};
+use crate::cma;
 use crate::fxhash::FxBuildHasher;
 use crate::p2p::MsgKey;
 

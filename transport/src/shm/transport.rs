@@ -9,7 +9,6 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::config::Config;
 use ferrocoll_core::{Error, MemRef, MemType, ProcInfo, Result};
 
-use crate::cma;
 use super::config::ShmConfig;
 use super::health::{Health, ScanClock};
 use super::peer::{Peer, lock};
@@ -19,6 +18,7 @@ use super::ring::{Consumer, Producer};
 use super::segment::{OwnedSegment, open_peer};
 use super::send::{FragSend, FragStream, Outbox, QueuedEager, RndvSend, Sent, Slots};
 use super::wire::{self, Address, Kind, RECORD_HEADER, RNDV_DESC, Record, RndvDesc};
+use crate::cma;
 use crate::liveness::Proc;
 use crate::p2p::{MsgKey, SendHandle, Transport, TransportPeer};
 use crate::shmem;

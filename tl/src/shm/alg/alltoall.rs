@@ -15,9 +15,9 @@ use super::exchange::scatter_rounds;
 use super::meta::{Carry, exchange_sizes};
 use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
-use crate::shm::team::ShmTeam;
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
+use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(staged_or_inline)),

@@ -12,9 +12,9 @@ use super::exchange::gather_rounds;
 use super::meta::{Carry, exchange_sizes};
 use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
-use crate::shm::team::ShmTeam;
 use crate::base::{Alg, Run};
 use crate::shm::one_epoch::OneEpoch;
+use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
@@ -64,7 +64,9 @@ async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
     let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
     match exchange_sizes(&team, Gatherv, Some(o.root), give, take, carry).await? {
         None => Ok(()),
-        Some(longest) if team.single_copy_fits(longest) && single_copies(&team, Gatherv, &o).await? == Outcome::Done => {
+        Some(longest)
+            if team.single_copy_fits(longest) && single_copies(&team, Gatherv, &o).await? == Outcome::Done =>
+        {
             Ok(())
         }
         Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,

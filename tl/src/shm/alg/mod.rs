@@ -44,8 +44,7 @@ pub(crate) use super::team::ShmPost;
 pub(crate) const STAGED: &str = "through the team segment, a pipeline round (UCC_TL_SHM_PIPELINE_SIZE) at a time";
 
 /// What every single-copy algorithm says of itself.
-pub(crate) const SINGLE_COPY: &str =
-    "one copy, straight from the giving rank's buffer by cross-memory attach; through the segment where the kernel refuses it";
+pub(crate) const SINGLE_COPY: &str = "one copy, straight from the giving rank's buffer by cross-memory attach; through the segment where the kernel refuses it";
 
 static REGISTRY: LazyLock<Registry<ShmPost>> = LazyLock::new(|| {
     Registry::new(&[

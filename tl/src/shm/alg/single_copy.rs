@@ -95,7 +95,11 @@ enum Status {
     Refused,
     /// The kernel could not read this buffer (this call goes staged).
     Unreadable,
-    Differs { giver: u64, wants: u64, offered: u64 },
+    Differs {
+        giver: u64,
+        wants: u64,
+        offered: u64,
+    },
 }
 
 impl Status {
