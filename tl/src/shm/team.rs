@@ -17,7 +17,7 @@ use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
 use ferrocoll_core::engine::board::ENTRY_WORDS;
 use ferrocoll_core::engine::{CallBoard, TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{CollType, Error, MemRef, MemType, Result};
 use ferrocoll_transport::cma;
 use ferrocoll_transport::liveness::Proc;
 
@@ -246,11 +246,14 @@ impl ShmTeam {
         self.all.iter().filter(|&&r| r != self.rank).map(|&r| Ok((r, part(r)?))).collect()
     }
 
-    /// Whether a v-variant whose longest block is `longest` bytes (the
-    /// same on every rank, from its size round) goes by single copy: as a
-    /// collective's message of `longest` times the team size would.
-    pub(crate) fn single_copy_fits(&self, longest: usize) -> bool {
-        self.reach.on() && longest.saturating_mul(self.size) >= self.config.cma_threshold
+    /// Whether `coll`, a v-variant whose longest block is `longest` bytes
+    /// (the same on every rank, from its size round), goes by single copy:
+    /// as its message of `longest` times the team size would by default
+    /// (`alg::single_copy_range`).
+    pub(crate) fn single_copy_fits(&self, coll: CollType, longest: usize) -> bool {
+        let (from, to) = alg::single_copy_range(&self.config, coll, self.seg.oversubscribed());
+        let msg = (longest as u64).saturating_mul(self.size as u64);
+        self.reach.on() && (from..to).contains(&msg)
     }
 
     /// Copy through the host memory component.

@@ -70,7 +70,7 @@ async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
     match exchange_sizes(&team, Alltoallv, None, gives, takes, carry).await? {
         None => Ok(()),
         Some(longest)
-            if team.single_copy_fits(longest)
+            if team.single_copy_fits(Alltoallv, longest)
                 && !o.in_place
                 && single_copies(&team, Alltoallv, &o).await? == Outcome::Done =>
         {

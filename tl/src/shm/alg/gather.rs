@@ -65,7 +65,7 @@ async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
     match exchange_sizes(&team, Gatherv, Some(o.root), give, take, carry).await? {
         None => Ok(()),
         Some(longest)
-            if team.single_copy_fits(longest) && single_copies(&team, Gatherv, &o).await? == Outcome::Done =>
+            if team.single_copy_fits(Gatherv, longest) && single_copies(&team, Gatherv, &o).await? == Outcome::Done =>
         {
             Ok(())
         }

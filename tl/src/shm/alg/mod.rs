@@ -26,7 +26,7 @@ pub(crate) mod single_copy;
 
 use std::sync::{Arc, LazyLock};
 
-use ferrocoll_core::CollType::*;
+use ferrocoll_core::CollType::{self, *};
 use ferrocoll_core::score::MsgRange;
 
 use super::ShmConfig;
@@ -65,6 +65,45 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
     &REGISTRY
 }
 
+/// Bcast messages from this size up stage through the segment even where
+/// single copy would run: there the root's copy in and the readers' copies
+/// out run on two cores at once, pipelined, while a reader's single copy
+/// is one core's. Measured on a 2-core AMD EPYC VM (BENCHMARKS.md, tenth
+/// round: 2 ranks, staged/single copy 1 MiB 63/50 µs, 2 MiB 151/174, 8 MiB
+/// 634/729); the crossover lies where the buffer outgrows a core's L2 cache
+/// (2 MiB there), so this is half a small server's.
+const BCAST_SINGLE_COPY_END: u64 = 1 << 20;
+
+/// Where ranks outnumber cores, single copy starts this many times later
+/// (alltoall(v), allgather(v)) or not at all (bcast, gather(v),
+/// scatter(v)): its epoch ends with every rank waiting for every rank,
+/// and there each wait may cost a trip through the scheduler. On 4 ranks
+/// over 2 cores (BENCHMARKS.md, tenth round) single copy was slower below
+/// 256 KiB for all of them (bcast of 4 KiB 4.8 against 0.8 µs), and
+/// gather's, whose root alone copies, at every size measured.
+const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
+
+/// The message sizes `[from, to)` at which `coll` goes by single copy
+/// (`single_copy.rs`) by default: from `UCC_TL_SHM_CMA_THRESHOLD`, see
+/// [`BCAST_SINGLE_COPY_END`] and [`OVERSUBSCRIBED_SINGLE_COPY_LATER`].
+/// For the v-variants (0 to the selection), their size round decides with
+/// the same range (`ShmTeam::single_copy_fits`).
+pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscribed: bool) -> (u64, u64) {
+    const NEVER: (u64, u64) = (u64::MAX, u64::MAX);
+    let from = config.cma_threshold as u64;
+    if from == u64::MAX {
+        return NEVER;
+    }
+    match (coll, oversubscribed) {
+        (Bcast, false) => (from, BCAST_SINGLE_COPY_END.max(from)),
+        (Alltoall | Alltoallv | Allgather | Allgatherv, true) => {
+            (from.saturating_mul(OVERSUBSCRIBED_SINGLE_COPY_LATER), u64::MAX)
+        }
+        (_, true) => NEVER,
+        (_, false) => (from, u64::MAX),
+    }
+}
+
 /// Default (collective, message range, algorithm) entries for a team of
 /// `size`, on a host the team sees `oversubscribed` or not.
 ///
@@ -82,7 +121,6 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
 pub(crate) fn defaults(config: &ShmConfig, _size: usize, oversubscribed: bool) -> Vec<DefaultAlg> {
     const INF: u64 = u64::MAX;
     let t = config.rsag_threshold as u64;
-    let cma = config.cma_threshold as u64;
     let entry = |coll, lo, hi, alg| DefaultAlg { coll, range: MsgRange::new(lo, hi), alg };
     let mut d = vec![
         entry(Reduce, 0, t, 0),
@@ -95,13 +133,13 @@ pub(crate) fn defaults(config: &ShmConfig, _size: usize, oversubscribed: bool) -
         entry(Scatterv, 0, INF, 0),
         entry(Alltoallv, 0, INF, 0),
     ];
-    // Staged below the single-copy threshold, single copy from it.
+    // Staged outside the single-copy range, single copy in it.
     for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall] {
-        if cma > 0 {
-            d.push(entry(coll, 0, cma, 0));
-        }
-        if cma < INF {
-            d.push(entry(coll, cma, INF, 1));
+        let (lo, hi) = single_copy_range(config, coll, oversubscribed);
+        for (from, to, alg) in [(0, lo, 0), (lo, hi, 1), (hi.max(lo), INF, 0)] {
+            if from < to {
+                d.push(entry(coll, from, to, alg));
+            }
         }
     }
     // Barrier: `flags` (one flag's trip) where every rank has a core;
@@ -153,6 +191,25 @@ mod tests {
             let b = d.iter().find(|d| d.coll == Barrier).map(|d| d.alg);
             b.and_then(|alg| registry().find(Barrier, alg)).map(|a| a.info.name)
         };
+        // Single copy from the threshold; bcast back to the segment from
+        // 1 MiB; where ranks outnumber cores, only alltoall and allgather, later.
+        let alg_at = |coll, msg: u64, oversubscribed| {
+            let d = defaults(&config, 4, oversubscribed);
+            let e = d.iter().find(|d| d.coll == coll && d.range.contains(msg)).expect("an entry for every size");
+            registry().find(coll, e.alg).map(|a| a.info.name)
+        };
+        for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall] {
+            assert_eq!(alg_at(coll, 8 << 10, false), Some("staged"), "{coll}");
+            assert_eq!(alg_at(coll, 64 << 10, false), Some("cma"), "{coll}");
+        }
+        assert_eq!(alg_at(Bcast, 4 << 20, false), Some("staged"));
+        assert_eq!(alg_at(Alltoall, 4 << 20, false), Some("cma"));
+        assert_eq!(alg_at(Alltoall, 64 << 10, true), Some("staged"));
+        assert_eq!(alg_at(Alltoall, 256 << 10, true), Some("cma"));
+        assert_eq!(alg_at(Gather, 64 << 20, true), Some("staged"));
+        let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };
+        assert!(defaults(&off, 2, false).iter().all(|d| registry().find(d.coll, d.alg).unwrap().info.name != "cma"));
+        assert_eq!(single_copy_range(&off, Alltoallv, false), (u64::MAX, u64::MAX));
         assert_eq!(barrier(false), Some("flags"));
         assert_eq!(barrier(true), Some("fanin_fanout"), "rank 0 leaves first where ranks outnumber cores");
     }

@@ -81,7 +81,8 @@ async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
     {
         None => Ok(()),
         Some(longest)
-            if team.single_copy_fits(longest) && single_copies(&team, Scatterv, &o).await? == Outcome::Done =>
+            if team.single_copy_fits(Scatterv, longest)
+                && single_copies(&team, Scatterv, &o).await? == Outcome::Done =>
         {
             Ok(())
         }
