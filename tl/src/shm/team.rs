@@ -251,9 +251,17 @@ impl ShmTeam {
     /// as its message of `longest` times the team size would by default
     /// (`alg::single_copy_range`).
     pub(crate) fn single_copy_fits(&self, coll: CollType, longest: usize) -> bool {
-        let (from, to) = alg::single_copy_range(&self.config, coll, self.seg.oversubscribed());
-        let msg = (longest as u64).saturating_mul(self.size as u64);
-        self.reach.on() && (from..to).contains(&msg)
+        let (from, to) = self.single_copy_range(coll);
+        (from..to).contains(&(longest as u64).saturating_mul(self.size as u64))
+    }
+
+    /// The message sizes at which `coll` goes by single copy on this team
+    /// now (none once a peer could not be read).
+    pub(crate) fn single_copy_range(&self, coll: CollType) -> (u64, u64) {
+        if !self.reach.on() {
+            return (u64::MAX, u64::MAX);
+        }
+        alg::single_copy_range(&self.config, coll, self.seg.oversubscribed())
     }
 
     /// Copy through the host memory component.

@@ -8,7 +8,9 @@
 //! publishes; once the tables are read, every rank knows the longest block
 //! of all (the same on every rank), and when that fits, every rank wrote
 //! its blocks and each copies what it takes straight out: one epoch for the
-//! whole collective instead of a size round and then the data's.
+//! whole collective instead of a size round and then the data's. Blocks
+//! long enough for single copy (`single_copy.rs`) are not carried: the
+//! caller moves them once, straight from the givers' buffers.
 
 use ferrocoll_core::args::{Blocked, Blocks};
 use ferrocoll_core::{CollType, Error, MemRef, Result};
@@ -140,7 +142,13 @@ pub(crate) async fn exchange_sizes(
     let start = area_start(p)?;
     let room = carry.room(team.pipeline_round().saturating_sub(start), p);
     let half = team.seg.data(me, e)?;
-    if (0..p).all(|j| give(j) <= room) {
+    // Blocks that single copy will move are not carried: a collective
+    // whose longest block puts it in single copy's range is not, and no
+    // rank's own blocks are longer than the longest.
+    let copy_once_from = team.single_copy_range(coll).0;
+    let below_single_copy = |longest: u64| longest.saturating_mul(p as u64) < copy_once_from;
+    let my_longest = (0..p).map(|j| give(j) as u64).max().unwrap_or(0);
+    if (0..p).all(|j| give(j) <= room) && below_single_copy(my_longest) {
         carry.write(team, half.range(start, half.len().saturating_sub(start))?, room)?;
     }
     team.publish(Flag::Arrive, e)?;
@@ -164,7 +172,7 @@ pub(crate) async fn exchange_sizes(
         }
     }
     // Every rank read the same tables for it: the same longest, the same choice.
-    let carried = mismatch.is_none() && longest <= room as u64;
+    let carried = mismatch.is_none() && longest <= room as u64 && below_single_copy(longest);
     let copied = if carried { carry.read(team, e, start, room) } else { Ok(()) };
     team.publish(Flag::Done, e)?;
     match mismatch {
