@@ -175,6 +175,21 @@ impl ShmTeam {
         Ok(())
     }
 
+    /// An error if rank `r` no longer takes part in the team's collectives
+    /// (it left, or a collective failed or was cancelled on it): what a
+    /// rank that read `r`'s own buffer checks after the read, since `r`
+    /// marks itself so before its caller may touch that buffer again.
+    pub(crate) fn still_takes_part(&self, r: usize) -> Result<()> {
+        // Acquire: pairs with the Release of `r`'s `left`.
+        match gone(r, self.size, self.seg.ctrl(r)?.left.load(Ordering::Acquire)) {
+            None => Ok(()),
+            Some((e, culprit)) => {
+                self.blame(culprit);
+                Err(e)
+            }
+        }
+    }
+
     /// Rank `r`'s control line, the value of its counter `flag` for
     /// `epoch`, and the signature slot that goes with that counter.
     fn load(&self, r: usize, flag: Flag, epoch: u64) -> Result<(&Ctrl, u64, &SigSlot)> {

@@ -165,3 +165,24 @@ fn lengths_that_differ_fail_every_rank_alike() {
         assert!(e.contains("rank 1 takes 32 bytes from rank 0, which gives 64"), "rank {rank}: {e}");
     }
 }
+
+#[test]
+fn a_giver_that_stopped_taking_part_fails_the_ranks_that_read_it() {
+    let teams = teams("stopped", 2);
+    // Rank 0's collective timed out or was cancelled as rank 1 read its
+    // buffer: it marked itself failed before its caller could reuse it.
+    teams[0].seg.ctrl(0).unwrap().left.store(super::segment::FAILED, Ordering::Release);
+    let results = on_every_rank(&teams, |rank, team| {
+        let mut buf = vec![rank as u8; 64];
+        let m = mem(&mut buf);
+        let (give, take) = if rank == 0 { (Some(Offer::One(m)), None) } else { (None, Some((0, m))) };
+        let r = poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false));
+        if r.is_err() {
+            team.break_team(); // what the post's turn does with a failure
+        }
+        r
+    });
+    let e = results[1].as_ref().expect_err("what rank 1 read is not rank 0's data").to_string();
+    assert!(e.contains("rank 0 stopped taking part"), "{e}");
+    assert!(results[0].is_err(), "rank 0 learns that rank 1 failed");
+}

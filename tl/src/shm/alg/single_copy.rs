@@ -14,6 +14,9 @@
 //!    giver's process is proved once per peer: its control line says where
 //!    it maps the segment's cookie, and reading the team's cookie there
 //!    means the pid is that rank's and the kernel lets this rank read it.
+//!    After its reads it checks that every giver still takes part: one
+//!    whose collective failed or timed out meanwhile may have handed its
+//!    buffer back to its caller, so what was read is an error, not data.
 //! 3. Every rank writes how its reads went (its *status*) in its results
 //!    part and publishes `reduced`; then waits for every rank's `reduced`
 //!    and reads every status, and publishes `done`. A giver's buffer is
@@ -157,6 +160,13 @@ pub(crate) async fn single_copy(
         if status != Status::Read {
             break;
         }
+    }
+    // A giver whose collective failed or was cancelled while this rank
+    // read (a timeout) may have handed its buffer back to its caller: what
+    // was read from it is not its data. It marks itself before that.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    for &(g, _) in take {
+        team.still_takes_part(g)?;
     }
     write_status(team, e, status)?;
     team.publish(Flag::Reduced, e)?;
