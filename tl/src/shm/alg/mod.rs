@@ -107,7 +107,8 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
 /// Default (collective, message range, algorithm) entries for a team of
 /// `size`, on a host the team sees `oversubscribed` or not.
 ///
-/// The segment serves every size of every collective. Reductions stage
+/// The segment serves every size of every collective but alltoall from
+/// 2 MiB up with more than two ranks, which goes to p2p. Reductions stage
 /// through it (`onestep`, then `rsag` from `UCC_TL_SHM_RSAG_THRESHOLD`).
 /// The copying collectives (bcast, allgather(v), gather(v), scatter(v),
 /// alltoall(v)) stage small messages through it and, from
@@ -118,7 +119,8 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
 /// (UCC's), so `gatherv`, `scatterv` and `alltoallv` make that choice
 /// themselves after their size round. `ferrocoll-tune` measures a
 /// machine's own crossovers; `UCC_TL_SHM_TUNE` changes any of this.
-pub(crate) fn defaults(config: &ShmConfig, _size: usize, oversubscribed: bool) -> Vec<DefaultAlg> {
+pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) -> Vec<DefaultAlg> {
+    const M: u64 = 1 << 20;
     const INF: u64 = u64::MAX;
     let t = config.rsag_threshold as u64;
     let entry = |coll, lo, hi, alg| DefaultAlg { coll, range: MsgRange::new(lo, hi), alg };
@@ -133,10 +135,15 @@ pub(crate) fn defaults(config: &ShmConfig, _size: usize, oversubscribed: bool) -
         entry(Scatterv, 0, INF, 0),
         entry(Alltoallv, 0, INF, 0),
     ];
-    // Staged outside the single-copy range, single copy in it.
+    // Staged outside the single-copy range, single copy in it; alltoall
+    // from 2 MiB up on more than two ranks goes to p2p (measured faster on
+    // 4 ranks over 2 cores against the segment's rounds, and 1.08–1.20×
+    // against single copy at 4–16 MiB, BENCHMARKS.md tenth round).
     for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall] {
+        let end = if coll == Alltoall && size > 2 { 2 * M } else { INF };
         let (lo, hi) = single_copy_range(config, coll, oversubscribed);
-        for (from, to, alg) in [(0, lo, 0), (lo, hi, 1), (hi.max(lo), INF, 0)] {
+        let (lo, hi) = (lo.min(end), hi.min(end));
+        for (from, to, alg) in [(0, lo, 0), (lo, hi, 1), (hi.max(lo), end, 0)] {
             if from < to {
                 d.push(entry(coll, from, to, alg));
             }
@@ -203,7 +210,8 @@ mod tests {
             assert_eq!(alg_at(coll, 64 << 10, false), Some("cma"), "{coll}");
         }
         assert_eq!(alg_at(Bcast, 4 << 20, false), Some("staged"));
-        assert_eq!(alg_at(Alltoall, 4 << 20, false), Some("cma"));
+        assert_eq!(alg_at(Allgather, 4 << 20, false), Some("cma"));
+        assert!(defaults(&config, 4, false).iter().all(|d| d.coll != Alltoall || !d.range.contains(4 << 20)), "p2p's");
         assert_eq!(alg_at(Alltoall, 64 << 10, true), Some("staged"));
         assert_eq!(alg_at(Alltoall, 256 << 10, true), Some("cma"));
         assert_eq!(alg_at(Gather, 64 << 20, true), Some("staged"));
