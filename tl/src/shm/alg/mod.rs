@@ -70,9 +70,10 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
 /// out run on two cores at once, pipelined, while a reader's single copy
 /// is one core's. Measured on a 2-core AMD EPYC VM (BENCHMARKS.md, tenth
 /// round: 2 ranks, staged/single copy 1 MiB 63/50 µs, 2 MiB 151/174, 8 MiB
-/// 634/729); the crossover lies where the buffer outgrows a core's L2 cache
-/// (2 MiB there), so this is half a small server's.
-const BCAST_SINGLE_COPY_END: u64 = 1 << 20;
+/// 634/729): the crossover lies between 1 and 2 MiB, where the buffer
+/// reaches a core's L2 cache there (2 MiB); `ferrocoll-tune` measures it
+/// elsewhere.
+const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
 
 /// Where ranks outnumber cores, single copy starts this many times later
 /// (alltoall(v), allgather(v)) or not at all (bcast, gather(v),
@@ -199,7 +200,7 @@ mod tests {
             b.and_then(|alg| registry().find(Barrier, alg)).map(|a| a.info.name)
         };
         // Single copy from the threshold; bcast back to the segment from
-        // 1 MiB; where ranks outnumber cores, only alltoall and allgather, later.
+        // 2 MiB; where ranks outnumber cores, only alltoall and allgather, later.
         let alg_at = |coll, msg: u64, oversubscribed| {
             let d = defaults(&config, 4, oversubscribed);
             let e = d.iter().find(|d| d.coll == coll && d.range.contains(msg)).expect("an entry for every size");
