@@ -122,8 +122,12 @@ fn every_rank_reads_its_block_straight_from_the_givers() {
 fn a_buffer_the_kernel_cannot_read_sends_every_rank_through_the_segment_for_that_call() {
     let teams = teams("unreadable", 2);
     let on = cma_here();
-    // The root offers an address nothing is mapped at (its own epoch never reads it).
-    let bogus = |m: MemRef| unsafe { MemRef::new(8 as *mut u8, m.len(), MemType::Host) };
+    // The root offers an address nothing is mapped at.
+    let bogus = |m: MemRef| {
+        // SAFETY: nothing dereferences it: the root only writes the address
+        // into its table, and the reader's kernel refuses to read it.
+        unsafe { MemRef::new(8 as *mut u8, m.len(), MemType::Host) }
+    };
     for (rank, (outcome, _)) in bcast(&teams, bogus).into_iter().enumerate() {
         assert_eq!(outcome.expect("no error"), Outcome::Staged, "rank {rank}");
     }
