@@ -35,6 +35,8 @@ mod single_copy_tests;
 mod team;
 #[cfg(test)]
 mod team_liveness_tests;
+#[cfg(test)]
+mod test_support;
 
 use std::sync::Arc;
 

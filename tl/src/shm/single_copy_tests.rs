@@ -3,39 +3,21 @@
 //! segment for that call, a peer that cannot be proved turns single copy
 //! off on every rank, lengths that differ fail every rank alike.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
 
 use ferrocoll_core::CollType::{Alltoall, Bcast};
 use ferrocoll_core::args::Blocks;
 use ferrocoll_core::backend::McSet;
 use ferrocoll_core::config::Config;
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{MemRef, MemType, Result};
 use ferrocoll_transport::cma;
 
 use super::ShmConfig;
 use super::alg::single_copy::{Offer, Outcome, single_copy};
 use super::segment::Segment;
 use super::team::{ShmTeam, TeamSetup};
-
-/// Poll `fut` with a no-op waker until it is done (10 s at most).
-fn poll_to_end<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
-            return r;
-        }
-        if Instant::now() > deadline {
-            return Err(Error::internal("still waiting after 10 s"));
-        }
-        std::thread::yield_now();
-    }
-}
+use super::test_support::poll_to_end;
 
 /// A team of `size` threads of this process, one `ShmTeam` per rank.
 fn teams(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {

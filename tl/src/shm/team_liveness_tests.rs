@@ -5,17 +5,17 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ferrocoll_core::Result;
 use ferrocoll_core::backend::McSet;
 use ferrocoll_core::config::Config;
-use ferrocoll_core::{Error, Result};
 
 use super::ShmConfig;
 use super::epoch::Flag;
 use super::segment::Segment;
 use super::team::{ShmTeam, TeamSetup};
+use super::test_support::poll_to_end;
 
 /// The pid of a process that has exited (and been reaped).
 fn dead_pid() -> u32 {
@@ -34,22 +34,6 @@ fn create(test: &str, pids: Vec<u32>, rank: usize) -> impl Future<Output = Resul
     let size = pids.len();
     let config = ShmConfig::from_config(&Config::new()).expect("default config");
     ShmTeam::create_shared(setup(test, pids), rank, size, McSet::default(), config)
-}
-
-/// Poll `fut` with a no-op waker until it is done (10 s at most).
-fn poll_to_end<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
-            return r;
-        }
-        if Instant::now() > deadline {
-            return Err(Error::internal("still waiting after 10 s"));
-        }
-        std::thread::yield_now();
-    }
 }
 
 #[test]
