@@ -92,7 +92,7 @@ const ENTRY: usize = 16;
 /// A status: what a rank's reads came to, and (for a length that differs)
 /// which giver, the length it expected and the one offered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Status {
+pub(crate) enum Status {
     Read,
     /// The kernel refused to read this peer at all (`Reach` turns off).
     Refused,
@@ -156,11 +156,33 @@ pub(crate) async fn single_copy(
     let mut status = Status::Read;
     for &(g, into) in take[first..].iter().chain(&take[..first]) {
         team.wait(Flag::Arrive, &[g], e).await?;
-        status = read_from(team, g, e, if per_rank { me } else { 0 }, into)?;
+        let entry = if per_rank { me } else { 0 };
+        let [addr, len] = read_words::<2>(team.seg.data(g, e)?.range(entry * ENTRY, ENTRY)?)?;
+        if len != into.len() as u64 {
+            status = Status::Differs { giver: g as u64, wants: into.len() as u64, offered: len };
+            break;
+        }
+        status = read_block(team, g, addr, into);
         if status != Status::Read {
             break;
         }
     }
+    let outcome = agree(team, coll, e, take, status).await;
+    team.publish(Flag::Done, e)?;
+    outcome
+}
+
+/// The end of a single-copy epoch `e` in which this rank read from the
+/// givers of `take` and came to `status`: check that those givers still
+/// take part, publish the status, and decide with every rank's (the
+/// caller then publishes `done`).
+pub(crate) async fn agree(
+    team: &ShmTeam,
+    coll: CollType,
+    e: u64,
+    take: &[(usize, MemRef)],
+    status: Status,
+) -> Result<Outcome> {
     // A giver whose collective failed or was cancelled while this rank
     // read (a timeout) may have handed its buffer back to its caller: what
     // was read from it is not its data. It marks itself before that.
@@ -172,8 +194,8 @@ pub(crate) async fn single_copy(
     team.publish(Flag::Reduced, e)?;
     team.wait(Flag::Reduced, &team.all, e).await?;
     let mut outcome = Ok(Outcome::Done);
-    for r in 0..p {
-        match if r == me { status } else { read_status(team, r, e)? } {
+    for r in 0..team.size {
+        match if r == team.rank { status } else { read_status(team, r, e)? } {
             Status::Read => {}
             Status::Refused => {
                 team.reach.on.store(false, Ordering::Relaxed);
@@ -195,7 +217,6 @@ pub(crate) async fn single_copy(
             }
         }
     }
-    team.publish(Flag::Done, e)?;
     outcome
 }
 
@@ -236,27 +257,23 @@ fn read_status(team: &ShmTeam, r: usize, e: u64) -> Result<Status> {
     read_words::<4>(team.seg.results(r, e)?).map(Status::of)
 }
 
-/// Read `into` from entry `index` of giver `g`'s table in epoch `e`.
-fn read_from(team: &ShmTeam, g: usize, e: u64, index: usize, into: MemRef) -> Result<Status> {
-    let table = team.seg.data(g, e)?;
-    let [addr, len] = read_words::<2>(table.range(index * ENTRY, ENTRY)?)?;
-    if len != into.len() as u64 {
-        return Ok(Status::Differs { giver: g as u64, wants: into.len() as u64, offered: len });
-    }
+/// Read `into` from `addr` in giver `g`'s process (its length is what
+/// this rank takes, agreed with the giver).
+pub(crate) fn read_block(team: &ShmTeam, g: usize, addr: u64, into: MemRef) -> Status {
     if into.is_empty() {
-        return Ok(Status::Read);
+        return Status::Read;
     }
-    let Some(pid) = reachable(team, g) else { return Ok(Status::Refused) };
+    let Some(pid) = reachable(team, g) else { return Status::Refused };
     // SAFETY: `into` is this rank's destination, which the collective owns
     // until it completes; the kernel writes at most its length.
     let dst = unsafe { into.as_mut_slice() };
-    Ok(match cma::read(pid, addr, dst) {
+    match cma::read(pid, addr, dst) {
         Ok(()) => Status::Read,
         Err(err) => {
             log_debug!("shm: single copy from rank {g} (pid {pid}) at {addr:#x}: {err}");
             Status::Unreadable
         }
-    })
+    }
 }
 
 /// Rank `g`'s pid, if this rank can read its memory (proved once: see the module docs).
