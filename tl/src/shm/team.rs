@@ -246,15 +246,6 @@ impl ShmTeam {
         self.all.iter().filter(|&&r| r != self.rank).map(|&r| Ok((r, part(r)?))).collect()
     }
 
-    /// Whether `coll`, a v-variant whose longest block is `longest` bytes
-    /// (the same on every rank, from its size round), goes by single copy:
-    /// as its message of `longest` times the team size would by default
-    /// (`alg::single_copy_range`).
-    pub(crate) fn single_copy_fits(&self, coll: CollType, longest: usize) -> bool {
-        let (from, to) = self.single_copy_range(coll);
-        (from..to).contains(&(longest as u64).saturating_mul(self.size as u64))
-    }
-
     /// The message sizes at which `coll` goes by single copy on this team
     /// now (none once a peer could not be read).
     pub(crate) fn single_copy_range(&self, coll: CollType) -> (u64, u64) {

@@ -65,17 +65,10 @@ async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
     // Carried in the size round, a rank's blocks are in its half before
     // any lands in dst: in place needs no copy then.
     let take = (0..p).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
-    let carry = Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take: &take };
+    let carry = Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take: &take, in_place: o.in_place };
     let (gives, takes) = (|j| o.src.blocks.bytes(j), |g| o.dst.blocks.bytes(g));
     match exchange_sizes(&team, Alltoallv, None, gives, takes, carry).await? {
         None => Ok(()),
-        Some(longest)
-            if team.single_copy_fits(Alltoallv, longest)
-                && !o.in_place
-                && single_copies(&team, Alltoallv, &o).await? == Outcome::Done =>
-        {
-            Ok(())
-        }
         Some(longest) => exchange(team, o, longest).await,
     }
 }

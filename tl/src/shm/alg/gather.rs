@@ -64,11 +64,6 @@ async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
     let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
     match exchange_sizes(&team, Gatherv, Some(o.root), give, take, carry).await? {
         None => Ok(()),
-        Some(longest)
-            if team.single_copy_fits(Gatherv, longest) && single_copies(&team, Gatherv, &o).await? == Outcome::Done =>
-        {
-            Ok(())
-        }
         Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,
     }
 }

@@ -8,14 +8,20 @@
 //! publishes; once the tables are read, every rank knows the longest block
 //! of all (the same on every rank), and when that fits, every rank wrote
 //! its blocks and each copies what it takes straight out: one epoch for the
-//! whole collective instead of a size round and then the data's. Blocks
-//! long enough for single copy (`single_copy.rs`) are not carried: the
-//! caller moves them once, straight from the givers' buffers.
+//! whole collective instead of a size round and then the data's.
+//!
+//! Or the round finishes by single copy (`single_copy.rs`): each rank also
+//! writes where each of its blocks lies in its own memory, and when the
+//! longest block puts the collective in single copy's range, every rank
+//! reads what it takes straight from the givers' buffers in the same epoch
+//! (then agrees with every rank on how that went). Blocks that single copy
+//! will move are not carried.
 
 use ferrocoll_core::args::{Blocked, Blocks};
 use ferrocoll_core::{CollType, Error, MemRef, Result};
 
 use super::rounds::max_len;
+use super::single_copy::{self, Outcome, Status};
 use crate::shm::epoch::Flag;
 use crate::shm::layout::LINE;
 use crate::shm::team::ShmTeam;
@@ -23,14 +29,26 @@ use crate::shm::team::ShmTeam;
 /// Bytes of one table entry.
 const ENTRY: usize = 8;
 
-fn write_table(team: &ShmTeam, e: u64, give: &impl Fn(usize) -> usize, take: &impl Fn(usize) -> usize) -> Result<()> {
+/// Write this rank's table: what it gives each rank, what it takes from
+/// each, and where its block for each rank lies in its memory.
+fn write_table(
+    team: &ShmTeam,
+    e: u64,
+    give: &impl Fn(usize) -> usize,
+    take: &impl Fn(usize) -> usize,
+    carry: &Carry<'_>,
+) -> Result<()> {
     let (p, half) = (team.size, team.seg.data(team.rank, e)?);
-    for i in 0..2 * p {
-        let v = if i < p { give(i) } else { take(i - p) };
+    for i in 0..3 * p {
+        let v = match i / p {
+            0 => give(i) as u64,
+            1 => take(i - p) as u64,
+            _ => carry.address(i - 2 * p)?,
+        };
         let cell = half.range(i * ENTRY, ENTRY)?;
         // SAFETY: `cell` is in this rank's own half, which no one reads
         // before our `arrive` for this epoch (published after this write).
-        unsafe { cell.as_mut_slice().copy_from_slice(&(v as u64).to_le_bytes()) };
+        unsafe { cell.as_mut_slice().copy_from_slice(&v.to_le_bytes()) };
     }
     Ok(())
 }
@@ -52,18 +70,74 @@ pub(crate) enum Carry<'a> {
     Gather { mine: MemRef, dst: Option<&'a Blocked> },
     /// Scatterv, alltoallv: this rank's buffer and its block for each rank
     /// (`None`: it gives nothing), and `(giver, where its block for this
-    /// rank lands)` for each rank it takes from.
-    Scatter { give: Option<(MemRef, &'a Blocks)>, take: &'a [(usize, MemRef)] },
+    /// rank lands)` for each rank it takes from. `in_place`: the blocks
+    /// taken land where the blocks given lie (alltoallv in place), which
+    /// single copy cannot do.
+    Scatter { give: Option<(MemRef, &'a Blocks)>, take: &'a [(usize, MemRef)], in_place: bool },
 }
 
 /// Where the carried data starts in a rank's half: after its table, on a line of its own.
 fn area_start(p: usize) -> Result<usize> {
-    p.checked_mul(2 * ENTRY)
+    p.checked_mul(3 * ENTRY)
         .and_then(|t| t.checked_next_multiple_of(LINE))
         .ok_or_else(|| Error::internal(format!("a size table for {p} ranks")))
 }
 
 impl Carry<'_> {
+    /// Where this rank's block for rank `j` lies in its memory (0: none).
+    fn address(&self, j: usize) -> Result<u64> {
+        Ok(match self {
+            Carry::Gather { mine, .. } => mine.addr() as u64,
+            Carry::Scatter { give: Some((from, blocks)), .. } => blocks.of(*from, j)?.addr() as u64,
+            Carry::Scatter { give: None, .. } => 0,
+        })
+    }
+
+    /// Whether single copy can move these blocks.
+    fn single_copy_can(&self) -> bool {
+        !matches!(self, Carry::Scatter { in_place: true, .. })
+    }
+
+    /// Read what this rank takes from the other ranks straight from their
+    /// memory (their addresses in their tables of epoch `e`; the lengths
+    /// are this rank's, which the tables agreed with).
+    fn read_once(&self, team: &ShmTeam, e: u64) -> Result<Status> {
+        let me = team.rank;
+        for (g, into) in self.givers(me, team.size)? {
+            let addr = read_entry(team, g, e, 2 * team.size + me)?;
+            let status = single_copy::read_block(team, g, addr, into);
+            if status != Status::Read {
+                return Ok(status);
+            }
+        }
+        Ok(Status::Read)
+    }
+
+    /// Copy what this rank gives itself (once the others no longer wait
+    /// for it: their buffers are theirs again meanwhile).
+    fn copy_own(&self, team: &ShmTeam) -> Result<()> {
+        let me = team.rank;
+        match self {
+            Carry::Gather { mine, dst: Some(d) } => team.copy(d.block(me)?, *mine),
+            Carry::Gather { dst: None, .. } => Ok(()),
+            Carry::Scatter { give, take, .. } => match (give, take.iter().find(|&&(g, _)| g == me)) {
+                (Some((from, blocks)), Some(&(_, into))) => team.copy(into, blocks.of(*from, me)?),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// The ranks this rank reads from by single copy, and what lands from each.
+    fn givers(&self, me: usize, size: usize) -> Result<Vec<(usize, MemRef)>> {
+        match self {
+            Carry::Gather { dst: Some(d), .. } => {
+                (0..size).filter(|&r| r != me).map(|r| Ok((r, d.block(r)?))).collect()
+            }
+            Carry::Gather { dst: None, .. } => Ok(Vec::new()),
+            Carry::Scatter { take, .. } => Ok(take.iter().copied().filter(|&(g, _)| g != me).collect()),
+        }
+    }
+
     /// Bytes of the longest block it carries, when its blocks are laid out
     /// in an area of `area` bytes: a gather's one block, or a scatter's
     /// slot per rank (a P-th of it, whole lines).
@@ -117,7 +191,8 @@ impl Carry<'_> {
 /// Publish `give(j)` / `take(j)` (bytes this rank gives rank j / takes from
 /// rank j; 0 when none), check them against the ranks we deal with, and
 /// return the longest block any rank gives — or `None` when the round
-/// carried the whole collective (`carry`, see the module docs).
+/// carried the whole collective or finished it by single copy (`carry`,
+/// see the module docs).
 ///
 /// With a `root` (gatherv, scatterv: every block goes to or comes from
 /// it), the root's table alone says every block's length: the other ranks
@@ -138,14 +213,14 @@ pub(crate) async fn exchange_sizes(
         None => (&team.all[..], &team.all[..]),
     };
     let e = team.begin().await?;
-    write_table(team, e, &give, &take)?;
+    write_table(team, e, &give, &take, &carry)?;
     let start = area_start(p)?;
     let room = carry.room(team.pipeline_round().saturating_sub(start), p);
     let half = team.seg.data(me, e)?;
     // Blocks that single copy will move are not carried: a collective
     // whose longest block puts it in single copy's range is not, and no
     // rank's own blocks are longer than the longest.
-    let copy_once_from = team.single_copy_range(coll).0;
+    let copy_once_from = if carry.single_copy_can() { team.single_copy_range(coll).0 } else { u64::MAX };
     let below_single_copy = |longest: u64| longest.saturating_mul(p as u64) < copy_once_from;
     let my_longest = (0..p).map(|j| give(j) as u64).max().unwrap_or(0);
     if (0..p).all(|j| give(j) <= room) && below_single_copy(my_longest) {
@@ -171,12 +246,26 @@ pub(crate) async fn exchange_sizes(
             mismatch = Some(format!("rank {me} gives {i_give} bytes to rank {r}, which takes {r_takes}"));
         }
     }
-    // Every rank read the same tables for it: the same longest, the same choice.
-    let carried = mismatch.is_none() && longest <= room as u64 && below_single_copy(longest);
+    // Every rank read the same tables for it: the same longest, the same
+    // choice. Single copy needs one more wait, for every rank's status,
+    // which all ranks make or skip alike.
+    if let Some(m) = mismatch {
+        team.publish(Flag::Done, e)?;
+        return Err(Error::io(format!("{coll}: {m}: do the ranks' counts agree?")));
+    }
+    let (from, to) = (copy_once_from, team.single_copy_range(coll).1);
+    let msg = longest.saturating_mul(p as u64);
+    if carry.single_copy_can() && (from..to).contains(&msg) {
+        let status = carry.read_once(team, e)?;
+        let outcome = single_copy::agree(team, coll, e, &carry.givers(me, p)?, status).await;
+        team.publish(Flag::Done, e)?;
+        return match outcome? {
+            Outcome::Done => carry.copy_own(team).map(|()| None),
+            Outcome::Staged => max_len([longest]).map(Some),
+        };
+    }
+    let carried = longest <= room as u64 && below_single_copy(longest);
     let copied = if carried { carry.read(team, e, start, room) } else { Ok(()) };
     team.publish(Flag::Done, e)?;
-    match mismatch {
-        Some(m) => Err(Error::io(format!("{coll}: {m}: do the ranks' counts agree?"))),
-        None => copied.and_then(|()| if carried { Ok(None) } else { max_len([longest]).map(Some) }),
-    }
+    copied.and_then(|()| if carried { Ok(None) } else { max_len([longest]).map(Some) })
 }

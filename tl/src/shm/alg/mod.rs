@@ -88,7 +88,7 @@ const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 /// (`single_copy.rs`) by default: from `UCC_TL_SHM_CMA_THRESHOLD`, see
 /// [`BCAST_SINGLE_COPY_END`] and [`OVERSUBSCRIBED_SINGLE_COPY_LATER`].
 /// For the v-variants (0 to the selection), their size round decides with
-/// the same range (`ShmTeam::single_copy_fits`).
+/// the same range (`meta.rs`).
 pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscribed: bool) -> (u64, u64) {
     const NEVER: (u64, u64) = (u64::MAX, u64::MAX);
     let from = config.cma_threshold as u64;

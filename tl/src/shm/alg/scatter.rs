@@ -77,15 +77,17 @@ async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
     let take_sizes = |r| if r == o.root { o.dst.len() } else { 0 };
     let give = o.src.as_ref().map(|s| (s.mem, &s.blocks));
     let take = takes(&team, &o)?;
-    match exchange_sizes(&team, Scatterv, Some(o.root), gives, take_sizes, Carry::Scatter { give, take: &take }).await?
+    match exchange_sizes(
+        &team,
+        Scatterv,
+        Some(o.root),
+        gives,
+        take_sizes,
+        Carry::Scatter { give, take: &take, in_place: false },
+    )
+    .await?
     {
         None => Ok(()),
-        Some(longest)
-            if team.single_copy_fits(Scatterv, longest)
-                && single_copies(&team, Scatterv, &o).await? == Outcome::Done =>
-        {
-            Ok(())
-        }
         Some(longest) => scatter_rounds(&team, give, &take, longest).await,
     }
 }
