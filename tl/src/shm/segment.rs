@@ -61,7 +61,14 @@ pub(crate) struct Ctrl {
     /// `Signature` in core, and `epoch.rs`): a rank cannot start epoch `e + 2` before every rank
     /// has finished `e`, so the slot of an epoch a reader waits in is stable.
     pub sig: [SigSlot; 2],
-    _to_done: [AtomicU64; 10],
+    /// Single copy's status for epoch `e`, in slot `e % 2`, beside
+    /// `reduced` which publishes it (`alg/single_copy.rs`).
+    pub copy_status: [AtomicU64; 2],
+    /// Single copy's offer of one buffer (address, length) for epoch `e`,
+    /// in slot `e % 2`: in the line pair that a reader fetches with
+    /// `arrive`, which publishes it.
+    pub copy_offer: [[AtomicU64; 2]; 2],
+    _to_done: [AtomicU64; 4],
     /// Last epoch this rank has finished reading.
     pub done: AtomicU64,
     _to_pid: [AtomicU64; 15],
@@ -132,6 +139,7 @@ const _: () = assert!(std::mem::size_of::<Ctrl>() == CTRL && std::mem::size_of::
 const _: () = assert!(std::mem::size_of::<BoardEntry>() == ENTRY);
 const _: () = assert!(std::mem::size_of::<InlineHead>() == INLINE_HEAD && INLINE_HEAD.is_multiple_of(16));
 const _: () = assert!(std::mem::offset_of!(Ctrl, sig) + std::mem::size_of::<[SigSlot; 2]>() <= 64);
+const _: () = assert!(std::mem::offset_of!(Ctrl, copy_status) + std::mem::size_of::<[AtomicU64; 2]>() <= 64);
 const _: () = assert!(std::mem::offset_of!(Ctrl, done) == LINE && std::mem::offset_of!(Ctrl, pid) == 2 * LINE);
 
 /// A mapped team segment.

@@ -5,10 +5,12 @@
 //! what a staged round costs (BENCHMARKS.md, the tenth round).
 //!
 //! One epoch, on every rank:
-//! 1. A giving rank writes, at the start of its half, a table of
-//!    `(address, length)` in its own address space: one entry that every
-//!    rank reads (bcast, allgather, gather) or one per rank (scatter,
-//!    alltoall); then it publishes `arrive`.
+//! 1. A giving rank writes `(address, length)` of what it gives, in its
+//!    own address space: one entry that every rank reads (bcast,
+//!    allgather, gather), in its control line's pair beside `arrive` so
+//!    that a reader fetches both at once, or a table of one per rank
+//!    (scatter, alltoall) at the start of its half; then it publishes
+//!    `arrive`.
 //! 2. Each taking rank waits for each giver's `arrive`, checks the entry's
 //!    length against what it expects, and reads the bytes into place. The
 //!    giver's process is proved once per peer: its control line says where
@@ -17,10 +19,11 @@
 //!    After its reads it checks that every giver still takes part: one
 //!    whose collective failed or timed out meanwhile may have handed its
 //!    buffer back to its caller, so what was read is an error, not data.
-//! 3. Every rank writes how its reads went (its *status*) in its results
-//!    part and publishes `reduced`; then waits for every rank's `reduced`
-//!    and reads every status, and publishes `done`. A giver's buffer is
-//!    not read after that, so the collective may return.
+//! 3. Every rank writes how its reads went (its *status*) beside its
+//!    `reduced` (the details of lengths that differ in its results part)
+//!    and publishes `reduced`; then waits for every rank's `reduced` and
+//!    reads every status, and publishes `done`. A giver's buffer is not
+//!    read after that, so the collective may return.
 //!
 //! Every rank reads the same statuses, so all decide alike: all read →
 //! done; a length that differs → the same error on every rank; a read the
@@ -29,9 +32,10 @@
 //! (`staged`) on every rank; a buffer the kernel could not read (memory it
 //! cannot pin, such as driver-mapped pinned memory) → this call does.
 //!
-//! The statuses are read after `reduced` and rewritten two epochs later at
-//! the earliest, which `begin` allows only once every rank published this
-//! epoch's `done`, after its reads. What another process wrote in the
+//! Offers and statuses sit in slots by the epoch's parity, like the
+//! signatures: a slot is read after its flag and rewritten two epochs
+//! later at the earliest, which `begin` allows only once every rank
+//! published this epoch's `done`, after its reads. What another process wrote in the
 //! segment (addresses, lengths, statuses, the pid) decides only what this
 //! rank asks the kernel to read into its own buffer, at its own lengths:
 //! a hostile same-user process can make it read wrong bytes, as it can
@@ -111,16 +115,19 @@ impl Status {
             Status::Read => [1, 0, 0, 0],
             Status::Refused => [2, 0, 0, 0],
             Status::Unreadable => [3, 0, 0, 0],
-            Status::Differs { giver, wants, offered } => [4, giver, wants, offered],
+            Status::Differs { giver, wants, offered } => [Status::DIFFERS, giver, wants, offered],
         }
     }
+
+    /// The code of [`Status::Differs`].
+    const DIFFERS: u64 = 4;
 
     /// A peer's status (untrusted: anything unknown counts as unreadable).
     fn of(w: [u64; 4]) -> Status {
         match w[0] {
             1 => Status::Read,
             2 => Status::Refused,
-            4 => Status::Differs { giver: w[1], wants: w[2], offered: w[3] },
+            Status::DIFFERS => Status::Differs { giver: w[1], wants: w[2], offered: w[3] },
             _ => Status::Unreadable,
         }
     }
@@ -141,7 +148,13 @@ pub(crate) async fn single_copy(
     let e = team.begin().await?;
     let half = team.seg.data(me, e)?;
     match give {
-        Some(Offer::One(buf)) => write_entry(half, 0, buf)?,
+        Some(Offer::One(buf)) => {
+            let slot = &team.seg.ctrl(me)?.copy_offer[(e % 2) as usize];
+            // Relaxed: published by the Release of `arrive` below; the slot's
+            // readers of epoch e - 2 have all finished (`begin`).
+            slot[0].store(buf.addr() as u64, Ordering::Relaxed);
+            slot[1].store(buf.len() as u64, Ordering::Relaxed);
+        }
         Some(Offer::PerRank(buf, blocks)) => {
             for j in 0..p {
                 write_entry(half, j, blocks.of(buf, j)?)?;
@@ -156,8 +169,13 @@ pub(crate) async fn single_copy(
     let mut status = Status::Read;
     for &(g, into) in take[first..].iter().chain(&take[..first]) {
         team.wait(Flag::Arrive, &[g], e).await?;
-        let entry = if per_rank { me } else { 0 };
-        let [addr, len] = read_words::<2>(team.seg.data(g, e)?.range(entry * ENTRY, ENTRY)?)?;
+        let [addr, len] = if per_rank {
+            read_words::<2>(team.seg.data(g, e)?.range(me * ENTRY, ENTRY)?)?
+        } else {
+            let slot = &team.seg.ctrl(g)?.copy_offer[(e % 2) as usize];
+            // Relaxed: written before g's `arrive`, which this rank Acquired.
+            [slot[0].load(Ordering::Relaxed), slot[1].load(Ordering::Relaxed)]
+        };
         if len != into.len() as u64 {
             status = Status::Differs { giver: g as u64, wants: into.len() as u64, offered: len };
             break;
@@ -249,12 +267,29 @@ fn write_entry(half: MemRef, index: usize, buf: MemRef) -> Result<()> {
     write_words(half.range(at, ENTRY)?, &[buf.addr() as u64, buf.len() as u64])
 }
 
+/// Write this rank's status of epoch `e`: its code in the control line,
+/// beside `reduced`, and the details of lengths that differ (rare) in its
+/// results part.
 fn write_status(team: &ShmTeam, e: u64, status: Status) -> Result<()> {
-    write_words(team.seg.results(team.rank, e)?, &status.words())
+    let words = status.words();
+    if matches!(status, Status::Differs { .. }) {
+        write_words(team.seg.results(team.rank, e)?, &words)?;
+    }
+    // Relaxed: published by the Release of `reduced`; the slot's readers of
+    // epoch e - 2 have all finished (`begin`).
+    team.seg.ctrl(team.rank)?.copy_status[(e % 2) as usize].store(words[0], Ordering::Relaxed);
+    Ok(())
 }
 
 fn read_status(team: &ShmTeam, r: usize, e: u64) -> Result<Status> {
-    read_words::<4>(team.seg.results(r, e)?).map(Status::of)
+    // Relaxed: written before r's `reduced`, which this rank Acquired.
+    let code = team.seg.ctrl(r)?.copy_status[(e % 2) as usize].load(Ordering::Relaxed);
+    let mut words = [code, 0, 0, 0];
+    if code == Status::DIFFERS {
+        words = read_words::<4>(team.seg.results(r, e)?)?;
+        words[0] = code;
+    }
+    Ok(Status::of(words))
 }
 
 /// Read `into` from `addr` in giver `g`'s process (its length is what
