@@ -117,7 +117,8 @@ fn other_roots(cases: &[ferrocoll_tests::cases::Case], size: usize) -> Vec<ferro
         .collect()
 }
 
-/// Allreduce 1 MiB again and again until a collective fails (a peer was killed).
+/// Allreduce 1 MiB (or, with `FERROCOLL_TEST_LOOP=alltoall`, alltoall of
+/// 256 KiB blocks) again and again until a collective fails (a peer was killed).
 fn loop_rank() -> i32 {
     let (_lib, ctx) = match context() {
         Ok(c) => c,
@@ -127,20 +128,21 @@ fn loop_rank() -> i32 {
         }
     };
     let team = Team::create(&ctx, TeamParams::default()).expect("team");
-    let src = vec![1.0f32; 1 << 18];
-    let mut dst = vec![0.0f32; 1 << 18];
+    let alltoall = std::env::var("FERROCOLL_TEST_LOOP").is_ok_and(|c| c == "alltoall");
+    let n = if alltoall { team.size() << 16 } else { 1 << 18 };
+    let src = vec![1.0f32; n];
+    let mut dst = vec![0.0f32; n];
     let start = Instant::now();
     let mut first = true;
     while start.elapsed() < Duration::from_secs(60) {
-        let outcome = Coll::allreduce(&src, &mut dst, ReduceOp::Sum)
-            .timeout(Duration::from_secs(10))
-            .init(&team)
-            .and_then(|mut req| {
-                if std::mem::take(&mut first) {
-                    println!("VIA {}", req.selected());
-                }
-                req.run()
-            });
+        let coll =
+            if alltoall { Coll::alltoall(&src, &mut dst) } else { Coll::allreduce(&src, &mut dst, ReduceOp::Sum) };
+        let outcome = coll.timeout(Duration::from_secs(10)).init(&team).and_then(|mut req| {
+            if std::mem::take(&mut first) {
+                println!("VIA {}", req.selected());
+            }
+            req.run()
+        });
         if let Err(e) = outcome {
             println!("ERROR {e}");
             return 0;
@@ -374,13 +376,14 @@ fn hierarchical_collectives_on_ten_interleaved_ranks_in_three_switches() {
 /// collective fails with an error naming it, well within the 10 s timeout.
 fn kill_a_rank(hosts: bool) {
     let places: Vec<(String, String)> = (0..4).map(|r| (format!("host{r}"), "s".to_string())).collect();
-    kill_in(hosts.then_some(&places[..]), 2, None);
+    kill_in(hosts.then_some(&places[..]), 2, None, &[]);
 }
 
 /// Kill rank `victim` of a job of `places.len()` ranks (4 on one host
 /// without places) looping over allreduces (through `alg` of the p2p TL
-/// when given): every survivor names it, well within the 10 s timeout.
-fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>) {
+/// when given, `tl/alg`: of that TL), with the environment `extra` too:
+/// every survivor names it, well within the 10 s timeout.
+fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>, extra: &[(&str, &str)]) {
     let size = places.map_or(4, <[_]>::len);
     let (tok, port) = (token(), free_port());
     let mut job = Job::start("rank_body", "loop", size, 0..size, &tok, port, &|r| {
@@ -389,9 +392,10 @@ fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>
             e.push(("FERROCOLL_HOST_ID".to_string(), p[r].0.clone()));
             e.push(("FERROCOLL_SWITCH_ID".to_string(), p[r].1.clone()));
         }
-        if let Some(alg) = alg {
+        if let Some(alg) = alg.filter(|a| !a.contains('/')) {
             e.push(("UCC_TL_P2P_TUNE".to_string(), format!("allreduce:@{alg}:inf")));
         }
+        e.extend(extra.iter().map(|&(k, v)| (k.to_string(), v.to_string())));
         e
     });
     std::thread::sleep(Duration::from_millis(2500));
@@ -404,7 +408,8 @@ fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>
     for o in outs.iter().filter(|o| o.rank != victim) {
         if let Some(alg) = alg {
             let via = o.lines("VIA ");
-            assert_eq!(via, vec![format!("VIA p2p/{alg}")], "rank {}: {}", o.rank, o.stdout);
+            let alg = if alg.contains('/') { alg.to_string() } else { format!("p2p/{alg}") };
+            assert_eq!(via, vec![format!("VIA {alg}")], "rank {}: {}", o.rank, o.stdout);
         }
         let errors = o.lines("ERROR ");
         assert_eq!(o.success, Some(true), "rank {} did not end by itself: {}\n{}", o.rank, o.stdout, o.stderr);
@@ -420,6 +425,14 @@ fn kill_in(places: Option<&[(String, String)]>, victim: usize, alg: Option<&str>
 #[test]
 fn a_killed_rank_is_named_by_the_survivors_on_one_host() {
     kill_a_rank(false);
+}
+
+/// The survivors of a rank killed while they read its buffer by single
+/// copy (or it theirs) name it too.
+#[test]
+fn a_rank_killed_during_single_copies_is_named_by_the_survivors() {
+    let extra = [("FERROCOLL_TEST_LOOP", "alltoall"), ("UCC_TL_SHM_TUNE", "alltoall:@cma:inf")];
+    kill_in(None, 1, Some("shm/cma"), &extra);
 }
 
 #[test]
@@ -439,8 +452,8 @@ fn a_rank_killed_inside_a_node_of_the_hierarchy_is_named_by_every_survivor() {
             .iter()
             .map(|(h, s)| (h.to_string(), s.to_string()))
             .collect();
-    kill_in(Some(&places), 5, Some("hier"));
-    kill_in(Some(&places), 6, Some("hier"));
+    kill_in(Some(&places), 5, Some("hier"), &[]);
+    kill_in(Some(&places), 6, Some("hier"), &[]);
 }
 
 #[test]
