@@ -308,3 +308,38 @@ fn rooted_collectives_run_as_many_calls_on_every_rank_across_the_large_threshold
         assert!(out.contains("16384"), "{coll}: the 16 KiB row is missing\n{out}");
     }
 }
+
+/// Allreduce and reduce by single copy (pinned), checked over vectors of
+/// several scratch rounds (256 KiB) and with the root in the middle, out of
+/// place and in place, on 3 processes and on 2 threads.
+#[test]
+fn reductions_by_single_copy_over_several_rounds() {
+    for coll in ["allreduce", "reduce"] {
+        for in_place in [false, true] {
+            let mut args = vec!["-c", coll, "-r", "1", "-d", "float64", "-b", "1", "-e", "200k", "-f", "50"];
+            args.extend_from_slice(&["--check", "-n", "2", "-w", "1"]);
+            if in_place {
+                args.push("-i");
+            }
+            let tune = format!("{coll}:@cma:inf");
+            let o = Command::new(RUN)
+                .args(["-n", "3", "--timeout", "120", "--", PERFTEST])
+                .args(&args)
+                .env("UCC_TL_SHM_TUNE", &tune)
+                .output()
+                .expect("start ferrocoll-run");
+            if processes_work(&o) {
+                let (out, err) = (text(&o.stdout), text(&o.stderr));
+                assert!(o.status.success(), "{coll} (in place: {in_place}): {out}\n{err}");
+                assert!(out.contains("shm/cma"), "{out}");
+                assert!((out + &err).contains("every result of every iteration was correct"), "{coll}");
+            }
+            let mut threads = vec!["--threads", "2"];
+            threads.extend_from_slice(&args);
+            let o = Command::new(PERFTEST).args(&threads).env("UCC_TL_SHM_TUNE", &tune).output().expect("perftest");
+            let (out, err) = (text(&o.stdout), text(&o.stderr));
+            assert!(o.status.success(), "{coll} (in place: {in_place}), threads: {out}\n{err}");
+            assert!(out.contains("shm/cma"), "{out}");
+        }
+    }
+}

@@ -84,9 +84,18 @@ const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
 /// gather's, whose root alone copies, at every size measured.
 const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 
+/// Reduce messages from this size up go back to `rsag` even where single
+/// copy would run: 2 ranks on the 2-core AMD EPYC VM (BENCHMARKS.md, tenth
+/// round), single copy / rsag / onestep 16 KiB 2.2/3.0/2.7 µs, 256 KiB
+/// 15.9/20.5/19.2, 1 MiB 120/114/86: the root alone reads and reduces
+/// everything, which stops paying once the inputs outgrow its L2 cache.
+const REDUCE_SINGLE_COPY_END: u64 = 1 << 20;
+
 /// The message sizes `[from, to)` at which `coll` goes by single copy
 /// (`single_copy.rs`) by default: from `UCC_TL_SHM_CMA_THRESHOLD`, see
-/// [`BCAST_SINGLE_COPY_END`] and [`OVERSUBSCRIBED_SINGLE_COPY_LATER`].
+/// [`BCAST_SINGLE_COPY_END`], [`REDUCE_SINGLE_COPY_END`] and
+/// [`OVERSUBSCRIBED_SINGLE_COPY_LATER`]. Reduce's is for two ranks (the
+/// caller says `oversubscribed` otherwise: its root reads every input).
 /// For the v-variants (0 to the selection), their size round decides with
 /// the same range (`meta.rs`).
 pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscribed: bool) -> (u64, u64) {
@@ -97,6 +106,7 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
     }
     match (coll, oversubscribed) {
         (Bcast, false) => (from, BCAST_SINGLE_COPY_END.max(from)),
+        (Reduce, false) => (from, REDUCE_SINGLE_COPY_END.max(from)),
         (Alltoall | Alltoallv | Allgather | Allgatherv, true) => {
             (from.saturating_mul(OVERSUBSCRIBED_SINGLE_COPY_LATER), u64::MAX)
         }
@@ -126,8 +136,6 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     let t = config.rsag_threshold as u64;
     let entry = |coll, lo, hi, alg| DefaultAlg { coll, range: MsgRange::new(lo, hi), alg };
     let mut d = vec![
-        entry(Reduce, 0, t, 0),
-        entry(Reduce, t, INF, 1),
         entry(Allreduce, 0, t, 0),
         entry(Allreduce, t, INF, 1),
         entry(ReduceScatter, 0, INF, 0),
@@ -136,6 +144,14 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
         entry(Scatterv, 0, INF, 0),
         entry(Alltoallv, 0, INF, 0),
     ];
+    // Reduce: onestep, then rsag, but single copy in its range (two ranks).
+    let (lo, hi) = single_copy_range(config, Reduce, oversubscribed || size != 2);
+    let (lo, hi) = (lo.max(t), hi.max(t));
+    for (from, to, alg) in [(0, t, 0), (t, lo, 1), (lo, hi, 2), (hi, INF, 1)] {
+        if from < to {
+            d.push(entry(Reduce, from, to, alg));
+        }
+    }
     // Staged outside the single-copy range, single copy in it; alltoall
     // from 2 MiB up on more than two ranks goes to p2p (measured faster on
     // 4 ranks over 2 cores against the segment's rounds, and 1.08–1.20×
@@ -216,6 +232,16 @@ mod tests {
         assert_eq!(alg_at(Alltoall, 64 << 10, true), Some("staged"));
         assert_eq!(alg_at(Alltoall, 256 << 10, true), Some("cma"));
         assert_eq!(alg_at(Gather, 64 << 20, true), Some("staged"));
+        // Reduce: single copy on two ranks only, from the threshold to 1 MiB.
+        let reduce_at = |size, msg: u64| {
+            let d = defaults(&config, size, false);
+            let e = d.iter().find(|d| d.coll == Reduce && d.range.contains(msg)).expect("an entry for every size");
+            registry().find(Reduce, e.alg).map(|a| a.info.name)
+        };
+        assert_eq!(reduce_at(2, 8 << 10), Some("onestep"));
+        assert_eq!(reduce_at(2, 64 << 10), Some("cma"));
+        assert_eq!(reduce_at(2, 4 << 20), Some("rsag"));
+        assert_eq!(reduce_at(4, 64 << 10), Some("rsag"));
         let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };
         assert!(defaults(&off, 2, false).iter().all(|d| registry().find(d.coll, d.alg).unwrap().info.name != "cma"));
         assert_eq!(single_copy_range(&off, Alltoallv, false), (u64::MAX, u64::MAX));

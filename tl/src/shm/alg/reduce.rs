@@ -6,6 +6,7 @@ use ferrocoll_core::CollType::Reduce;
 use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
+use super::single_copy::Outcome;
 use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
 use crate::shm::one_epoch::OneEpoch;
@@ -27,7 +28,21 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         "every rank reduces a slice; the root gathers the slices",
         Run::Reduce(|p, o| p.run(move |t| rsag(t, o))),
     ),
+    Alg::new(
+        Reduce,
+        2,
+        "cma",
+        "the root reads the others' inputs straight from their buffers by cross-memory attach and reduces them; rsag where the kernel refuses it",
+        Run::Reduce(|p, o| p.run(move |t| cma(t, o))),
+    ),
 ];
+
+async fn cma(team: Exec, o: args::Reduce) -> Result<()> {
+    if team.reach.on() && reduction::single_copy(&team, Reduce, o.src, o.dst, &o.reducer).await? == Outcome::Done {
+        return Ok(());
+    }
+    rsag(team, o).await
+}
 
 async fn onestep(team: Exec, o: args::Reduce) -> Result<()> {
     reduction::onestep(&team, o.src, o.dst, &o.reducer).await

@@ -16,13 +16,23 @@
 //! 2(P-1)/P + 1 + 1/P + 2 bytes, 4.5 for two ranks. Chunks are half a rank's
 //! area (`UCC_TL_SHM_DATA_SIZE`), so the working set stays in cache.
 //!
+//! `single_copy` (two ranks, mid sizes): every rank that needs the result
+//! reads the others' inputs straight from their buffers by cross-memory
+//! attach (`single_copy.rs`), a scratch's worth at a time, and reduces them
+//! with its own into its result. A peer's input was written long before
+//! and is read where it lies, while `rsag`'s reads are of lines the peer
+//! has just written (each one a transfer out of the peer's cache): at 64
+//! KiB on two ranks that made `rsag` twice Open MPI's reduce
+//! (BENCHMARKS.md, tenth round).
+//!
 //! Every rank combines the inputs in rank order, so all ranks get identical
 //! bits; every reduction here produces final values.
 
 use ferrocoll_core::args::{Reducer, block_count, block_offset};
-use ferrocoll_core::{MemRef, Result};
+use ferrocoll_core::{CollType, MemRef, MemType, Result};
 
-use super::rounds::{piece_of, rounds, whole};
+use super::rounds::{piece, piece_of, rounds, whole};
+use super::single_copy::{self, Outcome, Status};
 use crate::shm::epoch::Flag;
 use crate::shm::one_epoch::OneEpoch;
 use crate::shm::team::ShmTeam;
@@ -98,4 +108,91 @@ pub(crate) async fn rsag(team: &ShmTeam, input: MemRef, out: Option<MemRef>, red
         team.publish(Flag::Done, e)?;
     }
     Ok(())
+}
+
+/// Bytes of scratch that single copy reads the other ranks' inputs into,
+/// per round: a round's inputs and result stay in a core's L2 cache.
+const SINGLE_COPY_SCRATCH: usize = 256 << 10;
+
+/// Reduce `input` of every rank by single copy (see the module docs): the
+/// ranks whose `out` is `Some` read the others' inputs and reduce them all
+/// into it. In place (`out` is `input`), a rank reduces into a buffer of
+/// its own and copies it into `out` once every rank has finished reading
+/// its input. [`Outcome::Staged`] when a read could not be done: the
+/// caller reduces through the segment instead.
+pub(crate) async fn single_copy(
+    team: &ShmTeam,
+    coll: CollType,
+    input: MemRef,
+    out: Option<MemRef>,
+    reducer: &Reducer,
+) -> Result<Outcome> {
+    let e = team.begin().await?;
+    single_copy::offer_one(team, e, input)?;
+    team.publish(Flag::Arrive, e)?;
+    let others: Vec<(usize, MemRef)> = match out {
+        Some(_) => team.others(|_| Ok(input))?,
+        None => Vec::new(),
+    };
+    let aside = match out {
+        Some(o) if o.overlaps(&input) => Some(team.mcs.get(MemType::Host)?.alloc(o.len())?),
+        _ => None,
+    };
+    let status = match (out, &aside) {
+        (Some(_), Some(aside)) => read_and_reduce(team, e, input, aside.mem(), reducer, &others).await?,
+        (Some(out), None) => read_and_reduce(team, e, input, out, reducer, &others).await?,
+        (None, _) => Status::Read,
+    };
+    let outcome = single_copy::agree(team, coll, e, &others, status).await;
+    if let (Ok(Outcome::Done), Some(out), Some(aside)) = (&outcome, out, &aside) {
+        team.copy(out, aside.mem())?;
+    }
+    team.publish(Flag::Done, e)?;
+    outcome
+}
+
+/// Read every other rank's input a scratch's worth at a time and reduce
+/// them with `input`, in rank order, into `out`.
+async fn read_and_reduce(
+    team: &ShmTeam,
+    e: u64,
+    input: MemRef,
+    out: MemRef,
+    reducer: &Reducer,
+    others: &[(usize, MemRef)],
+) -> Result<Status> {
+    let es = reducer.elem_size;
+    let mut addrs = Vec::with_capacity(others.len());
+    for &(g, _) in others {
+        team.wait(Flag::Arrive, &[g], e).await?;
+        let [addr, len] = single_copy::offered(team, g, e)?;
+        if len != input.len() as u64 {
+            return Ok(Status::Differs { giver: g as u64, wants: input.len() as u64, offered: len });
+        }
+        addrs.push(addr);
+    }
+    let chunk = whole(SINGLE_COPY_SCRATCH / others.len().max(1), es);
+    let scratch = team.mcs.get(MemType::Host)?.alloc(chunk * others.len().max(1))?;
+    for k in 0..rounds(input.len(), chunk) {
+        let (start, n) = piece(input.len(), chunk, k);
+        for (i, &addr) in addrs.iter().enumerate() {
+            let Some(at) = addr.checked_add(start as u64) else { return Ok(Status::Unreadable) };
+            let status = single_copy::read_block(team, others[i].0, at, scratch.mem().range(i * chunk, n)?);
+            if status != Status::Read {
+                return Ok(status);
+            }
+        }
+        // Rank order: this rank's input among the others' copies (the
+        // others lie in the scratch in rank order too).
+        let me = team.rank;
+        team.with_parts(
+            |r| match r.cmp(&me) {
+                std::cmp::Ordering::Equal => input.range(start, n),
+                std::cmp::Ordering::Less => scratch.mem().range(r * chunk, n),
+                std::cmp::Ordering::Greater => scratch.mem().range((r - 1) * chunk, n),
+            },
+            |srcs| team.reduce(out.range(start, n)?, srcs, reducer.last(n / es)),
+        )?;
+    }
+    Ok(Status::Read)
 }

@@ -148,13 +148,7 @@ pub(crate) async fn single_copy(
     let e = team.begin().await?;
     let half = team.seg.data(me, e)?;
     match give {
-        Some(Offer::One(buf)) => {
-            let slot = &team.seg.ctrl(me)?.copy_offer[(e % 2) as usize];
-            // Relaxed: published by the Release of `arrive` below; the slot's
-            // readers of epoch e - 2 have all finished (`begin`).
-            slot[0].store(buf.addr() as u64, Ordering::Relaxed);
-            slot[1].store(buf.len() as u64, Ordering::Relaxed);
-        }
+        Some(Offer::One(buf)) => offer_one(team, e, buf)?,
         Some(Offer::PerRank(buf, blocks)) => {
             for j in 0..p {
                 write_entry(half, j, blocks.of(buf, j)?)?;
@@ -172,9 +166,7 @@ pub(crate) async fn single_copy(
         let [addr, len] = if per_rank {
             read_words::<2>(team.seg.data(g, e)?.range(me * ENTRY, ENTRY)?)?
         } else {
-            let slot = &team.seg.ctrl(g)?.copy_offer[(e % 2) as usize];
-            // Relaxed: written before g's `arrive`, which this rank Acquired.
-            [slot[0].load(Ordering::Relaxed), slot[1].load(Ordering::Relaxed)]
+            offered(team, g, e)?
         };
         if len != into.len() as u64 {
             status = Status::Differs { giver: g as u64, wants: into.len() as u64, offered: len };
@@ -188,6 +180,23 @@ pub(crate) async fn single_copy(
     let outcome = agree(team, coll, e, take, status).await;
     team.publish(Flag::Done, e)?;
     outcome
+}
+
+/// Offer `buf` whole to every rank in epoch `e` (before `arrive`).
+pub(crate) fn offer_one(team: &ShmTeam, e: u64, buf: MemRef) -> Result<()> {
+    let slot = &team.seg.ctrl(team.rank)?.copy_offer[(e % 2) as usize];
+    // Relaxed: published by the Release of this rank's `arrive`; the slot's
+    // readers of epoch e - 2 have all finished (`begin`).
+    slot[0].store(buf.addr() as u64, Ordering::Relaxed);
+    slot[1].store(buf.len() as u64, Ordering::Relaxed);
+    Ok(())
+}
+
+/// What rank `g` offers whole in epoch `e`: `[address, length]` (after its `arrive`).
+pub(crate) fn offered(team: &ShmTeam, g: usize, e: u64) -> Result<[u64; 2]> {
+    let slot = &team.seg.ctrl(g)?.copy_offer[(e % 2) as usize];
+    // Relaxed: written before g's `arrive`, which this rank Acquired.
+    Ok([slot[0].load(Ordering::Relaxed), slot[1].load(Ordering::Relaxed)])
 }
 
 /// The end of a single-copy epoch `e` in which this rank read from the
