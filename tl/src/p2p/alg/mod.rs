@@ -102,7 +102,20 @@ pub(crate) fn defaults() -> Vec<DefaultAlg> {
 /// without link emulation; below 32 KiB the flat knomial trees won or tied.
 /// The other hierarchical algorithms lost or tied there and stay by name
 /// only (`UCC_TL_P2P_TUNE=<coll>:@hier`); `ferrocoll-tune` re-measures.
+///
+/// On two ranks bcast takes `knomial` at every size: `sag_knomial`'s
+/// scatter and allgather move the same bytes to the one other rank in two
+/// steps instead of one (shared memory, 2 ranks, BENCHMARKS.md tenth
+/// round: knomial/sag_knomial 64 KiB 5.0/14.0 µs, 1 MiB 74/97, 16 MiB
+/// 1 537/1 664).
 pub(crate) fn defaults_for(layout: &Layout) -> Vec<DefaultAlg> {
+    if layout.size() == 2 {
+        let table = DEFAULTS.map(|(coll, d)| match coll {
+            Bcast => (coll, bcast::PAIR_DEFAULTS),
+            _ => (coll, d),
+        });
+        return defaults_of(&table);
+    }
     let nodes = layout.nodes();
     if nodes.len() < 2 || nodes.iter().all(|n| n.len() < 2) {
         return defaults();
@@ -150,6 +163,10 @@ mod tests {
             assert_eq!(picked(&spread, coll, 1 << 10), "knomial", "{coll}");
         }
         assert_ne!(picked(&spread, Allreduce, 1 << 20), "hier", "allreduce's hierarchy is by name only");
+        // Two ranks: one message, whatever the size.
+        for layout in [places(&["a", "a"]), places(&["a", "b"])] {
+            assert_eq!(picked(&defaults_for(&layout), Bcast, 16 << 20), "knomial", "{layout:?}");
+        }
         // One node, or one rank per node: nothing to gain, the flat defaults.
         for layout in [places(&["a", "a", "a"]), places(&["a", "b", "c"])] {
             for coll in [Bcast, Reduce] {

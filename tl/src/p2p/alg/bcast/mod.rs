@@ -36,5 +36,8 @@ pub(crate) const ALGS: &[Alg<Comm>] = &[
 
 pub(crate) const DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 1)];
 
+/// The defaults on a team of two ranks (see `alg::defaults_for`).
+pub(crate) const PAIR_DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, INF), 0)];
+
 /// The defaults on a team spread over several nodes (see `alg::defaults`).
 pub(crate) const HIER_DEFAULTS: &[(MsgRange, AlgId)] = &[(range(0, 32 << 10), 0), (range(32 << 10, INF), 2)];
