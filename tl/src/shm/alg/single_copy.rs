@@ -97,11 +97,13 @@ const ENTRY: usize = 16;
 /// which giver, the length it expected and the one offered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
+    /// Every read was done.
     Read,
     /// The kernel refused to read this peer at all (`Reach` turns off).
     Refused,
     /// The kernel could not read this buffer (this call goes staged).
     Unreadable,
+    /// A giver offered another length than this rank takes.
     Differs {
         giver: u64,
         wants: u64,
