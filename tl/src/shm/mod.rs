@@ -68,8 +68,8 @@ pub(crate) struct ShmConfig {
     /// by bcast and allgather/gather (`cache.rs`).
     pub stream_threshold: usize,
     /// Messages from this size up of bcast, allgather(v), gather(v),
-    /// scatter(v) and alltoall(v) go by single copy (`alg/single_copy.rs`)
-    /// in the default selection; `usize::MAX`: never.
+    /// scatter(v), alltoall(v) and (on two ranks) reduce go by single copy
+    /// (`alg/single_copy.rs`) in the default selection; `usize::MAX`: never.
     pub cma_threshold: usize,
 }
 
@@ -125,7 +125,7 @@ const KNOBS: &[Knob<ShmConfig>] = &[
         field: ConfigField {
             name: "UCC_TL_SHM_CMA_THRESHOLD",
             default: "16K",
-            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size) are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
+            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
         },
         unit: Unit::Bytes,
         min: 0,
