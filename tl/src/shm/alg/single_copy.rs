@@ -104,11 +104,7 @@ pub(crate) enum Status {
     /// The kernel could not read this buffer (this call goes staged).
     Unreadable,
     /// A giver offered another length than this rank takes.
-    Differs {
-        giver: u64,
-        wants: u64,
-        offered: u64,
-    },
+    Differs { giver: u64, wants: u64, offered: u64 },
 }
 
 impl Status {
