@@ -2,6 +2,8 @@
 //! `process_vm_readv` (one copy, no shared buffer). The kernel allows it when
 //! the reader may ptrace the owner: same user and, on hosts with Yama
 //! `ptrace_scope=1`, an owner that opted in with `PR_SET_PTRACER`.
+//! The one layer over these calls: the shm transport's rendezvous and the
+//! shm TL's single copy both use it.
 
 use std::io;
 use std::sync::OnceLock;

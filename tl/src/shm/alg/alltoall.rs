@@ -7,7 +7,7 @@
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`), and in place needs no copy: what it publishes is it.
 
-use ferrocoll_core::CollType::{self, Alltoall, Alltoallv};
+use ferrocoll_core::CollType::{Alltoall, Alltoallv};
 use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, MemType, Result};
 
@@ -17,7 +17,6 @@ use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
-use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(staged_or_inline)),
@@ -26,20 +25,15 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
 ];
 
 /// Every rank reads its block of every other rank's buffer
-/// ([`single_copy`]): whether they could, the outcome. Not in place: the
-/// blocks a rank reads would land where the others still read.
-async fn single_copies(team: &ShmTeam, coll: CollType, o: &args::Alltoall) -> Result<Outcome> {
-    let take = team.others(|g| o.dst.block(g))?;
-    let outcome = single_copy(team, coll, Some(Offer::PerRank(o.src.mem, &o.src.blocks)), &take, true).await?;
-    if outcome == Outcome::Done {
-        team.copy(o.dst.block(team.rank)?, o.src.block(team.rank)?)?;
-    }
-    Ok(outcome)
-}
-
+/// ([`single_copy`]); staged where it cannot, and in place (the blocks a
+/// rank reads would land where the others still read).
 async fn cma(team: Exec, o: args::Alltoall) -> Result<()> {
-    if team.reach.on() && !o.in_place && single_copies(&team, Alltoall, &o).await? == Outcome::Done {
-        return Ok(());
+    if team.reach.on() && !o.in_place {
+        let take = team.others(|g| o.dst.block(g))?;
+        let give = Some(Offer::PerRank(o.src.mem, &o.src.blocks));
+        if single_copy(&team, Alltoall, give, &take, true).await? == Outcome::Done {
+            return team.copy(o.dst.block(team.rank)?, o.src.block(team.rank)?);
+        }
     }
     staged(team, o).await
 }

@@ -4,7 +4,7 @@
 //! only, so a size round agrees on the longest block first (and carries the
 //! blocks too when they are short, `meta.rs`).
 
-use ferrocoll_core::CollType::{self, Gather, Gatherv};
+use ferrocoll_core::CollType::{Gather, Gatherv};
 use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
@@ -14,7 +14,6 @@ use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, Run};
 use crate::shm::one_epoch::OneEpoch;
-use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
@@ -28,23 +27,19 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Gather, 1, "cma", SINGLE_COPY, Run::Gather(|p, o| p.run(move |t| cma(t, o)))),
 ];
 
-/// The root reads every other rank's block ([`single_copy`]): whether it
-/// could, the outcome.
-async fn single_copies(team: &ShmTeam, coll: CollType, o: &args::Gather) -> Result<Outcome> {
-    let (give, take) = match &o.dst {
-        Some(d) => (None, team.others(|r| d.block(r))?),
-        None => (Some(Offer::One(o.src)), Vec::new()),
-    };
-    let outcome = single_copy(team, coll, give, &take, false).await?;
-    if let (Outcome::Done, Some(d)) = (outcome, &o.dst) {
-        team.copy(d.block(team.rank)?, o.src)?;
-    }
-    Ok(outcome)
-}
-
+/// The root reads every other rank's block ([`single_copy`]); staged where it cannot.
 async fn cma(team: Exec, o: args::Gather) -> Result<()> {
-    if team.reach.on() && single_copies(&team, Gather, &o).await? == Outcome::Done {
-        return Ok(());
+    if team.reach.on() {
+        let (give, take) = match &o.dst {
+            Some(d) => (None, team.others(|r| d.block(r))?),
+            None => (Some(Offer::One(o.src)), Vec::new()),
+        };
+        if single_copy(&team, Gather, give, &take, false).await? == Outcome::Done {
+            return match &o.dst {
+                Some(d) => team.copy(d.block(team.rank)?, o.src),
+                None => Ok(()),
+            };
+        }
     }
     staged(team, o).await
 }

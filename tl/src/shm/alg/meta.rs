@@ -98,21 +98,6 @@ impl Carry<'_> {
         !matches!(self, Carry::Scatter { in_place: true, .. })
     }
 
-    /// Read what this rank takes from the other ranks straight from their
-    /// memory (their addresses in their tables of epoch `e`; the lengths
-    /// are this rank's, which the tables agreed with).
-    fn read_once(&self, team: &ShmTeam, e: u64) -> Result<Status> {
-        let me = team.rank;
-        for (g, into) in self.givers(me, team.size)? {
-            let addr = read_entry(team, g, e, 2 * team.size + me)?;
-            let status = single_copy::read_block(team, g, addr, into);
-            if status != Status::Read {
-                return Ok(status);
-            }
-        }
-        Ok(Status::Read)
-    }
-
     /// Copy what this rank gives itself (once the others no longer wait
     /// for it: their buffers are theirs again meanwhile).
     fn copy_own(&self, team: &ShmTeam) -> Result<()> {
@@ -128,13 +113,11 @@ impl Carry<'_> {
     }
 
     /// The ranks this rank reads from by single copy, and what lands from each.
-    fn givers(&self, me: usize, size: usize) -> Result<Vec<(usize, MemRef)>> {
+    fn givers(&self, team: &ShmTeam) -> Result<Vec<(usize, MemRef)>> {
         match self {
-            Carry::Gather { dst: Some(d), .. } => {
-                (0..size).filter(|&r| r != me).map(|r| Ok((r, d.block(r)?))).collect()
-            }
+            Carry::Gather { dst: Some(d), .. } => team.others(|r| d.block(r)),
             Carry::Gather { dst: None, .. } => Ok(Vec::new()),
-            Carry::Scatter { take, .. } => Ok(take.iter().copied().filter(|&(g, _)| g != me).collect()),
+            Carry::Scatter { take, .. } => Ok(take.iter().copied().filter(|&(g, _)| g != team.rank).collect()),
         }
     }
 
@@ -188,6 +171,20 @@ impl Carry<'_> {
     }
 }
 
+/// Read what this rank takes from `givers` straight from their memory
+/// (their addresses in their tables of epoch `e`; the lengths are this
+/// rank's, which the tables agreed with).
+fn read_once(team: &ShmTeam, e: u64, givers: &[(usize, MemRef)]) -> Result<Status> {
+    for &(g, into) in givers {
+        let addr = read_entry(team, g, e, 2 * team.size + team.rank)?;
+        let status = single_copy::read_block(team, g, addr, into);
+        if status != Status::Read {
+            return Ok(status);
+        }
+    }
+    Ok(Status::Read)
+}
+
 /// Publish `give(j)` / `take(j)` (bytes this rank gives rank j / takes from
 /// rank j; 0 when none), check them against the ranks we deal with, and
 /// return the longest block any rank gives — or `None` when the round
@@ -220,7 +217,8 @@ pub(crate) async fn exchange_sizes(
     // Blocks that single copy will move are not carried: a collective
     // whose longest block puts it in single copy's range is not, and no
     // rank's own blocks are longer than the longest.
-    let copy_once_from = if carry.single_copy_can() { team.single_copy_range(coll).0 } else { u64::MAX };
+    let (copy_once_from, copy_once_to) =
+        if carry.single_copy_can() { team.single_copy_range(coll) } else { (u64::MAX, u64::MAX) };
     let below_single_copy = |longest: u64| longest.saturating_mul(p as u64) < copy_once_from;
     let my_longest = (0..p).map(|j| give(j) as u64).max().unwrap_or(0);
     if (0..p).all(|j| give(j) <= room) && below_single_copy(my_longest) {
@@ -253,11 +251,10 @@ pub(crate) async fn exchange_sizes(
         team.publish(Flag::Done, e)?;
         return Err(Error::io(format!("{coll}: {m}: do the ranks' counts agree?")));
     }
-    let (from, to) = (copy_once_from, team.single_copy_range(coll).1);
-    let msg = longest.saturating_mul(p as u64);
-    if carry.single_copy_can() && (from..to).contains(&msg) {
-        let status = carry.read_once(team, e)?;
-        let outcome = single_copy::agree(team, coll, e, &carry.givers(me, p)?, status).await;
+    if (copy_once_from..copy_once_to).contains(&longest.saturating_mul(p as u64)) {
+        let givers = carry.givers(team)?;
+        let status = read_once(team, e, &givers)?;
+        let outcome = single_copy::agree(team, coll, e, givers.iter().map(|&(g, _)| g), status).await;
         team.publish(Flag::Done, e)?;
         return match outcome? {
             Outcome::Done => carry.copy_own(team).map(|()| None),

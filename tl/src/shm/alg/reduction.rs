@@ -130,20 +130,20 @@ pub(crate) async fn single_copy(
     let e = team.begin().await?;
     single_copy::offer_one(team, e, input)?;
     team.publish(Flag::Arrive, e)?;
-    let others: Vec<(usize, MemRef)> = match out {
-        Some(_) => team.others(|_| Ok(input))?,
+    // The ranks this one reads from: every other one, if it needs the result.
+    let others: Vec<usize> = match out {
+        Some(_) => team.all.iter().copied().filter(|&r| r != team.rank).collect(),
         None => Vec::new(),
     };
     let aside = match out {
         Some(o) if o.overlaps(&input) => Some(team.mcs.get(MemType::Host)?.alloc(o.len())?),
         _ => None,
     };
-    let status = match (out, &aside) {
-        (Some(_), Some(aside)) => read_and_reduce(team, e, input, aside.mem(), reducer, &others).await?,
-        (Some(out), None) => read_and_reduce(team, e, input, out, reducer, &others).await?,
-        (None, _) => Status::Read,
+    let status = match aside.as_ref().map(|a| a.mem()).or(out) {
+        Some(target) => read_and_reduce(team, e, input, target, reducer, &others).await?,
+        None => Status::Read,
     };
-    let outcome = single_copy::agree(team, coll, e, &others, status).await;
+    let outcome = single_copy::agree(team, coll, e, others.iter().copied(), status).await;
     if let (Ok(Outcome::Done), Some(out), Some(aside)) = (&outcome, out, &aside) {
         team.copy(out, aside.mem())?;
     }
@@ -159,11 +159,11 @@ async fn read_and_reduce(
     input: MemRef,
     out: MemRef,
     reducer: &Reducer,
-    others: &[(usize, MemRef)],
+    others: &[usize],
 ) -> Result<Status> {
     let es = reducer.elem_size;
     let mut addrs = Vec::with_capacity(others.len());
-    for &(g, _) in others {
+    for &g in others {
         team.wait(Flag::Arrive, &[g], e).await?;
         let [addr, len] = single_copy::offered(team, g, e)?;
         if len != input.len() as u64 {
@@ -177,7 +177,7 @@ async fn read_and_reduce(
         let (start, n) = piece(input.len(), chunk, k);
         for (i, &addr) in addrs.iter().enumerate() {
             let Some(at) = addr.checked_add(start as u64) else { return Ok(Status::Unreadable) };
-            let status = single_copy::read_block(team, others[i].0, at, scratch.mem().range(i * chunk, n)?);
+            let status = single_copy::read_block(team, others[i], at, scratch.mem().range(i * chunk, n)?);
             if status != Status::Read {
                 return Ok(status);
             }

@@ -7,7 +7,7 @@
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`).
 
-use ferrocoll_core::CollType::{self, Scatter, Scatterv};
+use ferrocoll_core::CollType::{Scatter, Scatterv};
 use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, Result};
 
@@ -17,7 +17,6 @@ use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
-use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(staged_or_inline)),
@@ -25,22 +24,19 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Scatter, 1, "cma", SINGLE_COPY, Run::Scatter(|p, o| p.run(move |t| cma(t, o)))),
 ];
 
-/// Every other rank reads its block of the root's buffer
-/// ([`single_copy`]): whether they could, the outcome.
-async fn single_copies(team: &ShmTeam, coll: CollType, o: &args::Scatter) -> Result<Outcome> {
-    let give = o.src.as_ref().map(|s| Offer::PerRank(s.mem, &s.blocks));
-    let take = if team.rank == o.root { None } else { Some((o.root, o.dst)) };
-    let outcome = single_copy(team, coll, give, take.as_slice(), true).await?;
-    if let (Outcome::Done, Some(s)) = (outcome, &o.src) {
-        // The root's own block (nothing to do in place).
-        team.copy(o.dst, s.block(team.rank)?)?;
-    }
-    Ok(outcome)
-}
-
+/// Every other rank reads its block of the root's buffer ([`single_copy`]);
+/// staged where they cannot.
 async fn cma(team: Exec, o: args::Scatter) -> Result<()> {
-    if team.reach.on() && single_copies(&team, Scatter, &o).await? == Outcome::Done {
-        return Ok(());
+    if team.reach.on() {
+        let give = o.src.as_ref().map(|s| Offer::PerRank(s.mem, &s.blocks));
+        let take = if team.rank == o.root { None } else { Some((o.root, o.dst)) };
+        if single_copy(&team, Scatter, give, take.as_slice(), true).await? == Outcome::Done {
+            // The root's own block (nothing to do in place).
+            return match &o.src {
+                Some(s) => team.copy(o.dst, s.block(team.rank)?),
+                None => Ok(()),
+            };
+        }
     }
     staged(team, o).await
 }

@@ -175,7 +175,7 @@ pub(crate) async fn single_copy(
             break;
         }
     }
-    let outcome = agree(team, coll, e, take, status).await;
+    let outcome = agree(team, coll, e, take.iter().map(|&(g, _)| g), status).await;
     team.publish(Flag::Done, e)?;
     outcome
 }
@@ -197,22 +197,22 @@ pub(crate) fn offered(team: &ShmTeam, g: usize, e: u64) -> Result<[u64; 2]> {
     Ok([slot[0].load(Ordering::Relaxed), slot[1].load(Ordering::Relaxed)])
 }
 
-/// The end of a single-copy epoch `e` in which this rank read from the
-/// givers of `take` and came to `status`: check that those givers still
-/// take part, publish the status, and decide with every rank's (the
-/// caller then publishes `done`).
+/// The end of a single-copy epoch `e` in which this rank read from
+/// `givers` and came to `status`: check that those givers still take part,
+/// publish the status, and decide with every rank's (the caller then
+/// publishes `done`).
 pub(crate) async fn agree(
     team: &ShmTeam,
     coll: CollType,
     e: u64,
-    take: &[(usize, MemRef)],
+    givers: impl IntoIterator<Item = usize>,
     status: Status,
 ) -> Result<Outcome> {
     // A giver whose collective failed or was cancelled while this rank
     // read (a timeout) may have handed its buffer back to its caller: what
     // was read from it is not its data. It marks itself before that.
     std::sync::atomic::fence(Ordering::SeqCst);
-    for &(g, _) in take {
+    for g in givers {
         team.still_takes_part(g)?;
     }
     write_status(team, e, status)?;
