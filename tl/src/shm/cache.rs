@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{Error, MemRef, Result};
 
 use super::team::ShmTeam;
 
@@ -47,7 +47,7 @@ pub(crate) fn copy_out(team: &ShmTeam, dst: MemRef, src: MemRef, whole: usize) -
     if dst.is_empty() || dst == src {
         return Ok(());
     }
-    team.mcs.get(MemType::Host)?.copy_streaming(dst, src)
+    team.host()?.copy_streaming(dst, src)
 }
 
 /// The largest data or unified cache of `dir` (`index*/{level,type,size}`).

@@ -7,6 +7,7 @@
 //! private segment of this uid), mapping (checked bounds) and unlinking are
 //! [`ferrocoll_transport::shmem`]'s.
 
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use ferrocoll_core::engine::board::{BOARD_DEPTH, ENTRY_WORDS};
@@ -150,6 +151,53 @@ pub(crate) struct Segment {
     name: Option<ShmName>,
     /// The creator's view (see `Header::oversubscribed`), read once.
     oversubscribed: bool,
+    /// Where the lines every epoch touches lie, found (bounds and alignment
+    /// checked) once when the segment is mapped: a small collective looks
+    /// them up a dozen times, and each checked look cost ~60 instructions.
+    lines: Lines,
+}
+
+/// Rank `r`'s control lines at `ctrl[r]`, its call board's first entry at
+/// `board[r]`, its inline region of parity `p` at `inline[2r + p]`. Every
+/// pointer lies in the segment's mapping, which the `Segment` holding them
+/// owns.
+struct Lines {
+    ctrl: Box<[NonNull<Ctrl>]>,
+    board: Box<[NonNull<BoardEntry>]>,
+    inline: Box<[NonNull<u8>]>,
+}
+
+// SAFETY: the pointers are addresses in the segment's own mapping (which is
+// Send and Sync); through them a Segment hands out only what the mapping
+// would (`AtomicView`s and `MemRef`s), for no longer than it lives.
+unsafe impl Send for Lines {}
+// SAFETY: see Send.
+unsafe impl Sync for Lines {}
+
+impl Lines {
+    /// The lines of every rank of `layout` in `map`, each checked once.
+    fn find(map: &Mapping, layout: &Layout) -> Result<Lines> {
+        let ctrl = (0..layout.ranks)
+            .map(|r| map.view::<Ctrl>(layout.ctrl(r)).map(NonNull::from))
+            .collect::<Result<Box<[_]>>>()?;
+        let board = (0..layout.ranks)
+            .map(|r| {
+                // The first entry's bounds and alignment, then the whole board's bounds.
+                map.range(layout.board(r, 0), BOARD_DEPTH * ENTRY)?;
+                map.view::<BoardEntry>(layout.board(r, 0)).map(NonNull::from)
+            })
+            .collect::<Result<Box<[_]>>>()?;
+        let inline = (0..2 * layout.ranks)
+            .map(|i| {
+                let at = layout.inline_at(i / 2, (i % 2) as u64);
+                // The head's bounds and alignment, then the whole region's bounds.
+                let head = map.view::<InlineHead>(at)?;
+                map.range(at, INLINE)?;
+                Ok(NonNull::from(head).cast::<u8>())
+            })
+            .collect::<Result<Box<[_]>>>()?;
+        Ok(Lines { ctrl, board, inline })
+    }
 }
 
 impl Segment {
@@ -176,7 +224,9 @@ impl Segment {
         };
         let (file, owned) = ShmFile::create(name, total, IfExists::Replace).map_err(no_resource)?;
         // Dropped on an error below, `owned` unlinks the name.
-        let seg = Segment { map: file.map(0, total)?, layout, name: Some(owned), oversubscribed };
+        let map = file.map(0, total)?;
+        let lines = Lines::find(&map, &layout)?;
+        let seg = Segment { map, layout, name: Some(owned), oversubscribed, lines };
         let h = seg.header()?;
         h.oversubscribed.store(u32::from(oversubscribed), Ordering::Relaxed);
         h.version.store(VERSION, Ordering::Relaxed);
@@ -235,7 +285,9 @@ impl Segment {
         if size < total {
             return Err(Error::io(format!("segment {name} has {size} bytes, less than its layout's {total}")));
         }
-        let seg = Segment { map: file.map(0, total)?, layout, name: None, oversubscribed };
+        let map = file.map(0, total)?;
+        let lines = Lines::find(&map, &layout)?;
+        let seg = Segment { map, layout, name: None, oversubscribed, lines };
         // AcqRel: the creator's Acquire load of the count sees our mapping done.
         seg.header()?.attached.fetch_add(1, Ordering::AcqRel);
         Ok(Some(seg))
@@ -278,26 +330,44 @@ impl Segment {
     }
 
     fn check_rank(&self, r: usize) -> Result<()> {
-        if r < self.layout.ranks {
-            Ok(())
-        } else {
-            Err(Error::internal(format!("rank {r} in a shm team of {}", self.layout.ranks)))
-        }
+        if r < self.layout.ranks { Ok(()) } else { Err(self.no_rank(r)) }
+    }
+
+    #[cold]
+    fn no_rank(&self, r: usize) -> Error {
+        Error::internal(format!("rank {r} in a shm team of {}", self.layout.ranks))
+    }
+
+    /// Rank `r`'s inline region for `epoch` (`INLINE` bytes).
+    #[inline]
+    fn inline_region(&self, r: usize, epoch: u64) -> Result<NonNull<u8>> {
+        let i = r.checked_mul(2).and_then(|i| i.checked_add((epoch % 2) as usize));
+        i.and_then(|i| self.lines.inline.get(i)).copied().ok_or_else(|| self.no_rank(r))
     }
 
     /// Rank `r`'s control line.
+    #[inline]
     pub(crate) fn ctrl(&self, r: usize) -> Result<&Ctrl> {
-        self.check_rank(r)?;
-        self.map.view::<Ctrl>(self.layout.ctrl(r))
+        match self.lines.ctrl.get(r) {
+            // SAFETY: a Ctrl in the mapping, checked by `Lines::find`; an
+            // `AtomicView`, so any bits and any other process's writes are
+            // fine; it lives as long as `&self` (the mapping's owner).
+            Some(p) => Ok(unsafe { p.as_ref() }),
+            None => Err(self.no_rank(r)),
+        }
     }
 
     /// Entry `i` of rank `r`'s call board.
+    #[inline]
     pub(crate) fn board(&self, r: usize, i: usize) -> Result<&BoardEntry> {
-        self.check_rank(r)?;
+        let first = self.lines.board.get(r).ok_or_else(|| self.no_rank(r))?;
         if i >= BOARD_DEPTH {
             return Err(Error::internal(format!("call board entry {i} of {BOARD_DEPTH}")));
         }
-        self.map.view::<BoardEntry>(self.layout.board(r, i))
+        // SAFETY: entry i < BOARD_DEPTH of a board whose entries lie in the
+        // mapping, one after the other (`Lines::find`, `Layout::board`); an
+        // `AtomicView`, living as long as `&self`.
+        Ok(unsafe { first.add(i).as_ref() })
     }
 
     fn region(&self, off: usize, len: usize) -> Result<MemRef> {
@@ -316,9 +386,13 @@ impl Segment {
     }
 
     /// The head of rank `r`'s inline region for `epoch`.
+    #[inline]
     pub(crate) fn inline_head(&self, r: usize, epoch: u64) -> Result<&InlineHead> {
-        self.check_rank(r)?;
-        self.map.view::<InlineHead>(self.layout.inline_at(r, epoch))
+        let p = self.inline_region(r, epoch)?.cast::<InlineHead>();
+        // SAFETY: the region's start, in the mapping (`Lines::find`), is
+        // line-aligned (`layout.rs`) and begins with the head; an
+        // `AtomicView`, living as long as `&self`.
+        Ok(unsafe { p.as_ref() })
     }
 
     /// Bytes of an inline region's payload.
@@ -327,9 +401,12 @@ impl Segment {
     }
 
     /// The payload of rank `r`'s inline region for `epoch` (16-byte aligned).
+    #[inline]
     pub(crate) fn inline_payload(&self, r: usize, epoch: u64) -> Result<MemRef> {
-        self.check_rank(r)?;
-        self.region(self.layout.inline_at(r, epoch) + INLINE_HEAD, INLINE - INLINE_HEAD)
+        let p = self.inline_region(r, epoch)?.as_ptr().wrapping_add(INLINE_HEAD);
+        // SAFETY: the region's payload, in the mapping (`Lines::find` checked
+        // all INLINE bytes of it), which lives as long as the team; see `region`.
+        Ok(unsafe { MemRef::new(p, INLINE - INLINE_HEAD, MemType::Host) })
     }
 
     /// Rank `r`'s results part for `epoch`.

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
 use ferrocoll_core::args::{CollInit, Signature};
-use ferrocoll_core::backend::{CollTask, McSet, PostInfo, ReduceSpec, TlTeam};
+use ferrocoll_core::backend::{CollTask, Mc, McSet, PostInfo, ReduceSpec, TlTeam};
 use ferrocoll_core::engine::board::ENTRY_WORDS;
 use ferrocoll_core::engine::{CallBoard, TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
@@ -53,6 +53,8 @@ pub(crate) struct ShmTeam {
     /// (`epoch.rs`).
     pub(crate) finished: Vec<AtomicU64>,
     pub(crate) mcs: McSet,
+    /// The host memory component (looked up once: every copy and reduction uses it).
+    host_mc: Option<Arc<dyn Mc>>,
     pub(crate) config: ShmConfig,
     tickets: AtomicU64,
     turn: AtomicU64,
@@ -201,6 +203,7 @@ impl ShmTeam {
             procs: (0..size).map(|_| OnceLock::new()).collect(),
             pids,
             finished: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            host_mc: mcs.get(MemType::Host).ok().cloned(),
             mcs,
             config,
             tickets: AtomicU64::new(0),
@@ -263,7 +266,16 @@ impl ShmTeam {
         if dst.is_empty() || dst == src {
             return Ok(());
         }
-        self.mcs.get(MemType::Host)?.copy(dst, src)
+        self.host()?.copy(dst, src)
+    }
+
+    /// The host memory component.
+    #[inline]
+    pub(crate) fn host(&self) -> Result<&Arc<dyn Mc>> {
+        match &self.host_mc {
+            Some(mc) => Ok(mc),
+            None => self.mcs.get(MemType::Host), // its error
+        }
     }
 
     /// Every rank's `part(r)`, in rank order, handed to `f`: on the stack
@@ -291,7 +303,7 @@ impl ShmTeam {
         if spec.count == 0 {
             return Ok(());
         }
-        self.mcs.get(MemType::Host)?.reduce(dst, srcs, &spec)
+        self.host()?.reduce(dst, srcs, &spec)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use ferrocoll_core::CollType::{Alltoall, Alltoallv};
 use ferrocoll_core::args;
-use ferrocoll_core::{MemRef, MemType, Result};
+use ferrocoll_core::{MemRef, Result};
 
 use super::exchange::scatter_rounds;
 use super::meta::{Carry, exchange_sizes};
@@ -69,7 +69,7 @@ async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
 
 async fn exchange(team: Exec, o: args::Alltoall, longest: usize) -> Result<()> {
     let copy = if o.in_place {
-        let s = team.mcs.get(MemType::Host)?.alloc(o.src.mem.len())?;
+        let s = team.host()?.alloc(o.src.mem.len())?;
         team.copy(s.mem(), o.src.mem)?;
         Some(s)
     } else {

@@ -29,7 +29,7 @@
 //! bits; every reduction here produces final values.
 
 use ferrocoll_core::args::{Reducer, block_count, block_offset};
-use ferrocoll_core::{CollType, MemRef, MemType, Result};
+use ferrocoll_core::{CollType, MemRef, Result};
 
 use super::rounds::{piece, piece_of, rounds, whole};
 use super::single_copy::{self, Outcome, Status};
@@ -136,7 +136,7 @@ pub(crate) async fn single_copy(
         None => Vec::new(),
     };
     let aside = match out {
-        Some(o) if o.overlaps(&input) => Some(team.mcs.get(MemType::Host)?.alloc(o.len())?),
+        Some(o) if o.overlaps(&input) => Some(team.host()?.alloc(o.len())?),
         _ => None,
     };
     let status = match aside.as_ref().map(|a| a.mem()).or(out) {
@@ -172,7 +172,7 @@ async fn read_and_reduce(
         addrs.push(addr);
     }
     let chunk = whole(SINGLE_COPY_SCRATCH / others.len().max(1), es);
-    let scratch = team.mcs.get(MemType::Host)?.alloc(chunk * others.len().max(1))?;
+    let scratch = team.host()?.alloc(chunk * others.len().max(1))?;
     for k in 0..rounds(input.len(), chunk) {
         let (start, n) = piece(input.len(), chunk, k);
         for (i, &addr) in addrs.iter().enumerate() {
