@@ -68,6 +68,7 @@ impl std::fmt::Debug for HostMc {
 /// Sources whose slices are kept on the stack during a reduce.
 const STACK_SOURCES: usize = 16;
 
+#[inline]
 fn check_host(what: &str, mem: &MemRef) -> Result<()> {
     check_host_with(|| what.to_string(), mem)
 }
@@ -75,12 +76,14 @@ fn check_host(what: &str, mem: &MemRef) -> Result<()> {
 /// As [`check_host`], naming the buffer only on the error path (a reduction
 /// checks every source: formatting "reduce source {i}" for each on every
 /// call cost more than the reduction of a small vector).
+#[inline]
 fn check_host_with(what: impl FnOnce() -> String, mem: &MemRef) -> Result<()> {
-    if mem.mem_type() == MemType::Host {
-        Ok(())
-    } else {
-        Err(Error::invalid_param(format!("host memory component given {} memory for the {}", mem.mem_type(), what())))
-    }
+    if mem.mem_type() == MemType::Host { Ok(()) } else { Err(not_host(mem.mem_type(), what())) }
+}
+
+#[cold]
+fn not_host(mem_type: MemType, what: String) -> Error {
+    Error::invalid_param(format!("host memory component given {mem_type} memory for the {what}"))
 }
 
 impl Mc for HostMc {

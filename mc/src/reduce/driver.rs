@@ -81,8 +81,18 @@ pub(crate) struct Operands<'a> {
     pub rest: &'a [&'a [u8]],
 }
 
+/// Bytes of destination up to which a reduction goes element by element
+/// ([`tiny`]): a small collective's usual payload (the 32 bytes an inline
+/// head's line carries in TL/shm). Setting up the chunk loop (accumulator,
+/// staging, the vector loops' prologues) cost ~190 instructions for two
+/// `f32`; one element at a time costs ~15 per element and source.
+const TINY_BYTES: usize = 32;
+
 /// Run `kernel` over the operands, on the widest vector unit the CPU has.
 pub(crate) fn run<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+    if ops.dst.len() <= TINY_BYTES {
+        return tiny(kernel, ops);
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2, checked just above.
@@ -125,6 +135,44 @@ fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
         let mut acc = Stage([0; CHUNK_BYTES]);
         chunks(kernel, ops, &mut acc.0)
     }
+}
+
+/// A reduction of a few elements, one at a time: each operand's element
+/// read unaligned into a one-element slice, then the kernel's `load`,
+/// `fold2` per pair, `fold` for an odd one out and `store`, as [`chunks`]
+/// calls them, so the same operations in the same order and the same bits.
+fn tiny<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+    let esz = size_of::<K::Elem>();
+    if esz == 0 || !ops.dst.len().is_multiple_of(esz) {
+        return Err(Error::internal(format!(
+            "reduce kernel with {esz}-byte elements given a {}-byte destination",
+            ops.dst.len()
+        )));
+    }
+    let Operands { dst, first, rest } = ops;
+    let elem = |src: &[u8], off: usize| -> Result<[K::Elem; 1]> { Ok([bytemuck::pod_read_unaligned(sub(src, off, esz)?)]) };
+    for (i, d) in dst.chunks_exact_mut(esz).enumerate() {
+        let off = i * esz;
+        let mut acc = [<K::Acc as bytemuck::Zeroable>::zeroed()];
+        let head = match first {
+            Some(src) => elem(src, off)?,
+            None => [bytemuck::pod_read_unaligned(d)],
+        };
+        kernel.load(&mut acc, &head);
+        let mut pairs = rest.chunks_exact(2);
+        for pair in &mut pairs {
+            if let [a, b] = pair {
+                kernel.fold2(&mut acc, &elem(a, off)?, &elem(b, off)?);
+            }
+        }
+        for src in pairs.remainder() {
+            kernel.fold(&mut acc, &elem(src, off)?);
+        }
+        let mut out = [<K::Elem as bytemuck::Zeroable>::zeroed()];
+        kernel.store(&mut out, &mut acc);
+        d.copy_from_slice(bytemuck::bytes_of(&out[0]));
+    }
+    Ok(())
 }
 
 /// The chunk loop, with `acc_bytes` (aligned for every type) as accumulator.
