@@ -150,7 +150,8 @@ fn tiny<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
         )));
     }
     let Operands { dst, first, rest } = ops;
-    let elem = |src: &[u8], off: usize| -> Result<[K::Elem; 1]> { Ok([bytemuck::pod_read_unaligned(sub(src, off, esz)?)]) };
+    let elem =
+        |src: &[u8], off: usize| -> Result<[K::Elem; 1]> { Ok([bytemuck::pod_read_unaligned(sub(src, off, esz)?)]) };
     for (i, d) in dst.chunks_exact_mut(esz).enumerate() {
         let off = i * esz;
         let mut acc = [<K::Acc as bytemuck::Zeroable>::zeroed()];

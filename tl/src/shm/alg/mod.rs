@@ -29,8 +29,8 @@ use std::sync::{Arc, LazyLock};
 use ferrocoll_core::CollType::{self, *};
 use ferrocoll_core::score::MsgRange;
 
-use super::ShmConfig;
 use super::team::ShmTeam;
+use super::{ShmConfig, cache};
 use crate::base::{DefaultAlg, Registry};
 
 /// What a shm algorithm runs with: the rank's view of the team.
@@ -84,12 +84,56 @@ const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
 /// gather's, whose root alone copies, at every size measured.
 const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 
-/// Reduce messages from this size up go back to `rsag` even where single
-/// copy would run: 2 ranks on the 2-core AMD EPYC VM (BENCHMARKS.md, tenth
-/// round), single copy / rsag / onestep 16 KiB 2.2/3.0/2.7 µs, 256 KiB
-/// 15.9/20.5/19.2, 1 MiB 120/114/86: the root alone reads and reduces
-/// everything, which stops paying once the inputs outgrow its L2 cache.
+/// Reduce messages from this size up go back to the segment even where
+/// single copy would run (`onestep` on two ranks, see
+/// [`pair_onestep_end`]): 2 ranks on the 2-core AMD EPYC VM (BENCHMARKS.md,
+/// tenth round), single copy / rsag / onestep 16 KiB 2.2/3.0/2.7 µs,
+/// 256 KiB 15.9/20.5/19.2, 1 MiB 120/114/86: the root alone reads and
+/// reduces everything, which stops paying once the inputs outgrow its L2
+/// cache, where `onestep` lets the other rank copy its input in meanwhile.
 const REDUCE_SINGLE_COPY_END: u64 = 1 << 20;
+
+/// Where reduce on two ranks stops taking `onestep` past single copy's
+/// range: while both inputs fit the last-level cache (`llc` bytes), and at
+/// most [`PAIR_ONESTEP_MAX`]. There the root alone reading both and
+/// reducing takes as long as `rsag`'s root, which reduces half and then
+/// copies the other rank's half, and the other rank, which only copies its
+/// input in, leaves long before (as a sender does). Beyond, the root alone
+/// streams from memory what `rsag` splits over two cores.
+fn pair_onestep_end(llc: usize) -> u64 {
+    ((llc / 2) as u64).min(PAIR_ONESTEP_MAX)
+}
+
+/// The most of [`pair_onestep_end`], whatever the cache size says: a
+/// virtual machine may report its host's whole L3 (this session's 2-core
+/// AMD EPYC VM: 480 MiB, of which a core reaches 32 MiB). Reduce on 2
+/// ranks, onestep / rsag, µs, on two such VMs (BENCHMARKS.md, tenth and
+/// eleventh rounds): 1 MiB 86–97/114–123, 4 MiB 490–507/533–571, 8 MiB
+/// 1 030–1 048/1 080–1 106, 16 MiB even (2 276–2 317/2 256–2 286),
+/// 64 MiB 16 348–16 805/14 943–14 948.
+const PAIR_ONESTEP_MAX: u64 = 8 << 20;
+
+/// `[from, to)` ranges covering every message size, cut at `cuts` (in any
+/// order; `u64::MAX` and repeats ignored), each with `alg_at(from)`;
+/// neighbours with the same algorithm merged.
+fn piecewise(
+    cuts: impl IntoIterator<Item = u64>,
+    alg_at: impl Fn(u64) -> u16,
+) -> impl Iterator<Item = (u64, u64, u16)> {
+    let mut cuts: Vec<u64> = cuts.into_iter().filter(|&c| c != 0 && c != u64::MAX).collect();
+    cuts.push(0);
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut ranges: Vec<(u64, u64, u16)> = Vec::new();
+    for (i, &from) in cuts.iter().enumerate() {
+        let (to, alg) = (cuts.get(i + 1).copied().unwrap_or(u64::MAX), alg_at(from));
+        match ranges.last_mut() {
+            Some(last) if last.2 == alg => last.1 = to,
+            _ => ranges.push((from, to, alg)),
+        }
+    }
+    ranges.into_iter()
+}
 
 /// The message sizes `[from, to)` at which `coll` goes by single copy
 /// (`single_copy.rs`) by default: from `UCC_TL_SHM_CMA_THRESHOLD`, see
@@ -144,14 +188,19 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
         entry(Scatterv, 0, INF, 0),
         entry(Alltoallv, 0, INF, 0),
     ];
-    // Reduce: onestep, then rsag, but single copy in its range (two ranks).
-    let (lo, hi) = single_copy_range(config, Reduce, oversubscribed || size != 2);
+    // Reduce: onestep, then rsag, but single copy in its range (two
+    // ranks), and onestep again on two ranks while it pays (see
+    // `pair_onestep_end`).
+    let pair = size == 2 && !oversubscribed;
+    let (lo, hi) = single_copy_range(config, Reduce, !pair);
     let (lo, hi) = (lo.max(t), hi.max(t));
-    for (from, to, alg) in [(0, t, 0), (t, lo, 1), (lo, hi, 2), (hi, INF, 1)] {
-        if from < to {
-            d.push(entry(Reduce, from, to, alg));
-        }
-    }
+    let onestep_end = if pair { pair_onestep_end(cache::last_level_cache()) } else { 0 };
+    let reduce_alg = |m: u64| match m {
+        m if (lo..hi).contains(&m) => 2,
+        m if m < t || m < onestep_end => 0,
+        _ => 1,
+    };
+    d.extend(piecewise([t, lo, hi, onestep_end], reduce_alg).map(|(from, to, alg)| entry(Reduce, from, to, alg)));
     // Staged outside the single-copy range, single copy in it; alltoall
     // from 2 MiB up on more than two ranks goes to p2p (measured faster on
     // 4 ranks over 2 cores against the segment's rounds, and 1.08–1.20×
@@ -205,11 +254,24 @@ mod tests {
         };
         for size in [2, 3, 8] {
             for oversubscribed in [false, true] {
-                for d in defaults(&config, size, oversubscribed) {
-                    assert!(registry().find(d.coll, d.alg).is_some(), "{d:?}");
+                let d = defaults(&config, size, oversubscribed);
+                for e in &d {
+                    assert!(registry().find(e.coll, e.alg).is_some(), "{e:?}");
+                }
+                // Every collective's ranges follow each other from 0 to the end.
+                for coll in [Reduce, Bcast, Alltoall, Allreduce] {
+                    let mut ranges: Vec<_> = d.iter().filter(|e| e.coll == coll).map(|e| e.range).collect();
+                    ranges.sort_by_key(|r| r.start);
+                    assert_eq!(ranges.first().map(|r| r.start), Some(0), "{coll} on {size}");
+                    assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{coll} on {size}: {ranges:?}");
+                    let last = ranges.last().map(|r| r.end);
+                    assert!(last == Some(u64::MAX) || coll == Alltoall, "{coll} on {size}: {ranges:?}");
                 }
             }
         }
+        let cut = |cuts: Vec<u64>, alg: fn(u64) -> u16| piecewise(cuts, alg).collect::<Vec<_>>();
+        assert_eq!(cut(vec![5, 0, u64::MAX, 3, 5], |m| u16::from(m >= 3)), [(0, 3, 0), (3, u64::MAX, 1)]);
+        assert_eq!(cut(vec![], |_| 7), [(0, u64::MAX, 7)]);
         let barrier = |oversubscribed| {
             let d = defaults(&config, 4, oversubscribed);
             let b = d.iter().find(|d| d.coll == Barrier).map(|d| d.alg);
@@ -240,8 +302,16 @@ mod tests {
         };
         assert_eq!(reduce_at(2, 8 << 10), Some("onestep"));
         assert_eq!(reduce_at(2, 64 << 10), Some("cma"));
-        assert_eq!(reduce_at(2, 4 << 20), Some("rsag"));
+        // Then onestep on two ranks while both inputs fit the last-level cache.
+        let end = pair_onestep_end(cache::last_level_cache());
+        assert!(end <= PAIR_ONESTEP_MAX && pair_onestep_end(4 << 20) == 2 << 20);
+        if end > 1 << 20 {
+            assert_eq!(reduce_at(2, 1 << 20), Some("onestep"));
+            assert_eq!(reduce_at(2, end - 1), Some("onestep"));
+        }
+        assert_eq!(reduce_at(2, end.max(1 << 20)), Some("rsag"));
         assert_eq!(reduce_at(4, 64 << 10), Some("rsag"));
+        assert_eq!(reduce_at(4, 4 << 20), Some("rsag"));
         let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };
         assert!(defaults(&off, 2, false).iter().all(|d| registry().find(d.coll, d.alg).unwrap().info.name != "cma"));
         assert_eq!(single_copy_range(&off, Alltoallv, false), (u64::MAX, u64::MAX));

@@ -141,9 +141,12 @@ pub(crate) async fn single_copy(
     };
     let status = match aside.as_ref().map(|a| a.mem()).or(out) {
         Some(target) => read_and_reduce(team, e, input, target, reducer, &others).await?,
-        None => Status::Read,
+        None => {
+            single_copy::announce(team, e, [], Status::Read)?;
+            Status::Read
+        }
     };
-    let outcome = single_copy::agree(team, coll, e, others.iter().copied(), status).await;
+    let outcome = single_copy::decide(team, coll, e, status).await;
     if let (Ok(Outcome::Done), Some(out), Some(aside)) = (&outcome, out, &aside) {
         team.copy(out, aside.mem())?;
     }
@@ -152,7 +155,10 @@ pub(crate) async fn single_copy(
 }
 
 /// Read every other rank's input a scratch's worth at a time and reduce
-/// them with `input`, in rank order, into `out`.
+/// them with `input`, in rank order, into `out`. The status is announced
+/// (`single_copy::announce`) as soon as the last read is done, before the
+/// last reduction: a rank that only gives (a reduce's non-root) leaves
+/// while the root reduces, as it would after a send.
 async fn read_and_reduce(
     team: &ShmTeam,
     e: u64,
@@ -161,26 +167,32 @@ async fn read_and_reduce(
     reducer: &Reducer,
     others: &[usize],
 ) -> Result<Status> {
+    let announce = |status: Status| single_copy::announce(team, e, others.iter().copied(), status).map(|()| status);
     let es = reducer.elem_size;
     let mut addrs = Vec::with_capacity(others.len());
     for &g in others {
         team.wait(Flag::Arrive, &[g], e).await?;
         let [addr, len] = single_copy::offered(team, g, e)?;
         if len != input.len() as u64 {
-            return Ok(Status::Differs { giver: g as u64, wants: input.len() as u64, offered: len });
+            return announce(Status::Differs { giver: g as u64, wants: input.len() as u64, offered: len });
         }
         addrs.push(addr);
     }
     let chunk = whole(SINGLE_COPY_SCRATCH / others.len().max(1), es);
     let scratch = team.host()?.alloc(chunk * others.len().max(1))?;
-    for k in 0..rounds(input.len(), chunk) {
+    // At least one round (`rounds`), so the status is always announced.
+    let last = rounds(input.len(), chunk).saturating_sub(1);
+    for k in 0..=last {
         let (start, n) = piece(input.len(), chunk, k);
         for (i, &addr) in addrs.iter().enumerate() {
-            let Some(at) = addr.checked_add(start as u64) else { return Ok(Status::Unreadable) };
+            let Some(at) = addr.checked_add(start as u64) else { return announce(Status::Unreadable) };
             let status = single_copy::read_block(team, others[i], at, scratch.mem().range(i * chunk, n)?);
             if status != Status::Read {
-                return Ok(status);
+                return announce(status);
             }
+        }
+        if k == last {
+            announce(Status::Read)?;
         }
         // Rank order: this rank's input among the others' copies (the
         // others lie in the scratch in rank order too).

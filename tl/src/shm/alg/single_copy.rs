@@ -208,6 +208,15 @@ pub(crate) async fn agree(
     givers: impl IntoIterator<Item = usize>,
     status: Status,
 ) -> Result<Outcome> {
+    announce(team, e, givers, status)?;
+    decide(team, coll, e, status).await
+}
+
+/// The first half of [`agree`]: this rank's reads of epoch `e` from
+/// `givers` are over, with `status`. A rank with work left that reads
+/// nobody's buffer (the reduction of what it read) announces before it, so
+/// that ranks that only wait for its reads go on meanwhile.
+pub(crate) fn announce(team: &ShmTeam, e: u64, givers: impl IntoIterator<Item = usize>, status: Status) -> Result<()> {
     // A giver whose collective failed or was cancelled while this rank
     // read (a timeout) may have handed its buffer back to its caller: what
     // was read from it is not its data. It marks itself before that.
@@ -216,7 +225,13 @@ pub(crate) async fn agree(
         team.still_takes_part(g)?;
     }
     write_status(team, e, status)?;
-    team.publish(Flag::Reduced, e)?;
+    team.publish(Flag::Reduced, e)
+}
+
+/// The second half of [`agree`]: once every rank has announced its status
+/// of epoch `e` (this rank's is `status`), what the epoch comes to, alike
+/// on every rank. After it, no rank reads this rank's buffer.
+pub(crate) async fn decide(team: &ShmTeam, coll: CollType, e: u64, status: Status) -> Result<Outcome> {
     team.wait(Flag::Reduced, &team.all, e).await?;
     let mut outcome = Ok(Outcome::Done);
     for r in 0..team.size {
