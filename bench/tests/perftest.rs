@@ -309,12 +309,13 @@ fn rooted_collectives_run_as_many_calls_on_every_rank_across_the_large_threshold
     }
 }
 
-/// Allreduce and reduce by single copy (pinned), checked over vectors of
-/// several scratch rounds (256 KiB) and with the root in the middle, out of
-/// place and in place, on 3 processes and on 2 threads.
+/// Allreduce, reduce and reduce-scatter(v) by single copy (pinned), checked
+/// over vectors (blocks) of several scratch rounds (256 KiB) and with the
+/// root in the middle, out of place and in place, on 3 processes and on 2
+/// threads.
 #[test]
 fn reductions_by_single_copy_over_several_rounds() {
-    for coll in ["allreduce", "reduce"] {
+    for coll in ["allreduce", "reduce", "reduce_scatter", "reduce_scatterv"] {
         for in_place in [false, true] {
             let mut args = vec!["-c", coll, "-r", "1", "-d", "float64", "-b", "1", "-e", "200k", "-f", "50"];
             args.extend_from_slice(&["--check", "-n", "2", "-w", "1"]);

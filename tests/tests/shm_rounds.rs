@@ -6,8 +6,9 @@
 //! of each kind; they run on teams of 2, 3 and 4 threads against the same
 //! references, with the pipeline smaller than the data part (the defaults'
 //! relation) and larger (then clamped to it). Single copy
-//! (`UCC_TL_SHM_CMA_THRESHOLD` at 0) runs the same cases: the v-variants
-//! after a size round that carries only blocks that fit its small rounds.
+//! (`UCC_TL_SHM_CMA_THRESHOLD` at 0) runs the same cases, reduce-scatter(v)
+//! too: the v-variants after a size round that carries only blocks that
+//! fit its small rounds.
 
 use ferrocoll::{CollType, Config, TeamParams};
 use ferrocoll_tests::cases::matrix;
@@ -84,6 +85,8 @@ fn copying_collectives_copy_once_from_the_threshold() {
         CollType::Gather,
         CollType::Scatter,
         CollType::Alltoall,
+        CollType::ReduceScatter,
+        CollType::ReduceScatterv,
     ] {
         in_rounds_with(coll, "cma", SMALL, config.clone());
     }

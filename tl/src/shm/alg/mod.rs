@@ -166,7 +166,7 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
 /// 2 MiB up with more than two ranks, which goes to p2p. Reductions stage
 /// through it (`onestep`, then `rsag` from `UCC_TL_SHM_RSAG_THRESHOLD`).
 /// The copying collectives (bcast, allgather(v), gather(v), scatter(v),
-/// alltoall(v)) stage small messages through it and, from
+/// alltoall(v)) and reduce-scatter(v) stage small messages through it and, from
 /// `UCC_TL_SHM_CMA_THRESHOLD`, copy once straight from the giver's buffer
 /// (`single_copy.rs`: two copies become one, which is what the p2p TL's
 /// rendezvous over CMA gained in the mid sizes before; BENCHMARKS.md, the
@@ -182,8 +182,6 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     let mut d = vec![
         entry(Allreduce, 0, t, 0),
         entry(Allreduce, t, INF, 1),
-        entry(ReduceScatter, 0, INF, 0),
-        entry(ReduceScatterv, 0, INF, 0),
         entry(Gatherv, 0, INF, 0),
         entry(Scatterv, 0, INF, 0),
         entry(Alltoallv, 0, INF, 0),
@@ -205,7 +203,9 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     // from 2 MiB up on more than two ranks goes to p2p (measured faster on
     // 4 ranks over 2 cores against the segment's rounds, and 1.08–1.20×
     // against single copy at 4–16 MiB, BENCHMARKS.md tenth round).
-    for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall] {
+    // Reduce-scatter(v) reads its block of the others' vectors the same
+    // way (`reduction::single_copy_window`).
+    for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall, ReduceScatter, ReduceScatterv] {
         let end = if coll == Alltoall && size > 2 { 2 * M } else { INF };
         let (lo, hi) = single_copy_range(config, coll, oversubscribed);
         let (lo, hi) = (lo.min(end), hi.min(end));
@@ -284,7 +284,7 @@ mod tests {
             let e = d.iter().find(|d| d.coll == coll && d.range.contains(msg)).expect("an entry for every size");
             registry().find(coll, e.alg).map(|a| a.info.name)
         };
-        for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall] {
+        for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall, ReduceScatter, ReduceScatterv] {
             assert_eq!(alg_at(coll, 8 << 10, false), Some("staged"), "{coll}");
             assert_eq!(alg_at(coll, 64 << 10, false), Some("cma"), "{coll}");
         }

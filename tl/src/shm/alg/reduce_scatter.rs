@@ -9,12 +9,13 @@
 //! (and the call's signature, which each wait compares, carries a hash of
 //! the v-counts: ranks whose counts differ fail instead).
 
-use ferrocoll_core::CollType::{ReduceScatter, ReduceScatterv};
-use ferrocoll_core::Result;
+use ferrocoll_core::CollType::{self, ReduceScatter, ReduceScatterv};
 use ferrocoll_core::args;
+use ferrocoll_core::{Error, Result};
 
 use super::rounds::{piece, rounds, whole};
-use super::{Exec, STAGED, ShmPost};
+use super::single_copy::Outcome;
+use super::{Exec, STAGED, ShmPost, reduction};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::epoch::Flag;
 use crate::shm::one_epoch::OneEpoch;
@@ -22,7 +23,27 @@ use crate::shm::one_epoch::OneEpoch;
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
     Alg::new(ReduceScatterv, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
+    Alg::new(ReduceScatter, 1, "cma", CMA, Run::ReduceScatter(|p, o| p.run(move |t| cma(t, ReduceScatter, o)))),
+    Alg::new(ReduceScatterv, 1, "cma", CMA, Run::ReduceScatter(|p, o| p.run(move |t| cma(t, ReduceScatterv, o)))),
 ];
+
+const CMA: &str = "each rank reads its block of the others' vectors straight from their buffers by cross-memory \
+                   attach and reduces them; staged where the kernel refuses it";
+
+/// Each rank's block of every vector by single copy
+/// (`reduction::single_copy_window`), or `staged` where a read could not be done.
+async fn cma(team: Exec, coll: CollType, o: args::ReduceScatter) -> Result<()> {
+    let (at, n) = o.src.blocks.get(team.rank)?;
+    if n != o.dst.len() {
+        return Err(Error::internal(format!("a {n}-byte block for a {}-byte result", o.dst.len())));
+    }
+    if team.reach.on()
+        && reduction::single_copy_window(&team, coll, o.src.mem, Some((at, o.dst)), &o.reducer).await? == Outcome::Done
+    {
+        return Ok(());
+    }
+    staged(team, o).await
+}
 
 /// A vector that fits an inline region goes in one epoch; a larger one in
 /// the halves' slots.

@@ -127,6 +127,23 @@ pub(crate) async fn single_copy(
     out: Option<MemRef>,
     reducer: &Reducer,
 ) -> Result<Outcome> {
+    single_copy_window(team, coll, input, out.map(|o| (0, o)), reducer).await
+}
+
+/// [`single_copy`] of one window of every rank's input: the ranks with an
+/// `out` = `(at, out)` reduce bytes `at..at + out.len()` of every rank's
+/// input (which all have `input.len()` bytes) into `out`; every rank
+/// offers its whole input. Reduce-scatter(v) is this, each rank's window
+/// its own block.
+pub(crate) async fn single_copy_window(
+    team: &ShmTeam,
+    coll: CollType,
+    input: MemRef,
+    window: Option<(usize, MemRef)>,
+    reducer: &Reducer,
+) -> Result<Outcome> {
+    let out = window.map(|(_, o)| o);
+    let at = window.map_or(0, |(at, _)| at);
     let e = team.begin().await?;
     single_copy::offer_one(team, e, input)?;
     team.publish(Flag::Arrive, e)?;
@@ -140,7 +157,7 @@ pub(crate) async fn single_copy(
         _ => None,
     };
     let status = match aside.as_ref().map(|a| a.mem()).or(out) {
-        Some(target) => read_and_reduce(team, e, input, target, reducer, &others).await?,
+        Some(target) => read_and_reduce(team, e, input, at, target, reducer, &others).await?,
         None => {
             single_copy::announce(team, e, [], Status::Read)?;
             Status::Read
@@ -154,8 +171,9 @@ pub(crate) async fn single_copy(
     outcome
 }
 
-/// Read every other rank's input a scratch's worth at a time and reduce
-/// them with `input`, in rank order, into `out`. The status is announced
+/// Read bytes `at..at + out.len()` of every other rank's input a
+/// scratch's worth at a time and reduce them with the same bytes of
+/// `input`, in rank order, into `out`. The status is announced
 /// (`single_copy::announce`) as soon as the last read is done, before the
 /// last reduction: a rank that only gives (a reduce's non-root) leaves
 /// while the root reduces, as it would after a send.
@@ -163,6 +181,7 @@ async fn read_and_reduce(
     team: &ShmTeam,
     e: u64,
     input: MemRef,
+    at: usize,
     out: MemRef,
     reducer: &Reducer,
     others: &[usize],
@@ -181,12 +200,14 @@ async fn read_and_reduce(
     let chunk = whole(SINGLE_COPY_SCRATCH / others.len().max(1), es);
     let scratch = team.host()?.alloc(chunk * others.len().max(1))?;
     // At least one round (`rounds`), so the status is always announced.
-    let last = rounds(input.len(), chunk).saturating_sub(1);
+    let mine = input.range(at, out.len())?;
+    let last = rounds(out.len(), chunk).saturating_sub(1);
     for k in 0..=last {
-        let (start, n) = piece(input.len(), chunk, k);
+        let (start, n) = piece(out.len(), chunk, k);
         for (i, &addr) in addrs.iter().enumerate() {
-            let Some(at) = addr.checked_add(start as u64) else { return announce(Status::Unreadable) };
-            let status = single_copy::read_block(team, others[i], at, scratch.mem().range(i * chunk, n)?);
+            let from = addr.checked_add(at as u64).and_then(|a| a.checked_add(start as u64));
+            let Some(from) = from else { return announce(Status::Unreadable) };
+            let status = single_copy::read_block(team, others[i], from, scratch.mem().range(i * chunk, n)?);
             if status != Status::Read {
                 return announce(status);
             }
@@ -199,7 +220,7 @@ async fn read_and_reduce(
         let me = team.rank;
         team.with_parts(
             |r| match r.cmp(&me) {
-                std::cmp::Ordering::Equal => input.range(start, n),
+                std::cmp::Ordering::Equal => mine.range(start, n),
                 std::cmp::Ordering::Less => scratch.mem().range(r * chunk, n),
                 std::cmp::Ordering::Greater => scratch.mem().range((r - 1) * chunk, n),
             },
