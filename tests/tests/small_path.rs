@@ -147,7 +147,8 @@ fn a_small_shm_collective_allocates_nothing_once_warm() {
     );
 }
 
-/// The plan cache takes and parks with one atomic operation each: threads
+/// The plan cache takes with one atomic operation and parks back into the
+/// entry it took from with a plain store (the entry held meanwhile): threads
 /// that run one-shot calls on one team at once, each on its own buffers
 /// (more calls than the cache holds), all get their own results.
 #[test]

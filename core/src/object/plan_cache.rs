@@ -56,6 +56,9 @@ pub(crate) struct Plan {
     /// While parked: the finished request's slot, which the next post
     /// re-arms. `None` otherwise.
     pub(crate) parked: Option<Arc<TaskSlot>>,
+    /// The cache entry this plan was taken from, held for it until it is
+    /// parked back there or released ([`PlanCache::release`]).
+    pub(crate) held: Option<usize>,
 }
 
 impl Drop for Plan {
@@ -165,6 +168,8 @@ const PARKED: usize = 4;
 /// One parked plan, and the hints of its call (written before the plan
 /// is, read before it is taken: a stale hint costs a miss or a
 /// comparison, never a wrong plan — the taker compares the whole call).
+/// Its `plan` is null (free), a parked plan, or [`held`] while the request
+/// that took its plan runs.
 #[derive(Default)]
 struct Entry {
     plan: AtomicPtr<Plan>,
@@ -172,24 +177,59 @@ struct Entry {
     call: AtomicU64,
 }
 
+/// An entry's `plan` while the request that took its plan out runs: the
+/// entry is that request's, and it parks its plan back with a plain store
+/// (no locked instruction, which would wait until the stores of the
+/// collective just finished reached the cache: on two ranks a trip to the
+/// other core, BENCHMARKS.md eleventh round). Never a `Box`'s address.
+fn held() -> *mut Plan {
+    std::ptr::NonNull::dangling().as_ptr()
+}
+
+/// Whether `p`, an entry's `plan`, is a parked plan.
+fn is_plan(p: *mut Plan) -> bool {
+    !p.is_null() && p != held()
+}
+
 impl Entry {
-    /// Take the plan out, if there is one (one atomic operation).
-    fn take(&self) -> Option<Box<Plan>> {
+    /// Take the plan out and hold the entry for it, if there is a plan
+    /// (one atomic operation).
+    fn hold(&self) -> Option<Box<Plan>> {
         // Acquire: pairs with the Release of the park that put it there.
-        let p = self.plan.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: a non-null pointer in an entry came from `Box::into_raw`
-        // in `park`, and the swap made this caller its only owner.
-        (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+        let p = self.plan.swap(held(), Ordering::AcqRel);
+        if p.is_null() {
+            // Nothing was there: free again (no one else writes an entry held).
+            self.plan.store(std::ptr::null_mut(), Ordering::Release);
+            return None;
+        }
+        // Held already: by another request, whose entry stays so.
+        // SAFETY: any other value came from `Box::into_raw` in a park, and
+        // the swap made this caller its only owner.
+        (p != held()).then(|| unsafe { Box::from_raw(p) })
+    }
+
+    /// Take the plan out and leave the entry free, if there is a plan (a
+    /// held entry stays held).
+    fn take(&self) -> Option<Box<Plan>> {
+        let p = self.plan.load(Ordering::Acquire);
+        if !is_plan(p) {
+            return None;
+        }
+        // Acquire: as in `hold`.
+        let taken = self.plan.compare_exchange(p, std::ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed);
+        // SAFETY: as in `hold`: the exchange made this caller its owner.
+        taken.ok().map(|p| unsafe { Box::from_raw(p) })
     }
 }
 
 /// A team's parked requests: a few entries that a request takes its plan
-/// from and parks it into with one atomic operation each (a lock cost
-/// two, and the post path of a small collective is counted in them).
+/// from with one atomic operation and parks it back into with none (a
+/// lock cost two each, and the post path of a small collective is counted
+/// in them).
 #[derive(Default)]
 pub(crate) struct PlanCache {
     entries: [Entry; PARKED],
-    /// The entry the next park replaces when all are taken (round robin).
+    /// The entry the next park of a new plan replaces when none is free (round robin).
     next: AtomicUsize,
     /// Set when the team is destroyed: nothing is parked any more.
     closed: AtomicBool,
@@ -223,50 +263,111 @@ impl PlanCache {
         self.find(|e| e.raw.load(Ordering::Relaxed) == hint, same)
     }
 
-    /// The first plan whose entry's hint says `maybe` and which is `it`;
-    /// one taken on a hint that misled is parked again.
+    /// The first plan whose entry's hint says `maybe` and which is `it`,
+    /// its entry held for it; one taken on a hint that misled is parked
+    /// again.
     fn find(&self, maybe: impl Fn(&Entry) -> bool, it: impl Fn(&Plan) -> bool) -> Option<Box<Plan>> {
-        for e in self.entries.iter().filter(|e| maybe(e) && !e.plan.load(Ordering::Relaxed).is_null()) {
-            match e.take() {
-                Some(p) if it(&p) => return Some(p),
-                Some(p) => self.park(p),
-                None => {}
+        for (i, e) in self.entries.iter().enumerate() {
+            if !(maybe(e) && is_plan(e.plan.load(Ordering::Relaxed))) {
+                continue;
+            }
+            if let Some(mut p) = e.hold() {
+                p.held = Some(i);
+                if it(&p) {
+                    return Some(p);
+                }
+                self.park(p);
             }
         }
         None
     }
 
+    /// Let `plan` go without parking it, giving back the entry it holds.
+    pub(crate) fn release(&self, plan: Box<Plan>) {
+        if let Some(e) = plan.held.and_then(|i| self.entries.get(i)) {
+            // Release: no one else writes an entry held.
+            e.plan.store(std::ptr::null_mut(), Ordering::Release);
+        }
+    }
+
     /// Park a finished request's plan (holding its slot, see
-    /// [`Plan::parked`]) for the next request with the same call; if every
-    /// entry holds one, the oldest leaves. A plan that is not parked (not
-    /// parkable, the team destroyed) is dropped here.
-    pub(crate) fn park(&self, plan: Box<Plan>) {
+    /// [`Plan::parked`]) for the next request with the same call: back into
+    /// the entry it was taken from, with a plain store, or into a free one,
+    /// or else in place of a parked one (round robin). A plan that is not
+    /// parked (not parkable, the team destroyed, every entry held) is
+    /// dropped here.
+    pub(crate) fn park(&self, mut plan: Box<Plan>) {
         if !(parkable(&plan.init) && plan.task.as_ref().is_some_and(|t| t.reusable())) {
-            return;
+            return self.release(plan);
         }
         let (raw, call) = (plan.raw.as_ref().map_or(0, |r| r.call.hint()), call_hint(&plan.init));
+        let held = plan.held.take();
         let p = Box::into_raw(plan);
-        let free = self.entries.iter().position(|e| e.plan.load(Ordering::Relaxed).is_null());
-        let i = free.unwrap_or_else(|| {
+        let hint = |e: &Entry| {
+            e.raw.store(raw, Ordering::Relaxed);
+            e.call.store(call, Ordering::Relaxed);
+        };
+        let parked_in = match held.and_then(|i| self.entries.get(i)) {
+            Some(e) => {
+                hint(e);
+                // Release: the taker's Acquire sees the plan whole. No one
+                // else writes an entry held (see `held`).
+                e.plan.store(p, Ordering::Release);
+                e
+            }
+            None => match self.park_new(p, hint) {
+                Some(e) => e,
+                None => {
+                    // SAFETY: `p` came from `Box::into_raw` above and was not parked.
+                    drop(unsafe { Box::from_raw(p) });
+                    return;
+                }
+            },
+        };
+        // Either `clear` takes this plan, or this park sees the cache closed
+        // and takes it back (both may happen; one gets it). A plan parked
+        // back with a plain store may miss a `clear` running at the same
+        // time: it then stays until the cache is dropped, with the team.
+        if self.closed.load(Ordering::SeqCst) {
+            drop(parked_in.take());
+        }
+    }
+
+    /// Park `p` (from `Box::into_raw`) into a free entry, else in place of
+    /// a parked plan, never a held entry; the entry, or `None` if every
+    /// entry was held.
+    fn park_new(&self, p: *mut Plan, hint: impl Fn(&Entry)) -> Option<&Entry> {
+        let null = std::ptr::null_mut();
+        for e in &self.entries {
+            if e.plan.load(Ordering::Relaxed).is_null() {
+                hint(e);
+                // SeqCst with `clear`'s (see `park`).
+                if e.plan.compare_exchange(null, p, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                    return Some(e);
+                }
+            }
+        }
+        for _ in 0..PARKED {
             // Relaxed, and a load and a store rather than one atomic
             // operation: only which entry goes depends on it.
             let n = self.next.load(Ordering::Relaxed);
             self.next.store(n.wrapping_add(1), Ordering::Relaxed);
-            n % PARKED
-        });
-        let e = &self.entries[i];
-        e.raw.store(raw, Ordering::Relaxed);
-        e.call.store(call, Ordering::Relaxed);
-        // SeqCst with `clear`'s: either the clear takes this plan, or this
-        // park sees the cache closed (both may happen; one gets the plan).
-        let old = e.plan.swap(p, Ordering::SeqCst);
-        if !old.is_null() {
-            // SAFETY: as in `Entry::take`: the swap made this caller its owner.
-            drop(unsafe { Box::from_raw(old) });
+            let e = &self.entries[n % PARKED];
+            let old = e.plan.load(Ordering::Relaxed);
+            if old == held() {
+                continue;
+            }
+            hint(e);
+            // SeqCst with `clear`'s (see `park`).
+            if e.plan.compare_exchange(old, p, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                if !old.is_null() {
+                    // SAFETY: a plan from `Box::into_raw`, which the exchange made ours.
+                    drop(unsafe { Box::from_raw(old) });
+                }
+                return Some(e);
+            }
         }
-        if self.closed.load(Ordering::SeqCst) {
-            drop(e.take());
-        }
+        None
     }
 
     /// Release what is parked, and park nothing more (the team is

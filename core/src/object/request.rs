@@ -171,7 +171,16 @@ impl<'a> Request<'a> {
         raw: Option<RawKey>,
     ) -> Self {
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
-        let plan = Plan { init, task, selected: selected.name.clone(), shown, diag: Arc::default(), raw, parked: None };
+        let plan = Plan {
+            init,
+            task,
+            selected: selected.name.clone(),
+            shown,
+            diag: Arc::default(),
+            raw,
+            parked: None,
+            held: None,
+        };
         Request::with_plan(team, Box::new(plan), None)
     }
 
@@ -205,11 +214,11 @@ impl<'a> Request<'a> {
     /// `TaskSlot::forget_spent`); a parked plan does when it is dropped.
     fn park(&mut self, mut plan: Box<Plan>) {
         let Some(slot) = self.slot.take().or_else(|| self.spare.take()) else {
-            return;
+            return self.team.plans.release(plan);
         };
         if self.triggered || plan.task.is_none() || !matches!(slot.status(), Ok(Status::Ok)) {
             slot.forget_spent();
-            return;
+            return self.team.plans.release(plan);
         }
         if self.on_complete.is_some() {
             slot.forget_callback();
@@ -475,6 +484,7 @@ impl Drop for Request<'_> {
             Some(slot) if slot.status().is_ok_and(|s| s == Status::InProgress) => {
                 // Drops the task's future now, so nothing touches the buffers after we return.
                 slot.cancel(|desc| Error::invalid_param(format!("{desc} was cancelled: its request was dropped")));
+                self.team.plans.release(plan);
             }
             _ => self.park(plan),
         }
