@@ -415,3 +415,92 @@ fn same_call(a: &CollInit, b: &CollInit) -> bool {
         && a.tag == b.tag
         && a.ops == b.ops
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::PostInfo;
+    use crate::engine::TaskFuture;
+    use crate::{Error, Result};
+
+    /// A task that may run again (`reusable`), and never runs here.
+    struct Reusable;
+
+    impl CollTask for Reusable {
+        fn start(&self, _: &PostInfo<'_>) -> Result<TaskFuture> {
+            Err(Error::internal("not run in these tests"))
+        }
+        fn reusable(&self) -> bool {
+            true
+        }
+    }
+
+    /// A barrier's plan on a team of one, parkable.
+    fn plan() -> Box<Plan> {
+        let args = CollArgs::new(CollType::Barrier);
+        // SAFETY: a barrier has no buffers.
+        let init = unsafe { CollInit::validate(&args, 0, 1, &|_| MemType::Host, None) }.expect("a barrier");
+        let task: Arc<dyn CollTask> = Arc::new(Reusable);
+        Box::new(Plan {
+            init: Arc::new(init),
+            task: Some(task),
+            selected: "test/reusable".into(),
+            shown: None,
+            diag: Arc::default(),
+            raw: None,
+            parked: None,
+            held: None,
+        })
+    }
+
+    fn states(c: &PlanCache) -> Vec<&'static str> {
+        let state = |e: &Entry| match e.plan.load(Ordering::Relaxed) {
+            p if p.is_null() => "free",
+            p if p == held() => "held",
+            _ => "plan",
+        };
+        c.entries.iter().map(state).collect()
+    }
+
+    #[test]
+    fn a_taken_plan_holds_its_entry_until_it_is_parked_back_or_released() {
+        assert!(parkable(&plan().init), "the test's plan must be parkable");
+        let c = PlanCache::default();
+        c.park(plan());
+        assert_eq!(states(&c), ["plan", "free", "free", "free"]);
+        let init = plan().init.clone();
+        let taken = c.take(&init).expect("the parked plan");
+        assert_eq!((taken.held, states(&c)), (Some(0), vec!["held", "free", "free", "free"]));
+        // New plans fill the free entries, and then replace parked ones,
+        // never the held one.
+        for _ in 0..6 {
+            c.park(plan());
+        }
+        assert_eq!(states(&c), ["held", "plan", "plan", "plan"]);
+        assert!(c.take(&init).is_some_and(|p| p.held.is_some_and(|i| i > 0)), "another parked plan");
+        // Parked back: into its own entry, which is a plan again.
+        c.park(taken);
+        assert_eq!(states(&c)[0], "plan");
+        // Released (a request that failed or was cancelled): the entry is free.
+        let taken = c.take(&init).expect("a parked plan");
+        let i = taken.held.expect("held");
+        c.release(taken);
+        assert_eq!(states(&c)[i], "free");
+    }
+
+    #[test]
+    fn clear_leaves_a_held_entry_to_its_holder_and_nothing_is_parked_after_it() {
+        let c = PlanCache::default();
+        c.park(plan());
+        c.park(plan());
+        let init = plan().init.clone();
+        let taken = c.take(&init).expect("a parked plan");
+        c.clear();
+        let i = taken.held.expect("held");
+        assert!(states(&c).iter().enumerate().all(|(j, s)| if j == i { *s == "held" } else { *s == "free" }));
+        // Parked back after the clear: taken out again at once.
+        c.park(taken);
+        c.park(plan());
+        assert_eq!(states(&c), ["free"; PARKED]);
+    }
+}
