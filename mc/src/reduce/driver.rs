@@ -113,14 +113,8 @@ unsafe fn drive_avx2<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
 
 #[inline(always)]
 fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
-    let esz = size_of::<K::Elem>();
+    let esz = elem_size::<K>(ops.dst.len())?;
     let asz = size_of::<K::Acc>();
-    if esz == 0 || asz == 0 || !ops.dst.len().is_multiple_of(esz) {
-        return Err(Error::internal(format!(
-            "reduce kernel with {esz}-byte elements given a {}-byte destination",
-            ops.dst.len()
-        )));
-    }
     // Two aligned sources, and a kernel that needs no accumulator: one pass.
     if let (Some(a), [b]) = (ops.first, ops.rest) {
         let len = ops.dst.len();
@@ -137,18 +131,24 @@ fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
     }
 }
 
+/// The kernel's element size, if a destination of `dst_len` bytes holds
+/// whole elements (and neither element nor accumulator is zero-sized).
+fn elem_size<K: Kernel>(dst_len: usize) -> Result<usize> {
+    let esz = size_of::<K::Elem>();
+    if esz == 0 || size_of::<K::Acc>() == 0 || !dst_len.is_multiple_of(esz) {
+        return Err(Error::internal(format!(
+            "reduce kernel with {esz}-byte elements given a {dst_len}-byte destination"
+        )));
+    }
+    Ok(esz)
+}
+
 /// A reduction of a few elements, one at a time: each operand's element
 /// read unaligned into a one-element slice, then the kernel's `load`,
 /// `fold2` per pair, `fold` for an odd one out and `store`, as [`chunks`]
 /// calls them, so the same operations in the same order and the same bits.
 fn tiny<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
-    let esz = size_of::<K::Elem>();
-    if esz == 0 || !ops.dst.len().is_multiple_of(esz) {
-        return Err(Error::internal(format!(
-            "reduce kernel with {esz}-byte elements given a {}-byte destination",
-            ops.dst.len()
-        )));
-    }
+    let esz = elem_size::<K>(ops.dst.len())?;
     let Operands { dst, first, rest } = ops;
     let elem =
         |src: &[u8], off: usize| -> Result<[K::Elem; 1]> { Ok([bytemuck::pod_read_unaligned(sub(src, off, esz)?)]) };
