@@ -185,3 +185,164 @@ fn an_alltoall_that_fits_inline_against_one_that_does_not_fails_on_both_ranks() 
         );
     }
 }
+
+/// A giver that reads nobody's payload (a bcast's root, a reduce's or a
+/// gather's other ranks) completes its calls while its readers have not
+/// posted theirs yet, up to the inline regions' depth (8 per rank,
+/// `tl/src/shm/layout.rs::INLINE_DEPTH`; this test goes 4 ahead); the
+/// readers then find every payload, each its own. With two regions, as
+/// before, the giver's third call waited for the reader, and timed out here.
+#[test]
+fn givers_run_ahead_of_readers_that_have_not_posted_yet() {
+    const AHEAD: usize = 4;
+    const GIVER_T: Duration = Duration::from_secs(10);
+    let posted = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let out = on_shm(2, move |team| {
+        let me = team.rank();
+        let wrong = |what: &str, i: usize| Err(ferrocoll::Error::internal(format!("{what} {i}: wrong values")));
+        let give = |phase: usize, i: usize| {
+            let mine: Vec<u32> = (0..8).map(|k| value(0, i, k)).collect();
+            match phase {
+                0 => Coll::bcast(&mut mine.clone(), 0).timeout(GIVER_T).run(team),
+                1 => Coll::reduce(&mine, None, ReduceOp::Sum, 1).timeout(GIVER_T).run(team),
+                _ => Coll::gather(&mine, None, 1).timeout(GIVER_T).run(team),
+            }
+        };
+        let read = |phase: usize, i: usize| {
+            let mine: Vec<u32> = (0..8).map(|k| value(1, i, k)).collect();
+            let mut got = vec![0u32; 16];
+            let ok = match phase {
+                0 => {
+                    Coll::bcast(&mut got[..8], 0).timeout(T).run(team)?;
+                    (0..8).all(|k| got[k] == value(0, i, k))
+                }
+                1 => {
+                    Coll::reduce(&mine, Some(&mut got[..8]), ReduceOp::Sum, 1).timeout(T).run(team)?;
+                    (0..8).all(|k| got[k] == value(0, i, k) + value(1, i, k))
+                }
+                _ => {
+                    Coll::gather(&mine, Some(&mut got[..]), 1).timeout(T).run(team)?;
+                    (0..2).all(|r| (0..8).all(|k| got[r * 8 + k] == value(r, i, k)))
+                }
+            };
+            if ok { Ok(()) } else { wrong(["bcast", "reduce", "gather"][phase], i) }
+        };
+        // Bcast from rank 0, then reduce and gather to rank 1: rank 0 gives
+        // AHEAD calls of each, then rank 1 reads them.
+        for phase in 0..3 {
+            let r = if me == 0 { (0..AHEAD).try_for_each(|i| give(phase, i)) } else { Ok(()) };
+            // Reached whatever happened above, so that no rank waits here forever.
+            posted.wait();
+            r?;
+            if me == 1 {
+                (0..AHEAD).try_for_each(|i| read(phase, i))?;
+            }
+            posted.wait();
+        }
+        Ok::<(), ferrocoll::Error>(())
+    });
+    for (rank, r) in out.iter().enumerate() {
+        assert!(r.is_ok(), "rank {rank}: {r:?}");
+    }
+}
+
+/// Rooted collectives back to back, in runs of 12 calls of one kind with
+/// one root (so that the givers — the root of a bcast, the others of a
+/// reduce or gather — run as far ahead as the inline regions let them,
+/// past the readers that nap now and then), with bcasts too large for an
+/// inline region (through the data halves) and barriers between runs: an
+/// inline region or a signature slot written again before its last reader
+/// finished gives wrong values or a false "calls differ" here.
+#[test]
+fn rooted_collectives_back_to_back_with_lagging_readers_give_right_values() {
+    for ranks in [2, 3, 4] {
+        let out = on_shm(ranks, move |team| {
+            let (p, me) = (team.size(), team.rank());
+            for i in 0..600 {
+                let (run, root) = (i / 12, (i / 48) % p);
+                let reads = match run % 4 {
+                    0 => me != root,
+                    _ => me == root,
+                };
+                if reads && i % 12 == 1 + me % 5 {
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+                let n = 1 + i % 40;
+                let wrong =
+                    |what: &str| Err(ferrocoll::Error::internal(format!("call {i}, {n} elements: wrong {what}")));
+                let mine: Vec<u32> = (0..n).map(|k| value(me, i, k)).collect();
+                match run % 4 {
+                    0 => {
+                        let mut buf = if me == root { mine.clone() } else { vec![0; n] };
+                        Coll::bcast(&mut buf, root).timeout(T).run(team)?;
+                        if (0..n).any(|k| buf[k] != value(root, i, k)) {
+                            return wrong("bcast");
+                        }
+                    }
+                    1 => {
+                        let mut red = vec![0u32; n];
+                        let out = (me == root).then_some(&mut red[..]);
+                        Coll::reduce(&mine, out, ReduceOp::Sum, root).timeout(T).run(team)?;
+                        if me == root && (0..n).any(|k| red[k] != (0..p).map(|r| value(r, i, k)).sum::<u32>()) {
+                            return wrong("reduce");
+                        }
+                    }
+                    2 => {
+                        let mut all = vec![0u32; n * p];
+                        Coll::gather(&mine, (me == root).then_some(&mut all[..]), root).timeout(T).run(team)?;
+                        if me == root && (0..p).any(|r| (0..n).any(|k| all[r * n + k] != value(r, i, k))) {
+                            return wrong("gather");
+                        }
+                    }
+                    _ => {
+                        // Between runs: through the halves, inline, and a barrier.
+                        let n = if i % 2 == 0 { 1024 } else { n };
+                        let mut buf: Vec<u32> =
+                            if me == root { (0..n).map(|k| value(me, i, k)).collect() } else { vec![0; n] };
+                        Coll::bcast(&mut buf, root).timeout(T).run(team)?;
+                        if (0..n).any(|k| buf[k] != value(root, i, k)) {
+                            return wrong("bcast between runs");
+                        }
+                        if i % 3 == 0 {
+                            Coll::barrier().timeout(T).run(team)?;
+                        }
+                    }
+                }
+            }
+            Ok::<(), ferrocoll::Error>(())
+        });
+        for (rank, r) in out.iter().enumerate() {
+            assert!(r.is_ok(), "{ranks} ranks, rank {rank}: {r:?}");
+        }
+    }
+}
+
+/// A bcast's root, which waits for nobody, learns within its next two
+/// calls that a reader's collective failed (here: the reader posted a
+/// barrier), and fails naming it, rather than go on completing calls
+/// nobody reads.
+#[test]
+fn a_root_running_ahead_fails_once_a_reader_failed() {
+    let failed = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let out = on_shm(2, move |team| {
+        let mut buf = [7u32; 4];
+        if team.rank() == 1 {
+            let r = Coll::barrier().timeout(T).run(team);
+            failed.wait();
+            return vec![r];
+        }
+        let first = Coll::bcast(&mut buf, 0).timeout(T).run(team);
+        failed.wait();
+        let mut out = vec![first];
+        for _ in 0..2 {
+            out.push(Coll::bcast(&mut buf, 0).timeout(T).run(team));
+        }
+        out
+    });
+    let reader = out[1][0].as_ref().expect_err("a barrier against a bcast must fail");
+    assert!(reader.to_string().contains("calls differ"), "{reader}");
+    let root = &out[0];
+    assert!(root[0].is_ok(), "the first bcast's root read nothing: {:?}", root[0]);
+    let e = root[1..].iter().find_map(|r| r.as_ref().err()).expect("the root must fail within two calls");
+    assert!(e.to_string().contains("rank 1"), "{e}");
+}

@@ -2,7 +2,8 @@
 //!
 //! Every step of a collective is an epoch `e`, the same on every rank. In it
 //! a rank (1) waits until everyone has finished epoch `e - 2`, which used the
-//! same half of its area ([`ShmTeam::begin`]); (2) writes its half and
+//! same half of its area ([`ShmTeam::begin`]; an epoch that writes only its
+//! inline region waits for `e - INLINE_DEPTH`, see [`Depth`]); (2) writes its half and
 //! publishes `arrive = e`; (3) waits for the `arrive` (or `reduced`) of the
 //! ranks it reads; (4) reads; (5) publishes `done = e`. Each counter is
 //! written by its rank only, with Release after the data it covers, and read
@@ -24,6 +25,7 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::liveness::Proc;
 
+use super::layout::INLINE_DEPTH;
 use super::segment::{CAUSE_SHIFT, Ctrl, FAILED, PRESENT, SigSlot};
 use super::team::ShmTeam;
 
@@ -37,6 +39,20 @@ pub(crate) struct WaitCursor {
 
 /// Fruitless polls between two liveness checks of the rank waited for.
 const LIVENESS_EVERY: u32 = 4096;
+
+/// What an epoch writes, which says how far back the readers of what it
+/// overwrites were (see [`ShmTeam::poll_begin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Depth {
+    /// Its half of the data area (and its single-copy slots, by parity):
+    /// it starts once every rank has finished the epoch two before.
+    Halves,
+    /// Only its inline region (`inline.rs`) and counters, and its readers
+    /// wait on inline tags only: it starts once every rank has finished
+    /// the epoch `INLINE_DEPTH` before (and the one two before, if that one
+    /// was of `Halves`), so a rank whose readers lag runs that far ahead.
+    Inline,
+}
 
 /// Which counter to wait on: one of the control lines', or the tag of the
 /// epoch's inline region (`inline.rs`), which says what `Arrive` says for
@@ -231,7 +247,8 @@ impl ShmTeam {
     fn check_signature(&self, r: usize, slot: &SigSlot, epoch: u64) -> Result<()> {
         // Relaxed: written by rank r before the Release of the flag this wait
         // just Acquire-loaded, and not rewritten before this rank finishes
-        // `epoch` (the slot's next user is epoch + 2).
+        // `epoch` (the slot's next user is epoch + 2, or an inline head's
+        // epoch + INLINE_DEPTH: `must_have_finished`).
         let (word, size) = (slot.word.load(Ordering::Relaxed), slot.size.load(Ordering::Relaxed));
         let mine = self.running.get();
         if word == tagged(&mine, epoch) && mine.agrees(&Signature { word: mine.word, size }) {
@@ -299,27 +316,77 @@ impl ShmTeam {
         Ok(())
     }
 
-    /// Start the next epoch: wait until every rank has finished reading the
-    /// epoch two before (the last user of the half this one writes).
+    /// Start the next epoch, a [`Depth::Halves`] one: wait until every
+    /// rank has finished reading the epoch two before (the last user of the
+    /// half this one writes).
     pub(crate) async fn begin(&self) -> Result<u64> {
+        self.begin_at(Depth::Halves).await
+    }
+
+    /// Start the next epoch, of `depth`: wait until every rank has finished
+    /// the epochs whose regions it writes ([`ShmTeam::must_have_finished`]).
+    pub(crate) async fn begin_at(&self, depth: Depth) -> Result<u64> {
         let e = self.next_epoch();
         let mut cursor = WaitCursor::default();
-        std::future::poll_fn(|_| self.poll_begin(e, &mut cursor)).await?;
+        std::future::poll_fn(|_| self.poll_begin(e, depth, &mut cursor)).await?;
         Ok(e)
     }
 
-    /// One look for [`ShmTeam::begin`] of epoch `e` (taken by `next_epoch`):
-    /// ready, with the epoch signed, once every rank has finished `e - 2`.
-    pub(crate) fn poll_begin(&self, e: u64, cursor: &mut WaitCursor) -> Poll<Result<()>> {
-        if e > 2 {
+    /// One look for [`ShmTeam::begin_at`] of epoch `e` (taken by
+    /// `next_epoch`): ready, with the epoch signed, once every rank has
+    /// finished the epochs whose regions `e` writes.
+    pub(crate) fn poll_begin(&self, e: u64, depth: Depth, cursor: &mut WaitCursor) -> Poll<Result<()>> {
+        let need = self.must_have_finished(e, depth);
+        if need > 0 {
             // Usually known already (see the module docs): the wait then
             // reads no peer's control line.
-            match self.poll_wait(Flag::Done, &self.all, e - 2, false, cursor) {
+            match self.poll_wait(Flag::Done, &self.all, need, false, cursor) {
                 Poll::Ready(Ok(())) => {}
                 other => return other,
             }
         }
+        match depth {
+            Depth::Halves => {
+                // Relaxed: only this rank's running task reads or writes it (as `finished`).
+                self.halves_epoch[(e % 2) as usize].store(e, Ordering::Relaxed);
+            }
+            Depth::Inline => {
+                // Running ahead, this rank waits for nobody: a rank not known
+                // to have finished the epoch two before may have failed or
+                // left meanwhile, which the next call must say, as a wait would.
+                let behind =
+                    self.all.iter().filter(|&&r| r != self.rank && !self.known_finished(r, e.saturating_sub(2)));
+                for &r in behind {
+                    if let Err(err) = self.still_takes_part(r) {
+                        return Poll::Ready(Err(err));
+                    }
+                }
+            }
+        }
         Poll::Ready(self.sign(e))
+    }
+
+    /// The epoch every rank must have finished before this one starts
+    /// epoch `e` of `depth` (0: none).
+    ///
+    /// Epoch `e` writes its control-line signature slot (`e % 2`) and, by
+    /// depth, its data half (`e % 2`) or its inline region
+    /// (`e % INLINE_DEPTH`). Their last users were epochs `e - 2` and
+    /// `e - INLINE_DEPTH`; of the signature slot, the only readers are
+    /// those of a `Halves` epoch (a deep epoch's readers check the inline
+    /// head's copy of the signature).
+    fn must_have_finished(&self, e: u64, depth: Depth) -> u64 {
+        let two_before = e.saturating_sub(2);
+        match depth {
+            Depth::Halves => two_before,
+            Depth::Inline => {
+                // Relaxed: see `poll_begin`.
+                let halves_two_before =
+                    two_before > 0 && self.halves_epoch[(e % 2) as usize].load(Ordering::Relaxed) == two_before;
+                let inline_before = e.saturating_sub(INLINE_DEPTH as u64);
+                if halves_two_before { two_before } else { inline_before }
+            }
+        }
     }
 
     /// Write the running collective's signature for epoch `e` (its slot's

@@ -19,7 +19,10 @@
 //! whoever reads it there. Only these publishes write the region — a
 //! payload never lands on a tag, which is why the region is not a part of
 //! the data half — and the region of epoch `e` is written again at
-//! `e + 2`, once every rank has finished `e` (`ShmTeam::begin`).
+//! `e + INLINE_DEPTH` (`layout.rs`), once every rank has finished `e`
+//! (`ShmTeam::poll_begin`, `Depth::Inline`): a rank that reads nobody's
+//! payload (a bcast's root, a reduce's other ranks) runs up to that many
+//! epochs ahead of its readers.
 //!
 //! Whether a payload goes inline depends on the call only (its size), so
 //! ranks that agree take the same path. Ranks whose calls differ may not:

@@ -5,7 +5,7 @@
 //! [header: 1 line]
 //! [control lines of rank 0] … [control lines of rank P-1]    CTRL bytes each
 //! [call board of rank 0] … [call board of rank P-1]          BOARD_DEPTH entries of 64 bytes each
-//! [rank 0: inline 0 | inline 1] … [rank P-1: inline 0 | inline 1]   INLINE bytes each
+//! [rank 0: inline 0 … inline D-1] … [rank P-1: …]          INLINE bytes each, D = INLINE_DEPTH
 //! [rank 0: half 0 (data H, results R) | half 1 (data H, results R)]
 //! …
 //! [rank P-1: …]
@@ -15,10 +15,10 @@
 //! rank's area, so a rank may write epoch `e + 1` while slower ranks still
 //! read epoch `e`. The data part holds what a rank publishes (its input, or
 //! a chunk of it); the results part (`H / P`, rounded up) holds the slice it
-//! reduced for the others to copy. The inline region of epoch `e` (also
-//! by parity) holds a small payload right after the epoch's tag and
-//! signature, in the same cache line: a reader that sees the tag has the
-//! first bytes of the payload too (`inline.rs`).
+//! reduced for the others to copy. The inline region of epoch `e`, the
+//! `e % INLINE_DEPTH`-th of the rank's, holds a small payload right after
+//! the epoch's tag and signature, in the same cache line: a reader that
+//! sees the tag has the first bytes of the payload too (`inline.rs`).
 //!
 //! Sizes come from configuration and, at the members that open a segment,
 //! from its creator's header: [`Layout::new`] computes the total with
@@ -50,6 +50,15 @@ pub(crate) const INLINE_HEAD: usize = 32;
 /// whole control lines (so that every region starts a line pair).
 pub(crate) const INLINE: usize = (INLINE_HEAD + 1024).div_ceil(LINE) * LINE;
 
+/// Inline regions per rank, used in turn by the epochs that publish
+/// inline: a rank may publish epoch `e` while slower ranks still read
+/// `e - INLINE_DEPTH + 1` (`epoch.rs`, deep epochs). Deeper than the data
+/// halves' two, so that a bcast's root or a reduce's other ranks, which
+/// wait for nobody's data, run ahead of their readers instead of waiting
+/// for them every other call: where ranks outnumber cores, every such wait
+/// is a switch to another process.
+pub(crate) const INLINE_DEPTH: usize = 8;
+
 /// Geometry of a team segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
@@ -69,12 +78,12 @@ impl Layout {
     /// holds any element); an error if the segment would not fit in memory.
     pub(crate) fn new(ranks: usize, data: usize) -> Result<Layout> {
         let n = ranks.max(1);
-        // header + control lines + boards + 2 inline regions and 2 halves of (data + results) per rank
+        // header + control lines + boards + INLINE_DEPTH inline regions and 2 halves of (data + results) per rank
         let sizes = LINE.checked_mul(n).and_then(|min| round_up(data.max(min), LINE)).and_then(|data| {
             let results = round_up(data.div_ceil(n), LINE)?;
             let halves = data.checked_add(results)?.checked_mul(2)?.checked_mul(ranks)?;
             let boards = BOARD.checked_mul(ranks)?;
-            let inline = INLINE.checked_mul(2)?.checked_mul(ranks)?;
+            let inline = INLINE.checked_mul(INLINE_DEPTH)?.checked_mul(ranks)?;
             let total = CTRL
                 .checked_mul(ranks)?
                 .checked_add(LINE)?
@@ -106,11 +115,11 @@ impl Layout {
 
     /// Offset of rank `r`'s inline region for epoch `epoch`.
     pub(crate) fn inline_at(&self, r: usize, epoch: u64) -> usize {
-        LINE + self.ranks * (CTRL + BOARD) + (2 * r + (epoch % 2) as usize) * INLINE
+        LINE + self.ranks * (CTRL + BOARD) + (INLINE_DEPTH * r + (epoch % INLINE_DEPTH as u64) as usize) * INLINE
     }
 
     fn area(&self, r: usize) -> usize {
-        LINE + self.ranks * (CTRL + BOARD + 2 * INLINE) + r * 2 * self.half()
+        LINE + self.ranks * (CTRL + BOARD + INLINE_DEPTH * INLINE) + r * 2 * self.half()
     }
 
     /// Offset of rank `r`'s data part for epoch `epoch`.
@@ -146,7 +155,7 @@ mod tests {
                 let mut spans: Vec<(usize, usize)> = (0..ranks).map(|r| (l.ctrl(r), CTRL)).collect();
                 for r in 0..ranks {
                     spans.extend((0..BOARD_DEPTH).map(|i| (l.board(r, i), ENTRY)));
-                    spans.extend((0..2).map(|e| (l.inline_at(r, e), INLINE)));
+                    spans.extend((0..INLINE_DEPTH as u64).map(|e| (l.inline_at(r, e), INLINE)));
                 }
                 for r in 0..ranks {
                     for e in 0..2 {
@@ -163,8 +172,9 @@ mod tests {
                 assert_eq!(last.0 + last.1, l.total());
                 assert_eq!(l.area(ranks), l.total());
                 assert!(l.data_at(0, 2) == l.data_at(0, 0) && l.data_at(0, 1) != l.data_at(0, 0));
-                assert!(l.inline_at(0, 2) == l.inline_at(0, 0) && l.inline_at(0, 1) != l.inline_at(0, 0));
-                assert!((0..ranks).all(|r| l.inline_at(r, 1).is_multiple_of(LINE)));
+                let depth = INLINE_DEPTH as u64;
+                assert!(l.inline_at(0, depth) == l.inline_at(0, 0) && l.inline_at(0, depth - 1) != l.inline_at(0, 0));
+                assert!((0..ranks).all(|r| (0..depth).all(|e| l.inline_at(r, e).is_multiple_of(LINE))));
             }
         }
     }
@@ -188,7 +198,7 @@ mod tests {
                 proptest::prop_assert!(l.results_at(last, 1) + l.results <= l.total());
                 proptest::prop_assert!(l.ctrl(last) + CTRL <= l.total());
                 proptest::prop_assert!(l.board(last, BOARD_DEPTH - 1) + ENTRY <= l.total());
-                proptest::prop_assert!(l.inline_at(last, 1) + INLINE <= l.total());
+                proptest::prop_assert!(l.inline_at(last, INLINE_DEPTH as u64 - 1) + INLINE <= l.total());
             }
         }
     }

@@ -24,7 +24,7 @@ use ferrocoll_core::args::{Blocked, Reducer};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture, downcast_spent};
 use ferrocoll_core::{Error, MemRef, Result};
 
-use super::epoch::{Flag, WaitCursor};
+use super::epoch::{Depth, Flag, WaitCursor};
 use super::team::{ShmPost, ShmTeam, note_waiting};
 use crate::base::AlgFuture;
 
@@ -55,6 +55,16 @@ pub(crate) enum OneEpoch {
 }
 
 impl OneEpoch {
+    /// What the epoch writes (see `Depth`): a barrier's readers wait on
+    /// `arrive` and check the control line's signature; every other one
+    /// reads inline regions only.
+    fn depth(&self) -> Depth {
+        match self {
+            OneEpoch::Barrier => Depth::Halves,
+            _ => Depth::Inline,
+        }
+    }
+
     /// Step 2 of the epoch: publish what this rank gives.
     fn publish(&self, team: &ShmTeam, e: u64) -> Result<()> {
         match self {
@@ -141,7 +151,7 @@ impl OneEpoch {
 impl ShmTeam {
     /// Run `coll` as the next epoch of the running collective.
     pub(crate) async fn one_epoch(&self, coll: &OneEpoch) -> Result<()> {
-        let e = self.begin().await?;
+        let e = self.begin_at(coll.depth()).await?;
         coll.publish(self, e)?;
         if let Some((flag, ranks)) = coll.waits_for(self) {
             self.wait(flag, ranks, e).await?;
@@ -250,7 +260,7 @@ impl OneEpochPost {
                         Step::Begin(team.next_epoch())
                     }
                 },
-                Step::Begin(e) => match team.poll_begin(e, cursor) {
+                Step::Begin(e) => match team.poll_begin(e, coll.depth(), cursor) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(r) => match r.and_then(|()| coll.publish(team, e)) {
                         Ok(()) => {

@@ -14,10 +14,10 @@ use ferrocoll_core::engine::board::{BOARD_DEPTH, ENTRY_WORDS};
 use ferrocoll_core::{Error, MemRef, MemType, Result, Status};
 use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, ShmName};
 
-use super::layout::{CTRL, ENTRY, INLINE, INLINE_HEAD, LINE, Layout};
+use super::layout::{CTRL, ENTRY, INLINE, INLINE_DEPTH, INLINE_HEAD, LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 6;
+const VERSION: u32 = 7;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -60,7 +60,8 @@ pub(crate) struct Ctrl {
     pub reduced: AtomicU64,
     /// The signature of the collective of epoch `e`, in slot `e % 2` (see
     /// `Signature` in core, and `epoch.rs`): a rank cannot start epoch `e + 2` before every rank
-    /// has finished `e`, so the slot of an epoch a reader waits in is stable.
+    /// has finished `e`, if `e`'s readers read this slot (`ShmTeam::poll_begin`),
+    /// so the slot of an epoch a reader waits in is stable.
     pub sig: [SigSlot; 2],
     /// Single copy's status for epoch `e`, in slot `e % 2`, beside
     /// `reduced` which publishes it (`alg/single_copy.rs`).
@@ -104,7 +105,8 @@ pub(crate) const CAUSE_SHIFT: u32 = 8;
 #[repr(C)]
 pub(crate) struct SigSlot {
     /// `Signature::word`, with the epoch's low byte in bits 24..32 (the
-    /// slot of epoch `e` held `e - 2` before: a byte tells them apart).
+    /// slot of epoch `e` held `e - 2` before, or an inline head's
+    /// `e - INLINE_DEPTH`: a byte tells them apart).
     pub word: AtomicU64,
     /// `Signature::size`.
     pub size: AtomicU64,
@@ -139,6 +141,8 @@ unsafe impl AtomicView for BoardEntry {}
 const _: () = assert!(std::mem::size_of::<Ctrl>() == CTRL && std::mem::size_of::<Header>() <= LINE);
 const _: () = assert!(std::mem::size_of::<BoardEntry>() == ENTRY);
 const _: () = assert!(std::mem::size_of::<InlineHead>() == INLINE_HEAD && INLINE_HEAD.is_multiple_of(16));
+// The signature's tag byte tells an inline head's epoch from the last one of its region.
+const _: () = assert!(INLINE_DEPTH >= 2 && INLINE_DEPTH < 256);
 const _: () = assert!(std::mem::offset_of!(Ctrl, sig) + std::mem::size_of::<[SigSlot; 2]>() <= 64);
 const _: () = assert!(std::mem::offset_of!(Ctrl, copy_status) + std::mem::size_of::<[AtomicU64; 2]>() <= 64);
 const _: () = assert!(std::mem::offset_of!(Ctrl, done) == LINE && std::mem::offset_of!(Ctrl, pid) == 2 * LINE);
@@ -158,7 +162,7 @@ pub(crate) struct Segment {
 }
 
 /// Rank `r`'s control lines at `ctrl[r]`, its call board's first entry at
-/// `board[r]`, its inline region of parity `p` at `inline[2r + p]`. Every
+/// `board[r]`, its inline region `i` at `inline[INLINE_DEPTH * r + i]`. Every
 /// pointer lies in the segment's mapping, which the `Segment` holding them
 /// owns.
 struct Lines {
@@ -187,9 +191,9 @@ impl Lines {
                 map.view::<BoardEntry>(layout.board(r, 0)).map(NonNull::from)
             })
             .collect::<Result<Box<[_]>>>()?;
-        let inline = (0..2 * layout.ranks)
+        let inline = (0..INLINE_DEPTH * layout.ranks)
             .map(|i| {
-                let at = layout.inline_at(i / 2, (i % 2) as u64);
+                let at = layout.inline_at(i / INLINE_DEPTH, (i % INLINE_DEPTH) as u64);
                 // The head's bounds and alignment, then the whole region's bounds.
                 let head = map.view::<InlineHead>(at)?;
                 map.range(at, INLINE)?;
@@ -341,7 +345,7 @@ impl Segment {
     /// Rank `r`'s inline region for `epoch` (`INLINE` bytes).
     #[inline]
     fn inline_region(&self, r: usize, epoch: u64) -> Result<NonNull<u8>> {
-        let i = r.checked_mul(2).and_then(|i| i.checked_add((epoch % 2) as usize));
+        let i = r.checked_mul(INLINE_DEPTH).and_then(|i| i.checked_add((epoch % INLINE_DEPTH as u64) as usize));
         i.and_then(|i| self.lines.inline.get(i)).copied().ok_or_else(|| self.no_rank(r))
     }
 

@@ -52,6 +52,9 @@ pub(crate) struct ShmTeam {
     /// `ShmTeam::begin` does not read `r`'s control line again for it
     /// (`epoch.rs`).
     pub(crate) finished: Vec<AtomicU64>,
+    /// The last epoch of each parity that this rank began as a
+    /// `Depth::Halves` one (`epoch.rs`: what a deep epoch must wait for).
+    pub(crate) halves_epoch: [AtomicU64; 2],
     pub(crate) mcs: McSet,
     /// The host memory component (looked up once: every copy and reduction uses it).
     host_mc: Option<Arc<dyn Mc>>,
@@ -203,6 +206,7 @@ impl ShmTeam {
             procs: (0..size).map(|_| OnceLock::new()).collect(),
             pids,
             finished: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            halves_epoch: [AtomicU64::new(0), AtomicU64::new(0)],
             host_mc: mcs.get(MemType::Host).ok().cloned(),
             mcs,
             config,
