@@ -210,7 +210,7 @@ fn givers_run_ahead_of_readers_that_have_not_posted_yet() {
         };
         let read = |phase: usize, i: usize| {
             let mine: Vec<u32> = (0..8).map(|k| value(1, i, k)).collect();
-            let mut got = vec![0u32; 16];
+            let mut got = [0u32; 16];
             let ok = match phase {
                 0 => {
                     Coll::bcast(&mut got[..8], 0).timeout(T).run(team)?;
