@@ -335,6 +335,7 @@ impl ShmTeam {
     /// One look for [`ShmTeam::begin_at`] of epoch `e` (taken by
     /// `next_epoch`): ready, with the epoch signed, once every rank has
     /// finished the epochs whose regions `e` writes.
+    #[inline]
     pub(crate) fn poll_begin(&self, e: u64, depth: Depth, cursor: &mut WaitCursor) -> Poll<Result<()>> {
         let need = self.must_have_finished(e, depth);
         if need > 0 {
@@ -354,11 +355,13 @@ impl ShmTeam {
                 // Running ahead, this rank waits for nobody: a rank not known
                 // to have finished the epoch two before may have failed or
                 // left meanwhile, which the next call must say, as a wait would.
-                let behind =
-                    self.all.iter().filter(|&&r| r != self.rank && !self.known_finished(r, e.saturating_sub(2)));
-                for &r in behind {
-                    if let Err(err) = self.still_takes_part(r) {
-                        return Poll::Ready(Err(err));
+                let two_before = e.saturating_sub(2);
+                for (r, f) in self.finished.iter().enumerate() {
+                    // Relaxed: see `learn_finished`.
+                    if f.load(Ordering::Relaxed) < two_before {
+                        if let Err(err) = self.still_takes_part(r) {
+                            return Poll::Ready(Err(err));
+                        }
                     }
                 }
             }
@@ -375,6 +378,7 @@ impl ShmTeam {
     /// `e - INLINE_DEPTH`; of the signature slot, the only readers are
     /// those of a `Halves` epoch (a deep epoch's readers check the inline
     /// head's copy of the signature).
+    #[inline]
     fn must_have_finished(&self, e: u64, depth: Depth) -> u64 {
         let two_before = e.saturating_sub(2);
         match depth {
