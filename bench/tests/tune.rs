@@ -84,6 +84,37 @@ fn ferrocoll_tune_writes_a_file_the_library_loads() {
 }
 
 #[test]
+fn ferrocoll_tune_measures_streaming_and_writes_a_threshold_the_library_loads() {
+    let conf = scratch("stream.conf");
+    // Tiny sizes both for the algorithms and for streaming: this checks the
+    // plumbing (the sweeps run, the table is written, any threshold line
+    // loads), not where streaming wins on this machine.
+    let o = Command::new(TUNE)
+        .args(["--np", "2", "-c", "bcast", "-b", "2", "-e", "2", "-n", "10", "-w", "1", "-r", "1"])
+        .args(["--stream-b", "1k", "--stream-e", "2k", "--margin", "0", "-o", &conf.display().to_string()])
+        .output()
+        .expect("start ferrocoll-tune");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "exit {:?}\n{out}\n{err}", o.status.code());
+    assert!(out.contains("streaming destinations (UCC_TL_SHM_STREAM_THRESHOLD), 2 ranks"), "{out}");
+    for coll in ["bcast", "allgather"] {
+        assert!(err.contains(&format!("streaming, {coll}, 2 ranks, round 1 of 1")), "{err}");
+    }
+    let written = std::fs::read_to_string(&conf).expect("the file");
+    assert!(written.contains("# streaming destinations"), "{written}");
+    let pairs = ferrocoll::core::config_file::parse_config_text(&written, "tuned").expect("a valid file");
+    for (name, value) in &pairs {
+        if name == "UCC_TL_SHM_STREAM_THRESHOLD" {
+            let bytes: u64 = value.parse().unwrap_or_else(|_| panic!("{name}={value}: not a size"));
+            assert!((4096..=2 * 2048 * 4).contains(&bytes), "{name}={value}: not a destination size measured");
+        }
+    }
+    let loaded = allreduce_with(&[("UCC_CONFIG_FILE", &conf.display().to_string())]);
+    assert!(loaded.status.success(), "{}", text(&loaded.stderr));
+    std::fs::remove_file(&conf).unwrap();
+}
+
+#[test]
 fn ferrocoll_tune_usage() {
     let o = Command::new(TUNE).arg("--help").output().unwrap();
     assert!(o.status.success() && text(&o.stdout).contains("UCC_CONFIG_FILE"));

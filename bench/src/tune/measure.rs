@@ -44,6 +44,14 @@ pub fn pin_env(coll: CollType, c: &Candidate) -> (String, String) {
 /// is a scratch file path. Untuned runs clear every `UCC_TL_*_TUNE` and
 /// `UCC_CONFIG_FILE` so that the defaults are what is measured.
 pub fn run(s: &Sweep, pinned: Option<&Candidate>, csv: &Path) -> Result<Vec<Row>, String> {
+    let pin = pinned.map(|c| pin_env(s.coll, c));
+    let env: Vec<(&str, &str)> = pin.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    run_env(s, &pinned.map_or_else(|| "untuned".to_string(), Candidate::label), &env, csv)
+}
+
+/// Run the sweep untuned but for the variables `env`, `label` naming them
+/// in errors; as [`run`].
+pub fn run_env(s: &Sweep, label: &str, env: &[(&str, &str)], csv: &Path) -> Result<Vec<Row>, String> {
     let mut cmd = Command::new(&s.perftest);
     cmd.args(["--np", &s.ranks.to_string(), "-c", &s.coll.to_string()]);
     cmd.args(["-b", &s.counts.0, "-e", &s.counts.1, "-f", &s.counts.2]);
@@ -58,14 +66,10 @@ pub fn run(s: &Sweep, pinned: Option<&Candidate>, csv: &Path) -> Result<Vec<Row>
     }
     // No file: neither $HOME/ucc.conf nor an earlier tune result skews the measurement.
     cmd.env("UCC_CONFIG_FILE", "");
-    if let Some(c) = pinned {
-        let (k, v) = pin_env(s.coll, c);
+    for (k, v) in env {
         cmd.env(k, v);
     }
-    let what = || {
-        let pin = pinned.map_or_else(|| "untuned".to_string(), Candidate::label);
-        format!("{} --np {} -c {} ({pin})", s.perftest.display(), s.ranks, s.coll)
-    };
+    let what = || format!("{} --np {} -c {} ({label})", s.perftest.display(), s.ranks, s.coll);
     let out = cmd.output().map_err(|e| format!("{}: {e}", what()))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);

@@ -8,11 +8,14 @@
 //! alike; medians are compared ([`choose`]). Only sizes where a candidate
 //! beats the library's own choice by the margin are pinned, so the file
 //! says where this machine differs from the shipped score map, nothing more.
+//! Then, with bcast or allgather among the collectives, the size from which
+//! their destinations are best written past the cache ([`stream`]).
 
 pub mod choose;
 pub mod measure;
 pub mod options;
 mod report;
+pub mod stream;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -91,9 +94,22 @@ fn tune(o: &Options) -> Result<(), String> {
             cases.push(Case { ranks, coll, verdicts });
         }
     }
+    let streaming = match &o.stream {
+        Some((b, e)) if o.colls.iter().any(|c| stream::COLLS.contains(c)) => {
+            let ranks = o.ranks[0];
+            let counts = (b.clone(), e.clone(), "2".to_string());
+            let points = stream::measure(&perftest, ranks, counts, o.iters, o.reps, &scratch)?;
+            print!("{}", stream::table(&points, ranks, o.margin));
+            Some((points, ranks))
+        }
+        _ => None,
+    };
     let _ = std::fs::remove_file(&scratch);
-    let text =
-        report::conf_file(o, &cases.iter().map(|c| (c.ranks, c.coll, c.verdicts.as_slice())).collect::<Vec<_>>());
+    let text = report::conf_file(
+        o,
+        &cases.iter().map(|c| (c.ranks, c.coll, c.verdicts.as_slice())).collect::<Vec<_>>(),
+        streaming.as_ref().map(|(p, r)| (p.as_slice(), *r)),
+    );
     std::fs::write(&o.output, text).map_err(|e| format!("{}: {e}", o.output.display()))?;
     println!("wrote {} (use it with UCC_CONFIG_FILE={})", o.output.display(), o.output.display());
     Ok(())

@@ -25,6 +25,13 @@ $HOME/ucc.conf); variables set in the environment win over it.
   -r REPS           sweeps of each candidate, interleaved; medians are compared (default 3)
   --margin PCT      how much faster than the default choice a candidate
                     must be to be pinned (default 10)
+  --stream-b, --stream-e COUNT
+                    the sizes (float32 elements, factor 2) at which bcast
+                    and allgather are run streaming their destinations past
+                    the cache and not, on the first team size, to set
+                    UCC_TL_SHM_STREAM_THRESHOLD (default 256k to 16m:
+                    1 to 64 MiB; only when -c has bcast or allgather)
+  --no-stream       do not measure streaming
   -o FILE           the file written (default ferrocoll-tune.conf)
   --perftest PATH   the perftest binary (default: beside this program)
   -h, --help        this text";
@@ -48,6 +55,8 @@ pub struct Options {
     pub output: PathBuf,
     /// Perftest binary (None: beside this program).
     pub perftest: Option<PathBuf>,
+    /// `-b` and `-e` of the streaming sweeps (None: `--no-stream`).
+    pub stream: Option<(String, String)>,
 }
 
 const DEFAULT_COLLS: [CollType; 6] = [
@@ -70,8 +79,10 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         margin: 0.10,
         output: PathBuf::from("ferrocoll-tune.conf"),
         perftest: None,
+        stream: Some(("256k".into(), "16m".into())),
     };
     let (mut n, mut w) = (None, None);
+    let (mut stream_b, mut stream_e, mut no_stream) = (None, None, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
@@ -92,6 +103,9 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             }
             "-o" => o.output = PathBuf::from(value()?),
             "--perftest" => o.perftest = Some(PathBuf::from(value()?)),
+            "--stream-b" => stream_b = Some(count(&value()?, "--stream-b")?),
+            "--stream-e" => stream_e = Some(count(&value()?, "--stream-e")?),
+            "--no-stream" => no_stream = true,
             other => return Err(format!("unknown option {other:?} (see --help)")),
         }
     }
@@ -103,6 +117,16 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
     if parse_count(&o.counts.2).unwrap_or(0) < 2 {
         return Err(format!("-f {} must be at least 2", o.counts.2));
     }
+    o.stream = match (no_stream, o.stream.take()) {
+        (true, _) | (_, None) => None,
+        (false, Some((b, e))) => {
+            let (b, e) = (stream_b.unwrap_or(b), stream_e.unwrap_or(e));
+            if parse_count(&b) > parse_count(&e) {
+                return Err(format!("--stream-b {b} is larger than --stream-e {e}"));
+            }
+            Some((b, e))
+        }
+    };
     if n.is_some() || w.is_some() {
         o.iters = Some((n.unwrap_or(100), w.unwrap_or(10)));
     }
@@ -145,6 +169,10 @@ mod tests {
         assert_eq!(o.iters, Some((50, 10)));
         assert!((o.margin - 0.05).abs() < 1e-12);
         assert!(p(&["--help"]).unwrap().is_none());
+        assert_eq!(o.stream, Some(("256k".into(), "16m".into())));
+        let o = p(&["--stream-b", "1k", "--stream-e", "4k"]).unwrap().unwrap();
+        assert_eq!(o.stream, Some(("1k".into(), "4k".into())));
+        assert_eq!(p(&["--no-stream", "--stream-e", "4k"]).unwrap().unwrap().stream, None);
     }
 
     #[test]
@@ -159,6 +187,8 @@ mod tests {
             (&["--margin", "100"][..], "--margin"),
             (&["-n"][..], "needs a value"),
             (&["--bogus"][..], "--bogus"),
+            (&["--stream-b", "0"][..], "--stream-b"),
+            (&["--stream-b", "16m", "--stream-e", "1m"][..], "--stream-b 16m is larger"),
         ] {
             let e = p(args).unwrap_err();
             assert!(e.contains(needle), "{args:?}: {e}");

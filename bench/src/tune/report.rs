@@ -8,6 +8,7 @@ use ferrocoll::CollType;
 
 use super::choose::{Verdict, pins, tokens};
 use super::options::Options;
+use super::stream::{self, Point};
 
 /// One case's table: size, the library's choice, the fastest candidate, pinned or not.
 pub fn table(coll: CollType, ranks: usize, verdicts: &[Verdict]) -> String {
@@ -30,7 +31,9 @@ pub fn table(coll: CollType, ranks: usize, verdicts: &[Verdict]) -> String {
 /// The configuration file: a header saying where and how it was measured,
 /// each case's table as comments, and one `UCC_TL_<TL>_TUNE` line per TL
 /// that has pins.
-pub fn conf_file(o: &Options, cases: &[(usize, CollType, &[Verdict])]) -> String {
+/// With `streaming` (its points, on how many ranks), the streaming
+/// threshold's table and, where streaming wins, its line.
+pub fn conf_file(o: &Options, cases: &[(usize, CollType, &[Verdict])], streaming: Option<(&[Point], usize)>) -> String {
     let mut s = String::from("# Written by ferrocoll-tune: algorithms measured faster on this machine than\n");
     s.push_str("# the library's default choice (UCC tune-string grammar). Load with\n");
     s.push_str("# UCC_CONFIG_FILE=<this file>; a UCC_TL_<TL>_TUNE set in the environment replaces the line here.\n");
@@ -60,6 +63,15 @@ pub fn conf_file(o: &Options, cases: &[(usize, CollType, &[Verdict])]) -> String
     }
     for (tl, toks) in per_tl {
         let _ = writeln!(s, "UCC_TL_{}_TUNE={}", tl.to_ascii_uppercase(), toks.join("#"));
+    }
+    if let Some((points, ranks)) = streaming {
+        s.push_str("#\n");
+        for line in stream::table(points, ranks, o.margin).lines() {
+            let _ = writeln!(s, "# {line}");
+        }
+        if let Some(t) = stream::threshold(points, o.margin) {
+            let _ = writeln!(s, "{}={t}", stream::VAR);
+        }
     }
     s
 }
@@ -113,14 +125,25 @@ mod tests {
                 pinned: true,
             },
         ];
-        let text = conf_file(&o, &[(2, CollType::Allreduce, &v)]);
+        let text = conf_file(&o, &[(2, CollType::Allreduce, &v)], None);
         let pairs = ferrocoll::core::config_file::parse_config_text(&text, "tuned").unwrap();
         assert_eq!(pairs.len(), 1, "{text}");
         assert_eq!(pairs[0].0, "UCC_TL_P2P_TUNE");
         assert_eq!(pairs[0].1, "allreduce:32-64:host:[2]:inf:@ring");
         ferrocoll::core::score::parse_tune(&pairs[0].1).unwrap();
-        let none = conf_file(&o, &[(2, CollType::Allreduce, &v[..1])]);
+        let none = conf_file(&o, &[(2, CollType::Allreduce, &v[..1])], None);
         assert!(none.contains("nothing to pin"), "{none}");
         assert!(ferrocoll::core::config_file::parse_config_text(&none, "t").unwrap().is_empty());
+        // Streaming that wins from 64 MiB of destination up: its line; that loses at the top: none.
+        let wins = [
+            Point { coll: CollType::Bcast, dest_bytes: 32 << 20, streamed: 5000.0, cached: 5050.0 },
+            Point { coll: CollType::Bcast, dest_bytes: 64 << 20, streamed: 5100.0, cached: 7300.0 },
+        ];
+        let text = conf_file(&o, &[(2, CollType::Allreduce, &v[..1])], Some((&wins, 2)));
+        let pairs = ferrocoll::core::config_file::parse_config_text(&text, "tuned").unwrap();
+        assert_eq!(pairs, [("UCC_TL_SHM_STREAM_THRESHOLD".to_string(), (64u64 << 20).to_string())], "{text}");
+        assert!(text.contains("# streaming destinations"), "{text}");
+        let text = conf_file(&o, &[(2, CollType::Allreduce, &v[..1])], Some((&wins[..1], 2)));
+        assert!(ferrocoll::core::config_file::parse_config_text(&text, "t").unwrap().is_empty(), "{text}");
     }
 }
