@@ -1,4 +1,4 @@
-//! The shm TL's rounds: allreduce and reduce (`rsag`) move a half's data
+//! The shm TL's rounds: allreduce and reduce (`rsag`, `onestep`) move a half's data
 //! part (`UCC_TL_SHM_DATA_SIZE`) per round, the copying collectives and
 //! reduce_scatter a pipeline round (`UCC_TL_SHM_PIPELINE_SIZE`, at most the
 //! data part). With both set small, the conformance cases of
@@ -46,6 +46,10 @@ fn reductions_run_in_rounds_of_the_data_part() {
     for sizes in [SMALL, CLAMPED] {
         in_rounds(CollType::Allreduce, "rsag", sizes);
         in_rounds(CollType::Reduce, "rsag", sizes);
+        // Past the inline regions, onestep's rounds: a reduce's root reads
+        // its own input where it lies (in place, through the segment).
+        in_rounds(CollType::Allreduce, "onestep", sizes);
+        in_rounds(CollType::Reduce, "onestep", sizes);
     }
 }
 

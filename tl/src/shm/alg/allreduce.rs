@@ -51,7 +51,7 @@ async fn cma(team: Exec, o: args::Allreduce) -> Result<()> {
 }
 
 async fn onestep(team: Exec, o: args::Allreduce) -> Result<()> {
-    reduction::onestep(&team, o.src, Some(o.dst), &o.reducer).await
+    reduction::onestep(&team, o.src, Some(o.dst), &o.reducer, true).await
 }
 
 async fn rsag(team: Exec, o: args::Allreduce) -> Result<()> {

@@ -29,8 +29,8 @@ use std::sync::{Arc, LazyLock};
 use ferrocoll_core::CollType::{self, *};
 use ferrocoll_core::score::MsgRange;
 
+use super::ShmConfig;
 use super::team::ShmTeam;
-use super::{ShmConfig, cache};
 use crate::base::{DefaultAlg, Registry};
 
 /// What a shm algorithm runs with: the rank's view of the team.
@@ -85,33 +85,22 @@ const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
 const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 
 /// Reduce messages from this size up go back to the segment even where
-/// single copy would run (`onestep` on two ranks, see
-/// [`pair_onestep_end`]): 2 ranks on the 2-core AMD EPYC VM (BENCHMARKS.md,
-/// tenth round), single copy / rsag / onestep 16 KiB 2.2/3.0/2.7 µs,
-/// 256 KiB 15.9/20.5/19.2, 1 MiB 120/114/86: the root alone reads and
-/// reduces everything, which stops paying once the inputs outgrow its L2
-/// cache, where `onestep` lets the other rank copy its input in meanwhile.
+/// single copy would run (`onestep` on two ranks): 2 ranks on the 2-core
+/// AMD EPYC VM (BENCHMARKS.md, tenth round), single copy / rsag / onestep
+/// 16 KiB 2.2/3.0/2.7 µs, 256 KiB 15.9/20.5/19.2, 1 MiB 120/114/86: the
+/// root alone reads and reduces everything, which stops paying once the
+/// inputs outgrow its L2 cache, where `onestep` lets the other rank copy
+/// its input in meanwhile.
+///
+/// Past it, reduce on two ranks stays `onestep` at every size: its root
+/// reads its own input where it lies and the other's from the segment,
+/// 3 bytes moved per byte of the vector, while `rsag`'s root moves 4.5
+/// (`reduction.rs`), and the other rank's copy in overlaps the root's
+/// previous round. On a 2-core Intel Xeon VM (BENCHMARKS.md, thirteenth
+/// round) onestep / rsag: 4 MiB 499–515/651–903 µs, 16 MiB 2 031–2 061/
+/// 2 721–3 837, 64 MiB 13.5–13.7/16.8–20.6 ms, 256 MiB 60.6–62.5/
+/// 77.3–79.5 ms (Open MPI 4 MiB 611–668 µs, 64 MiB 20.3–22.1 ms).
 const REDUCE_SINGLE_COPY_END: u64 = 1 << 20;
-
-/// Where reduce on two ranks stops taking `onestep` past single copy's
-/// range: while both inputs fit the last-level cache (`llc` bytes), and at
-/// most [`PAIR_ONESTEP_MAX`]. There the root alone reading both and
-/// reducing takes as long as `rsag`'s root, which reduces half and then
-/// copies the other rank's half, and the other rank, which only copies its
-/// input in, leaves long before (as a sender does). Beyond, the root alone
-/// streams from memory what `rsag` splits over two cores.
-fn pair_onestep_end(llc: usize) -> u64 {
-    ((llc / 2) as u64).min(PAIR_ONESTEP_MAX)
-}
-
-/// The most of [`pair_onestep_end`], whatever the cache size says: a
-/// virtual machine may report its host's whole L3 (this session's 2-core
-/// AMD EPYC VM: 480 MiB, of which a core reaches 32 MiB). Reduce on 2
-/// ranks, onestep / rsag, µs, on two such VMs (BENCHMARKS.md, tenth and
-/// eleventh rounds): 1 MiB 86–97/114–123, 4 MiB 490–507/533–571, 8 MiB
-/// 1 030–1 048/1 080–1 106, 16 MiB even (2 276–2 317/2 256–2 286),
-/// 64 MiB 16 348–16 805/14 943–14 948.
-const PAIR_ONESTEP_MAX: u64 = 8 << 20;
 
 /// `[from, to)` ranges covering every message size, cut at `cuts` (in any
 /// order; `u64::MAX` and repeats ignored), each with `alg_at(from)`;
@@ -164,7 +153,8 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
 ///
 /// The segment serves every size of every collective but alltoall from
 /// 2 MiB up with more than two ranks, which goes to p2p. Reductions stage
-/// through it (`onestep`, then `rsag` from `UCC_TL_SHM_RSAG_THRESHOLD`).
+/// through it (`onestep`, then `rsag` from `UCC_TL_SHM_RSAG_THRESHOLD`;
+/// reduce on two ranks stays `onestep`, but for single copy's range).
 /// The copying collectives (bcast, allgather(v), gather(v), scatter(v),
 /// alltoall(v)) and reduce-scatter(v) stage small messages through it and, from
 /// `UCC_TL_SHM_CMA_THRESHOLD`, copy once straight from the giver's buffer
@@ -186,19 +176,18 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
         entry(Scatterv, 0, INF, 0),
         entry(Alltoallv, 0, INF, 0),
     ];
-    // Reduce: onestep, then rsag, but single copy in its range (two
-    // ranks), and onestep again on two ranks while it pays (see
-    // `pair_onestep_end`).
+    // Reduce: onestep, then rsag; on two ranks with a core each, single
+    // copy in its range and onestep at every other size (see
+    // `REDUCE_SINGLE_COPY_END`).
     let pair = size == 2 && !oversubscribed;
     let (lo, hi) = single_copy_range(config, Reduce, !pair);
     let (lo, hi) = (lo.max(t), hi.max(t));
-    let onestep_end = if pair { pair_onestep_end(cache::last_level_cache()) } else { 0 };
     let reduce_alg = |m: u64| match m {
         m if (lo..hi).contains(&m) => 2,
-        m if m < t || m < onestep_end => 0,
+        m if m < t || pair => 0,
         _ => 1,
     };
-    d.extend(piecewise([t, lo, hi, onestep_end], reduce_alg).map(|(from, to, alg)| entry(Reduce, from, to, alg)));
+    d.extend(piecewise([t, lo, hi], reduce_alg).map(|(from, to, alg)| entry(Reduce, from, to, alg)));
     // Staged outside the single-copy range, single copy in it; alltoall
     // from 2 MiB up on more than two ranks goes to p2p (measured faster on
     // 4 ranks over 2 cores against the segment's rounds, and 1.08–1.20×
@@ -302,14 +291,10 @@ mod tests {
         };
         assert_eq!(reduce_at(2, 8 << 10), Some("onestep"));
         assert_eq!(reduce_at(2, 64 << 10), Some("cma"));
-        // Then onestep on two ranks while both inputs fit the last-level cache.
-        let end = pair_onestep_end(cache::last_level_cache());
-        assert!(end <= PAIR_ONESTEP_MAX && pair_onestep_end(4 << 20) == 2 << 20);
-        if end > 1 << 20 {
-            assert_eq!(reduce_at(2, 1 << 20), Some("onestep"));
-            assert_eq!(reduce_at(2, end - 1), Some("onestep"));
+        // Then onestep on two ranks at every size; rsag past the threshold on more.
+        for msg in [1 << 20, 64 << 20, u64::MAX - 1] {
+            assert_eq!(reduce_at(2, msg), Some("onestep"), "{msg}");
         }
-        assert_eq!(reduce_at(2, end.max(1 << 20)), Some("rsag"));
         assert_eq!(reduce_at(4, 64 << 10), Some("rsag"));
         assert_eq!(reduce_at(4, 4 << 20), Some("rsag"));
         let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };

@@ -45,7 +45,7 @@ async fn cma(team: Exec, o: args::Reduce) -> Result<()> {
 }
 
 async fn onestep(team: Exec, o: args::Reduce) -> Result<()> {
-    reduction::onestep(&team, o.src, o.dst, &o.reducer).await
+    reduction::onestep(&team, o.src, o.dst, &o.reducer, team.rank != o.root).await
 }
 
 async fn rsag(team: Exec, o: args::Reduce) -> Result<()> {
