@@ -65,6 +65,9 @@ pub(crate) fn read<C>(
 ) -> Result<()> {
     for k in knobs {
         let v = match (config.get(k.field.name), default_of(k)) {
+            // A documented default that is a word ("auto"), not a value,
+            // names the computed one: set explicitly, it means the same.
+            (Some(v), Some(d)) if names_computed_default(k, v) => d,
             (Some(v), _) => k.parse(v)?,
             (None, Some(d)) => d,
             (None, None) => k.parse(k.field.default)?,
@@ -72,6 +75,12 @@ pub(crate) fn read<C>(
         *(k.slot)(into) = v;
     }
     Ok(())
+}
+
+/// Whether `value` is `k`'s documented default and that default is a word
+/// standing for a value computed at run time (it does not parse itself).
+fn names_computed_default<C>(k: &Knob<C>, value: &str) -> bool {
+    value.trim().eq_ignore_ascii_case(k.field.default) && k.parse(k.field.default).is_err()
 }
 
 /// The variables of a table, for `ferrocoll-info -c`.
@@ -121,6 +130,25 @@ mod tests {
         let mut conf = Conf::default();
         read(&Config::new(), KNOBS, &mut conf, &|k| (k.unit == Unit::Count).then_some(3)).unwrap();
         assert_eq!(conf.radix, 3);
+        // A default that is a word ("auto": computed at run time) may be
+        // written explicitly; a default that is a value is read as written.
+        let auto: &[Knob<Conf>] = &[Knob {
+            field: ConfigField { name: "UCC_TL_X_CHUNK", default: "auto", doc: "c" },
+            unit: Unit::Bytes,
+            min: 0,
+            max: 1 << 30,
+            slot: |c| &mut c.chunk,
+        }];
+        let mut c = Config::new();
+        c.set("TL_X_CHUNK", " AUTO ");
+        read(&c, auto, &mut conf, &|_| Some(12345)).unwrap();
+        assert_eq!(conf.chunk, 12345);
+        let e = read(&c, auto, &mut conf, &|_| None).unwrap_err().to_string();
+        assert!(e.contains("UCC_TL_X_CHUNK"), "{e}");
+        let mut c = Config::new();
+        c.set("TL_X_RADIX", "4");
+        read(&c, KNOBS, &mut conf, &|_| Some(3)).unwrap();
+        assert_eq!(conf.radix, 4, "a default that is a value, set explicitly, is that value");
         for (name, value, says) in [
             ("TL_X_RADIX", "1", "UCC_TL_X_RADIX=1 is below its minimum 2"),
             ("TL_X_RADIX", "x4", "UCC_TL_X_RADIX=\"x4\" does not parse"),
