@@ -1,14 +1,15 @@
 //! The streaming threshold: from which destination size bcast and
 //! allgather/gather write past the cache (`UCC_TL_SHM_STREAM_THRESHOLD`).
 //!
-//! Its default is the last-level cache's size as sysfs gives it. That is
-//! wrong where sysfs describes the host's cache rather than what a core
-//! reaches: a 2-core AMD EPYC VM said 480 MiB (its host socket's L3) for
-//! the 32 MiB a core's complex has, so it never streamed, and a 64 MiB bcast
-//! took 7.2–7.5 ms instead of 5.1–5.4 (BENCHMARKS.md, eleventh round). The
-//! tuner runs bcast and allgather both ways, streaming from every size and
-//! never, and takes the smallest destination size from which streaming wins
-//! at every size measured.
+//! Its default is the last-level cache's size as sysfs gives it, at most
+//! 64 MiB. Sysfs alone is wrong where it describes the host's cache rather
+//! than what a core reaches: a 2-core AMD EPYC VM said 480 MiB (its host
+//! socket's L3) for the 32 MiB a core's complex has, so it never streamed,
+//! and a 64 MiB bcast took 7.2–7.5 ms instead of 5.1–5.4 (BENCHMARKS.md,
+//! eleventh round). The tuner runs bcast and allgather both ways,
+//! streaming from every size and never, and takes the smallest destination
+//! size from which streaming wins by the margin with no larger size losing
+//! by more ([`threshold`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;

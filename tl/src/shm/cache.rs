@@ -24,10 +24,26 @@ pub(crate) fn last_level_cache() -> usize {
     *LLC.get_or_init(|| read_llc(Path::new("/sys/devices/system/cpu/cpu0/cache")).unwrap_or(UNKNOWN_LLC))
 }
 
+/// The most `UCC_TL_SHM_STREAM_THRESHOLD` defaults to, whatever sysfs
+/// says: a virtual machine's sysfs may give its host socket's whole L3
+/// (480 MiB on a 2-core AMD EPYC VM, of which a core's complex has 32; 260
+/// MiB on a 2-core Intel Xeon VM), and then destinations were never
+/// streamed. On both, `ferrocoll-tune` found bcast 64 MiB streamed ~20 %
+/// faster (AMD 5.1 against 6.6 ms, Intel 9.0 against 11.2) and allgather's
+/// 64 MiB destinations even, and below 64 MiB the two machines disagree
+/// within their noise (BENCHMARKS.md, twelfth and thirteenth rounds).
+pub(crate) const STREAM_DEFAULT_MAX: usize = 64 << 20;
+
+/// `UCC_TL_SHM_STREAM_THRESHOLD`'s default: the last-level cache, at most
+/// [`STREAM_DEFAULT_MAX`].
+pub(crate) fn default_stream_threshold() -> usize {
+    last_level_cache().min(STREAM_DEFAULT_MAX)
+}
+
 /// Copy `src` into `dst`, a piece of a destination buffer of `whole` bytes
 /// (all the pieces the collective writes into it): past the cache from the
 /// team's `stream_threshold` up (`UCC_TL_SHM_STREAM_THRESHOLD`, by default
-/// the last-level cache), else as `ShmTeam::copy` does.
+/// [`default_stream_threshold`]), else as `ShmTeam::copy` does.
 ///
 /// From the size of the last-level cache up, the destination cannot stay in
 /// cache anyway; streaming stores leave the cache to the segment's halves
@@ -115,5 +131,6 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(read_llc(&dir), None, "no directory");
         assert!(last_level_cache() > 0);
+        assert!(default_stream_threshold() <= STREAM_DEFAULT_MAX && default_stream_threshold() > 0);
     }
 }

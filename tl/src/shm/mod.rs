@@ -73,7 +73,7 @@ pub(crate) struct ShmConfig {
     pub cma_threshold: usize,
 }
 
-/// The variable whose default is read from the machine (the last-level cache).
+/// The variable whose default is read from the machine (the last-level cache, at most 64 MiB).
 const STREAM: &str = "UCC_TL_SHM_STREAM_THRESHOLD";
 
 const KNOBS: &[Knob<ShmConfig>] = &[
@@ -114,7 +114,7 @@ const KNOBS: &[Knob<ShmConfig>] = &[
         field: ConfigField {
             name: STREAM,
             default: "auto",
-            doc: "Bcast and allgather/gather write destination buffers from this size up with non-temporal stores, past the cache (auto: the size of the last-level cache, read at run time; inf: never).",
+            doc: "Bcast and allgather/gather write destination buffers from this size up with non-temporal stores, past the cache (auto: the size of the last-level cache, read at run time, at most 64M; inf: never).",
         },
         unit: Unit::Bytes,
         min: 0,
@@ -141,8 +141,8 @@ impl ShmConfig {
     pub(crate) fn from_config(c: &Config) -> Result<ShmConfig> {
         let mut config = ShmConfig::default();
         // "auto" is not a size: unless the variable is set, the threshold
-        // is the machine's last-level cache.
-        knobs::read(c, KNOBS, &mut config, &|k| (k.field.name == STREAM).then(cache::last_level_cache))?;
+        // is the machine's last-level cache, at most 64 MiB.
+        knobs::read(c, KNOBS, &mut config, &|k| (k.field.name == STREAM).then(cache::default_stream_threshold))?;
         Ok(config)
     }
 }
