@@ -1,6 +1,6 @@
 //! The shm TL's streaming copies (non-temporal stores into destinations at
 //! least `UCC_TL_SHM_STREAM_THRESHOLD` large; by default the last-level
-//! cache, so the conformance suite's small buffers never reach them): the
+//! cache at most 64 MiB, so the conformance suite's small buffers never reach them): the
 //! collectives that use them — bcast, allgather(v), gather(v) — run the
 //! conformance cases of `ferrocoll_tests::cases::matrix` with the threshold
 //! at 0, so that every copy out of the segment streams, on teams of 2, 3
