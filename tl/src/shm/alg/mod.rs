@@ -90,7 +90,12 @@ const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 /// 16 KiB 2.2/3.0/2.7 µs, 256 KiB 15.9/20.5/19.2, 1 MiB 120/114/86: the
 /// root alone reads and reduces everything, which stops paying once the
 /// inputs outgrow its L2 cache, where `onestep` lets the other rank copy
-/// its input in meanwhile.
+/// its input in meanwhile. Since `onestep`'s root reads its own input
+/// where it lies, the crossover is lower: on a 2-core Intel Xeon VM
+/// (BENCHMARKS.md, thirteenth round, 3 interleaved runs) single copy /
+/// onestep 256 KiB 19.3–22.2/22.4–24.5 µs, 512 KiB 47.6–56.1/40.8–45.4,
+/// 1 MiB 152–159/90–106; on the AMD VM single copy at 512 KiB was already
+/// 0.75–0.79 of Open MPI's speed (eleventh round).
 ///
 /// Past it, reduce on two ranks stays `onestep` at every size: its root
 /// reads its own input where it lies and the other's from the segment,
@@ -100,7 +105,7 @@ const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 /// round) onestep / rsag: 4 MiB 499–515/651–903 µs, 16 MiB 2 031–2 061/
 /// 2 721–3 837, 64 MiB 13.5–13.7/16.8–20.6 ms, 256 MiB 60.6–62.5/
 /// 77.3–79.5 ms (Open MPI 4 MiB 611–668 µs, 64 MiB 20.3–22.1 ms).
-const REDUCE_SINGLE_COPY_END: u64 = 1 << 20;
+const REDUCE_SINGLE_COPY_END: u64 = 512 << 10;
 
 /// `[from, to)` ranges covering every message size, cut at `cuts` (in any
 /// order; `u64::MAX` and repeats ignored), each with `alg_at(from)`;
@@ -283,7 +288,7 @@ mod tests {
         assert_eq!(alg_at(Alltoall, 64 << 10, true), Some("staged"));
         assert_eq!(alg_at(Alltoall, 256 << 10, true), Some("cma"));
         assert_eq!(alg_at(Gather, 64 << 20, true), Some("staged"));
-        // Reduce: single copy on two ranks only, from the threshold to 1 MiB.
+        // Reduce: single copy on two ranks only, from the threshold to 512 KiB.
         let reduce_at = |size, msg: u64| {
             let d = defaults(&config, size, false);
             let e = d.iter().find(|d| d.coll == Reduce && d.range.contains(msg)).expect("an entry for every size");
@@ -292,7 +297,8 @@ mod tests {
         assert_eq!(reduce_at(2, 8 << 10), Some("onestep"));
         assert_eq!(reduce_at(2, 64 << 10), Some("cma"));
         // Then onestep on two ranks at every size; rsag past the threshold on more.
-        for msg in [1 << 20, 64 << 20, u64::MAX - 1] {
+        assert_eq!(reduce_at(2, (512 << 10) - 1), Some("cma"));
+        for msg in [512 << 10, 64 << 20, u64::MAX - 1] {
             assert_eq!(reduce_at(2, msg), Some("onestep"), "{msg}");
         }
         assert_eq!(reduce_at(4, 64 << 10), Some("rsag"));
