@@ -61,8 +61,10 @@ pub(crate) async fn onestep(
     let cap = whole(team.seg.layout().data, es);
     // In place, this rank's input is its result: it goes through the
     // segment like the others' (a reduction's sources other than the first
-    // may not overlap its destination).
-    let publish = read_by_others || out.is_some_and(|o| o.overlaps(&input));
+    // may not overlap its destination), but at rank 0, whose input is the
+    // first source: that reduction runs in place.
+    let in_place_first = team.rank == 0 && out == Some(input);
+    let publish = read_by_others || (out.is_some_and(|o| o.overlaps(&input)) && !in_place_first);
     for k in 0..rounds(input.len(), cap) {
         let e = team.begin().await?;
         let chunk = piece_of(input, cap, k)?;
