@@ -59,12 +59,12 @@ pub(crate) async fn onestep(
     }
     let es = reducer.elem_size;
     let cap = whole(team.seg.layout().data, es);
-    // In place, this rank's input is its result: it goes through the
-    // segment like the others' (a reduction's sources other than the first
-    // may not overlap its destination), but at rank 0, whose input is the
-    // first source: that reduction runs in place.
-    let in_place_first = team.rank == 0 && out == Some(input);
-    let publish = read_by_others || (out.is_some_and(|o| o.overlaps(&input)) && !in_place_first);
+    // Whether this rank reduces its own input where it lies: not where it
+    // overlaps the result (a reduction's sources after the first may not
+    // overlap its destination), unless it is the result itself at rank 0,
+    // whose input is the first source: that reduction runs in place.
+    let own_where_it_lies = out.is_some_and(|o| !o.overlaps(&input) || (team.rank == 0 && o == input));
+    let publish = read_by_others || !own_where_it_lies;
     for k in 0..rounds(input.len(), cap) {
         let e = team.begin().await?;
         let chunk = piece_of(input, cap, k)?;
