@@ -393,6 +393,15 @@ impl ShmTeam {
         }
     }
 
+    /// Epoch `e`, begun as a [`Depth::Inline`] one, goes on to a step whose
+    /// readers check its control-line slots (single copy's agreement, in a
+    /// v-variant's size round): the epoch two after waits for them, as
+    /// after a `Halves` epoch (`must_have_finished`).
+    pub(crate) fn slots_read_at(&self, e: u64) {
+        // Relaxed: see `poll_begin`.
+        self.halves_epoch[(e % 2) as usize].store(e, Ordering::Relaxed);
+    }
+
     /// Write the running collective's signature for epoch `e` (its slot's
     /// readers of epoch `e - 2` have all finished: `begin` waited for them).
     fn sign(&self, e: u64) -> Result<()> {

@@ -48,6 +48,12 @@ impl ShmTeam {
             return Err(Error::internal(format!("a {}-byte inline payload", src.len())));
         }
         self.copy(self.seg.inline_payload(self.rank, e)?.range(0, src.len())?, src)?;
+        self.publish_inline_written(e)
+    }
+
+    /// Publish this rank's payload of epoch `e`, written into its inline
+    /// region already (`ShmTeam::publish_inline` copies it there first).
+    pub(crate) fn publish_inline_written(&self, e: u64) -> Result<()> {
         self.sign_slot(&self.seg.inline_head(self.rank, e)?.sig, e);
         self.publish(Flag::Inline, e)?;
         self.publish(Flag::Arrive, e)

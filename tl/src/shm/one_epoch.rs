@@ -14,6 +14,11 @@
 //!   on a team of one, a barrier's poll cost ~1 050 instructions of its
 //!   ~2 600, which this machine cuts to a few hundred. What it does is
 //!   exactly what `ShmPost::run` does around the `async` version.
+//!
+//! The machine runs any [`Epoch`]: a collective of one epoch, or the first
+//! epoch of one that may need more — a v-variant's size round
+//! (`alg/meta.rs`), which usually carries the whole collective and
+//! otherwise hands what is left to a future ([`Then::Continue`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +29,7 @@ use ferrocoll_core::args::{Blocked, Reducer};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture, downcast_spent};
 use ferrocoll_core::{Error, MemRef, Result};
 
+use super::alg::meta::SizeRound;
 use super::epoch::{Depth, Flag, WaitCursor};
 use super::team::{ShmPost, ShmTeam, note_waiting};
 use crate::base::AlgFuture;
@@ -52,6 +58,52 @@ pub(crate) enum OneEpoch {
     /// block of `dst.len()` bytes per rank; every rank copies block `rank`
     /// into `dst` (at the root in place, `dst` is that block already).
     Scatter { src: Option<MemRef>, dst: MemRef, root: usize },
+}
+
+/// The steps of an epoch that a post's state machine runs: begin it at
+/// `depth`, `publish`, wait for `waits_for`, `finish`.
+pub(crate) trait Epoch: Send + Unpin + 'static {
+    /// What the epoch writes (see `Depth`).
+    fn depth(&self, team: &ShmTeam) -> Depth;
+
+    /// Step 2 of the epoch: publish what this rank gives.
+    fn publish(&self, team: &ShmTeam, e: u64) -> Result<()>;
+
+    /// Step 3: the counter to wait on, and whose (none: this rank reads nothing).
+    fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])>;
+
+    /// Steps 4 and 5: read what the wait said is there and publish `done`
+    /// — or leave what is left of the collective (`done` of this epoch
+    /// included) to a future.
+    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then>;
+}
+
+/// What follows an epoch's `finish`.
+pub(crate) enum Then {
+    /// The collective is over.
+    Over,
+    /// The rest of the collective, which runs in the same turn.
+    Continue(AlgFuture),
+}
+
+impl Epoch for OneEpoch {
+    fn depth(&self, _: &ShmTeam) -> Depth {
+        self.depth()
+    }
+
+    fn publish(&self, team: &ShmTeam, e: u64) -> Result<()> {
+        self.publish(team, e)
+    }
+
+    fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
+        self.waits_for(team)
+    }
+
+    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
+        self.read(team, e)?;
+        team.publish(Flag::Done, e)?;
+        Ok(Then::Over)
+    }
 }
 
 impl OneEpoch {
@@ -165,8 +217,17 @@ impl ShmPost {
     /// The future of `coll` run as this post's whole collective: as
     /// `self.run(|team| async move { team.one_epoch(&coll).await })`, with
     /// one state machine instead of nested futures.
-    pub(crate) fn one_epoch(self, coll: OneEpoch) -> AlgFuture {
-        Box::pin(OneEpochPost { post: self, coll, step: Step::Turn, cursor: WaitCursor::default() })
+    pub(crate) fn one_epoch(self, coll: impl Epoch) -> AlgFuture {
+        Box::pin(OneEpochPost { post: self, coll, step: Step::Turn, cursor: WaitCursor::default(), rest: None })
+    }
+
+    /// [`ShmPost::one_epoch`] of what `make` makes for this team, or a
+    /// future of its error.
+    pub(crate) fn one_epoch_with<E: Epoch>(self, make: impl FnOnce(&ShmTeam) -> Result<E>) -> AlgFuture {
+        match make(&self.team) {
+            Ok(coll) => self.one_epoch(coll),
+            Err(e) => self.run(move |_| async move { Err(e) }),
+        }
     }
 
     /// `one(o)` as this post's one epoch when payloads of `len` bytes fit
@@ -201,10 +262,21 @@ impl ShmPost {
 pub(crate) fn restart(
     spent: TaskFuture,
     team: &Arc<ShmTeam>,
-    ticket: impl FnOnce() -> u64,
+    ticket: impl Fn() -> u64,
     diag: &Arc<TaskDiag>,
 ) -> std::result::Result<TaskFuture, TaskFuture> {
-    let mut again = downcast_spent::<OneEpochPost>(spent)?;
+    restart_as::<OneEpoch>(spent, team, &ticket, diag)
+        .or_else(|spent| restart_as::<SizeRound>(spent, team, &ticket, diag))
+}
+
+/// [`restart`] for a post of an `E`.
+fn restart_as<E: Epoch>(
+    spent: TaskFuture,
+    team: &Arc<ShmTeam>,
+    ticket: &impl Fn() -> u64,
+    diag: &Arc<TaskDiag>,
+) -> std::result::Result<TaskFuture, TaskFuture> {
+    let mut again = downcast_spent::<OneEpochPost<E>>(spent)?;
     if again.step != Step::Over || !Arc::ptr_eq(&again.post.team, team) {
         return Err(Box::into_pin(again));
     }
@@ -227,22 +299,26 @@ enum Step {
     Begin(u64),
     /// Published: waiting for the ranks this one reads.
     Wait(u64),
+    /// The epoch is over, the collective not: running the rest (`Then::Continue`).
+    After,
     /// Done, failed, or cancelled: the turn was passed on.
     Over,
 }
 
 /// One post of a one-epoch collective (see [`ShmPost::one_epoch`]).
-struct OneEpochPost {
+struct OneEpochPost<E> {
     post: ShmPost,
-    coll: OneEpoch,
+    coll: E,
     step: Step,
     cursor: WaitCursor,
+    /// The rest of the collective, in `Step::After`.
+    rest: Option<AlgFuture>,
 }
 
-impl OneEpochPost {
+impl<E: Epoch> OneEpochPost<E> {
     /// Run as far as possible; `Pending` where a rank (or the turn) is not there yet.
-    fn advance(&mut self) -> Poll<Result<()>> {
-        let OneEpochPost { post, coll, step, cursor } = self;
+    fn advance(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let OneEpochPost { post, coll, step, cursor, rest } = self;
         let team = &*post.team;
         loop {
             let next = match *step {
@@ -260,7 +336,7 @@ impl OneEpochPost {
                         Step::Begin(team.next_epoch())
                     }
                 },
-                Step::Begin(e) => match team.poll_begin(e, coll.depth(), cursor) {
+                Step::Begin(e) => match team.poll_begin(e, coll.depth(team), cursor) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(r) => match r.and_then(|()| coll.publish(team, e)) {
                         Ok(()) => {
@@ -278,18 +354,37 @@ impl OneEpochPost {
                             Poll::Ready(Err(err)) => return Poll::Ready(Err(fail(step, post, err))),
                         }
                     }
-                    if let Err(err) = coll.read(team, e).and_then(|()| team.publish(Flag::Done, e)) {
-                        return Poll::Ready(Err(fail(step, post, err)));
+                    match coll.finish(&post.team, e) {
+                        Ok(Then::Over) => return Poll::Ready(done(step, post)),
+                        Ok(Then::Continue(f)) => *rest = Some(f),
+                        Err(err) => return Poll::Ready(Err(fail(step, post, err))),
                     }
-                    *step = Step::Over;
-                    team.pass_turn(post.ticket, true);
-                    return Poll::Ready(Ok(()));
+                    Step::After
+                }
+                Step::After => {
+                    let Some(f) = rest else { return Poll::Ready(Err(fail(step, post, Error::internal("no rest")))) };
+                    let r = f.as_mut().poll(cx);
+                    if r.is_ready() {
+                        *rest = None;
+                    }
+                    return match r {
+                        Poll::Pending => Poll::Pending,
+                        Poll::Ready(Ok(())) => Poll::Ready(done(step, post)),
+                        Poll::Ready(Err(err)) => Poll::Ready(Err(fail(step, post, err))),
+                    };
                 }
                 Step::Over => return Poll::Ready(Err(Error::internal("a finished shm collective was polled again"))),
             };
             *step = next;
         }
     }
+}
+
+/// The collective is over: the next task's turn comes.
+fn done(step: &mut Step, post: &ShmPost) -> Result<()> {
+    *step = Step::Over;
+    post.team.pass_turn(post.ticket, true);
+    Ok(())
 }
 
 /// The collective failed halfway: the team is broken (the ranks are at
@@ -301,12 +396,12 @@ fn fail(step: &mut Step, post: &ShmPost, err: Error) -> Error {
     err
 }
 
-impl Future for OneEpochPost {
+impl<E: Epoch> Future for OneEpochPost<E> {
     type Output = Result<()>;
 
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Result<()>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        let r = this.advance();
+        let r = this.advance(cx);
         if r.is_pending() {
             note_waiting(&this.post.team, &this.post.diag);
         }
@@ -314,14 +409,14 @@ impl Future for OneEpochPost {
     }
 }
 
-impl Drop for OneEpochPost {
+impl<E> Drop for OneEpochPost<E> {
     /// Cancelled before its end: before its turn came, the team is broken
     /// (the others will run a collective this rank will not); during it,
     /// the team is broken too, and the turn passed on.
     fn drop(&mut self) {
         match self.step {
             Step::Turn => self.post.team.break_team(),
-            Step::Begin(_) | Step::Wait(_) => self.post.team.pass_turn(self.post.ticket, false),
+            Step::Begin(_) | Step::Wait(_) | Step::After => self.post.team.pass_turn(self.post.ticket, false),
             Step::Over => {}
         }
     }

@@ -2,7 +2,8 @@
 //! piece of its block for rank j, and copies its slot from every rank
 //! ([`scatter_rounds`]). Alltoall's blocks are all equal; alltoallv's sizes
 //! are agreed on first in a size round, which carries the blocks too when
-//! they are short (`meta.rs`). In place, a rank gives from a copy
+//! they are short (`meta.rs`): one epoch, through the inline regions when
+//! they fit there. In place, a rank gives from a copy
 //! of dst, since the blocks it receives land in dst. An alltoall whose
 //! whole buffer fits an inline region takes one epoch through those
 //! (`one_epoch.rs`), and in place needs no copy: what it publishes is it.
@@ -12,15 +13,22 @@ use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, Result};
 
 use super::exchange::scatter_rounds;
-use super::meta::{Carry, exchange_sizes};
+use super::meta::{SizeRound, VCall};
 use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
+use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Alltoall, 0, "staged", STAGED, Run::Alltoall(staged_or_inline)),
-    Alg::new(Alltoallv, 0, "staged", STAGED, Run::Alltoall(|p, o| p.run(move |t| staged_v(t, o)))),
+    Alg::new(
+        Alltoallv,
+        0,
+        "staged",
+        STAGED,
+        Run::Alltoall(|p, o| p.one_epoch_with(|t| SizeRound::new(t, VCall::Alltoall { take: takes(t, &o)?, o }))),
+    ),
     Alg::new(Alltoall, 1, "cma", SINGLE_COPY, Run::Alltoall(|p, o| p.run(move |t| cma(t, o)))),
 ];
 
@@ -51,23 +59,22 @@ fn staged_or_inline(p: ShmPost, o: args::Alltoall) -> AlgFuture {
 
 async fn staged(team: Exec, o: args::Alltoall) -> Result<()> {
     let longest = (0..team.size).map(|r| o.dst.blocks.bytes(r)).max().unwrap_or(0);
-    exchange(team, o, longest).await
+    exchange(&team, &o, &takes(&team, &o)?, longest).await
 }
 
-async fn staged_v(team: Exec, o: args::Alltoall) -> Result<()> {
-    let p = team.size;
-    // Carried in the size round, a rank's blocks are in its half before
-    // any lands in dst: in place needs no copy then.
-    let take = (0..p).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
-    let carry = Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take: &take, in_place: o.in_place };
-    let (gives, takes) = (|j| o.src.blocks.bytes(j), |g| o.dst.blocks.bytes(g));
-    match exchange_sizes(&team, Alltoallv, None, gives, takes, carry).await? {
-        None => Ok(()),
-        Some(longest) => exchange(team, o, longest).await,
-    }
+/// `(g, block g of dst)` for every rank g: what this rank takes.
+fn takes(team: &ShmTeam, o: &args::Alltoall) -> Result<Vec<(usize, MemRef)>> {
+    (0..team.size).map(|g| Ok((g, o.dst.block(g)?))).collect()
 }
 
-async fn exchange(team: Exec, o: args::Alltoall, longest: usize) -> Result<()> {
+/// The blocks in rounds of slots (`take`: from [`takes`]), `longest` the
+/// longest of any rank; in place, given from a copy of dst.
+pub(super) async fn exchange(
+    team: &ShmTeam,
+    o: &args::Alltoall,
+    take: &[(usize, MemRef)],
+    longest: usize,
+) -> Result<()> {
     let copy = if o.in_place {
         let s = team.host()?.alloc(o.src.mem.len())?;
         team.copy(s.mem(), o.src.mem)?;
@@ -76,6 +83,5 @@ async fn exchange(team: Exec, o: args::Alltoall, longest: usize) -> Result<()> {
         None
     };
     let from = copy.as_ref().map_or(o.src.mem, |s| s.mem());
-    let take = (0..team.size).map(|g| Ok((g, o.dst.block(g)?))).collect::<Result<Vec<(usize, MemRef)>>>()?;
-    scatter_rounds(&team, Some((from, &o.src.blocks)), &take, longest).await
+    scatter_rounds(team, Some((from, &o.src.blocks)), take, longest).await
 }

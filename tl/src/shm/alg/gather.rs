@@ -9,7 +9,7 @@ use ferrocoll_core::Result;
 use ferrocoll_core::args;
 
 use super::exchange::gather_rounds;
-use super::meta::{Carry, exchange_sizes};
+use super::meta::{SizeRound, VCall};
 use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, Run};
@@ -23,7 +23,13 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         STAGED,
         Run::Gather(|p, o| p.one_epoch_or(o.src.len(), o, |o| OneEpoch::Gather { mine: o.src, dst: o.dst }, staged)),
     ),
-    Alg::new(Gatherv, 0, "staged", STAGED, Run::Gather(|p, o| p.run(move |t| staged_v(t, o)))),
+    Alg::new(
+        Gatherv,
+        0,
+        "staged",
+        STAGED,
+        Run::Gather(|p, o| p.one_epoch_with(|t| SizeRound::new(t, VCall::Gather(o)))),
+    ),
     Alg::new(Gather, 1, "cma", SINGLE_COPY, Run::Gather(|p, o| p.run(move |t| cma(t, o)))),
 ];
 
@@ -46,19 +52,4 @@ async fn cma(team: Exec, o: args::Gather) -> Result<()> {
 
 async fn staged(team: Exec, o: args::Gather) -> Result<()> {
     gather_rounds(&team, o.src, o.dst.as_ref(), o.src.len()).await
-}
-
-async fn staged_v(team: Exec, o: args::Gather) -> Result<()> {
-    let me = team.rank;
-    let give = |j| if j == o.root { o.src.len() } else { 0 };
-    let take = |r| match &o.dst {
-        Some(_) if r == me => o.src.len(),
-        Some(d) => d.blocks.bytes(r),
-        None => 0,
-    };
-    let carry = Carry::Gather { mine: o.src, dst: o.dst.as_ref() };
-    match exchange_sizes(&team, Gatherv, Some(o.root), give, take, carry).await? {
-        None => Ok(()),
-        Some(longest) => gather_rounds(&team, o.src, o.dst.as_ref(), longest).await,
-    }
 }

@@ -3,11 +3,11 @@
 //! of rounds (the longest block decides) and a count that two ranks
 //! disagree on is an error on both sides, not a truncated copy.
 //!
-//! The round carries the data too when every block is short ([`Carry`]):
-//! each rank writes its blocks after its table, if they fit, before it
-//! publishes; once the tables are read, every rank knows the longest block
-//! of all (the same on every rank), and when that fits, every rank wrote
-//! its blocks and each copies what it takes straight out: one epoch for the
+//! The round carries the data too when every block is short: each rank
+//! writes its blocks after its table, if they fit, before it publishes;
+//! once the tables are read, every rank knows the longest block of all
+//! (the same on every rank), and when that fits, every rank wrote its
+//! blocks and each copies what it takes straight out: one epoch for the
 //! whole collective instead of a size round and then the data's.
 //!
 //! Or the round finishes by single copy (`single_copy.rs`): each rank also
@@ -16,56 +16,82 @@
 //! reads what it takes straight from the givers' buffers in the same epoch
 //! (then agrees with every rank on how that went). Blocks that single copy
 //! will move are not carried.
+//!
+//! Where it lies: a team's tables (3 × 8 bytes a rank) go in the ranks'
+//! inline regions when they fit one (teams of up to 46 ranks), and a
+//! rank's carried blocks after its table when they fit too: the round is
+//! then one line's trip, as an inline collective's (`inline.rs`), and the
+//! epoch writes no half (`Depth::Inline`). Blocks too long for that go in
+//! the rank's data half, which its epoch then writes (`Depth::Halves`).
+//! Each rank decides by its own longest block, which its table says, so
+//! every reader finds them. A larger team's tables lie at the start of the
+//! data halves, the blocks after them.
+//!
+//! A post runs the round as a state machine (`one_epoch.rs`, [`Epoch`]):
+//! a v-call repeated with short blocks allocates nothing and runs no
+//! nested future. What follows a round that did not finish the collective
+//! (single copy's agreement, the data rounds) is a future made then.
 
-use ferrocoll_core::args::{Blocked, Blocks};
-use ferrocoll_core::{CollType, Error, MemRef, Result};
+use std::sync::Arc;
 
+use ferrocoll_core::CollType::{self, Alltoallv, Gatherv, Scatterv};
+use ferrocoll_core::args::{self, Blocked, Blocks};
+use ferrocoll_core::{Error, MemRef, Result};
+
+use super::exchange::{gather_rounds, scatter_rounds};
 use super::rounds::max_len;
 use super::single_copy::{self, Outcome, Status};
-use crate::shm::epoch::Flag;
+use crate::base::AlgFuture;
+use crate::shm::epoch::{Depth, Flag};
 use crate::shm::layout::LINE;
+use crate::shm::one_epoch::{Epoch, Then};
 use crate::shm::team::ShmTeam;
 
 /// Bytes of one table entry.
 const ENTRY: usize = 8;
 
-/// Write this rank's table: what it gives each rank, what it takes from
-/// each, and where its block for each rank lies in its memory.
-fn write_table(
-    team: &ShmTeam,
-    e: u64,
-    give: &impl Fn(usize) -> usize,
-    take: &impl Fn(usize) -> usize,
-    carry: &Carry<'_>,
-) -> Result<()> {
-    let (p, half) = (team.size, team.seg.data(team.rank, e)?);
-    for i in 0..3 * p {
-        let v = match i / p {
-            0 => give(i) as u64,
-            1 => take(i - p) as u64,
-            _ => carry.address(i - 2 * p)?,
-        };
-        let cell = half.range(i * ENTRY, ENTRY)?;
-        // SAFETY: `cell` is in this rank's own half, which no one reads
-        // before our `arrive` for this epoch (published after this write).
-        unsafe { cell.as_mut_slice().copy_from_slice(&v.to_le_bytes()) };
-    }
-    Ok(())
+/// Entries of a table per rank: what this rank gives it, what it takes
+/// from it, and where its block for it lies in this rank's memory.
+const COLUMNS: usize = 3;
+
+/// Carried blocks in an inline region start on this many bytes.
+const INLINE_ALIGN: usize = 8;
+
+/// A v-collective's call.
+#[derive(Clone)]
+pub(crate) enum VCall {
+    /// Gatherv.
+    Gather(args::Gather),
+    /// Scatterv, and where this rank's block comes from: `(root, dst)`,
+    /// or nothing at the root in place (its block stays in src).
+    Scatter { o: args::Scatter, take: Vec<(usize, MemRef)> },
+    /// Alltoallv, and `(g, block g of dst)` for every rank g.
+    Alltoall { o: args::Alltoall, take: Vec<(usize, MemRef)> },
 }
 
-fn read_entry(team: &ShmTeam, r: usize, e: u64, index: usize) -> Result<u64> {
-    let cell = team.seg.data(r, e)?.range(index * ENTRY, ENTRY)?;
-    // SAFETY: rank r wrote its table before publishing `arrive` for epoch e,
-    // which we waited for (Acquire), and does not write its half again before
-    // we publish `done` for e.
-    let b = unsafe { cell.as_slice() };
-    let mut w = [0u8; ENTRY];
-    w.copy_from_slice(b);
-    Ok(u64::from_le_bytes(w))
+/// A v-collective's call as its size round runs it, with what its posts
+/// write and check each time worked out once: the same task posts the
+/// same call on the same team each time.
+#[derive(Clone)]
+pub(crate) struct SizeRound {
+    call: VCall,
+    layout: Layout,
+    /// This rank's table, as it publishes it (little-endian): what it
+    /// gives each rank, what it takes from each, where its block for each
+    /// lies.
+    table: Box<[u8]>,
+    /// What it gives and takes, for checking the others' tables.
+    gives: Box<[u64]>,
+    takes: Box<[u64]>,
+    /// This rank's longest block.
+    longest: u64,
+    /// The sizes at which the collective goes by single copy while the
+    /// team may (`ShmTeam::single_copy_range`).
+    copy_once: (u64, u64),
 }
 
-/// What a v-collective's size round may carry (see the module docs).
-pub(crate) enum Carry<'a> {
+/// What a v-collective's size round may carry: its call's blocks.
+enum Carry<'a> {
     /// Gatherv: this rank's block, and (at the root) where each rank's lands.
     Gather { mine: MemRef, dst: Option<&'a Blocked> },
     /// Scatterv, alltoallv: this rank's buffer and its block for each rank
@@ -76,11 +102,260 @@ pub(crate) enum Carry<'a> {
     Scatter { give: Option<(MemRef, &'a Blocks)>, take: &'a [(usize, MemRef)], in_place: bool },
 }
 
-/// Where the carried data starts in a rank's half: after its table, on a line of its own.
-fn area_start(p: usize) -> Result<usize> {
-    p.checked_mul(3 * ENTRY)
-        .and_then(|t| t.checked_next_multiple_of(LINE))
-        .ok_or_else(|| Error::internal(format!("a size table for {p} ranks")))
+/// Where a rank's carried blocks lie in an epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// After its table, in its inline region.
+    Inline,
+    /// In its data half (after its table, if that lies there).
+    Half,
+}
+
+/// Where tables and carried blocks lie on a team: the same on every rank
+/// (it depends on the team's size and configuration only).
+#[derive(Clone)]
+struct Layout {
+    /// Bytes of a table.
+    table: usize,
+    /// Whether tables lie in the inline regions (else in the halves).
+    table_inline: bool,
+    /// Where carried blocks start in a data half.
+    half_start: usize,
+    /// The longest block carried in a data half (a scatter's slot).
+    half_room: usize,
+    /// The longest block carried in an inline region, if tables lie there.
+    inline_room: Option<usize>,
+}
+
+impl Layout {
+    fn of(team: &ShmTeam, gather: bool) -> Result<Layout> {
+        let p = team.size;
+        let table =
+            p.checked_mul(COLUMNS * ENTRY).ok_or_else(|| Error::internal(format!("a size table for {p} ranks")))?;
+        let table_inline = team.fits_inline(table);
+        let half_start = if table_inline { 0 } else { table.next_multiple_of(LINE) };
+        // A gather carries one block; a scatter one per rank, a P-th of
+        // the area each (whole lines in a half).
+        let area = team.pipeline_round().saturating_sub(half_start);
+        let half_room = if gather { area } else { area / p / LINE * LINE };
+        let inline_room = table_inline.then(|| {
+            let area = team.seg.inline_capacity() - table;
+            if gather { area } else { area / p / INLINE_ALIGN * INLINE_ALIGN }
+        });
+        Ok(Layout { table, table_inline, half_start, half_room, inline_room })
+    }
+
+    /// Where a rank whose longest block is `longest` carries its blocks.
+    fn place(&self, longest: u64) -> Place {
+        match self.inline_room {
+            Some(room) if longest <= room as u64 => Place::Inline,
+            _ => Place::Half,
+        }
+    }
+
+    /// Whether a rank whose longest block is `longest` can carry its blocks.
+    fn fits(&self, longest: u64) -> bool {
+        longest <= self.half_room.max(self.inline_room.unwrap_or(0)) as u64
+    }
+
+    /// Where rank `r`'s table of epoch `e` lies.
+    fn table_at(&self, team: &ShmTeam, r: usize, e: u64) -> Result<MemRef> {
+        if self.table_inline { team.inline_part(r, e, self.table) } else { team.seg.data(r, e)?.range(0, self.table) }
+    }
+
+    /// Rank `r`'s table of epoch `e`, once `r` published the epoch.
+    fn table<'t>(&self, team: &'t ShmTeam, r: usize, e: u64) -> Result<Table<'t>> {
+        let at = self.table_at(team, r, e)?;
+        // SAFETY: rank r wrote its table before publishing its flag for
+        // epoch e, which this rank waited for (Acquire), and does not write
+        // it again before this rank publishes `done` for e (`epoch.rs`);
+        // the segment outlives the team.
+        Ok(Table(unsafe { at.as_slice() }))
+    }
+
+    /// Where rank `r` carries its blocks in epoch `e`, at `place`, and the
+    /// bytes of a scatter's slot there for a rank whose longest block is
+    /// `longest` (it fits).
+    fn area(&self, team: &ShmTeam, r: usize, e: u64, place: Place, longest: u64) -> Result<(MemRef, usize)> {
+        match place {
+            Place::Inline => {
+                let payload = team.seg.inline_payload(r, e)?;
+                let slot = usize::try_from(longest)
+                    .ok()
+                    .and_then(|l| l.checked_next_multiple_of(INLINE_ALIGN))
+                    .ok_or_else(|| Error::internal(format!("a {longest}-byte block inline")))?;
+                Ok((payload.range(self.table, payload.len().saturating_sub(self.table))?, slot))
+            }
+            Place::Half => {
+                let half = team.seg.data(r, e)?;
+                Ok((half.range(self.half_start, half.len().saturating_sub(self.half_start))?, self.half_room))
+            }
+        }
+    }
+}
+
+/// A rank's table as another reads it: `COLUMNS` × P entries, little-endian.
+#[derive(Clone, Copy)]
+struct Table<'t>(&'t [u8]);
+
+impl Table<'_> {
+    fn entry(self, index: usize) -> Result<u64> {
+        let at = index.checked_mul(ENTRY).and_then(|from| self.0.get(from..from.checked_add(ENTRY)?));
+        let bytes = at.and_then(|b| <[u8; ENTRY]>::try_from(b).ok());
+        bytes.map(u64::from_le_bytes).ok_or_else(|| Error::internal(format!("entry {index} of a size table")))
+    }
+}
+
+impl VCall {
+    fn coll(&self) -> CollType {
+        match self {
+            VCall::Gather(_) => Gatherv,
+            VCall::Scatter { .. } => Scatterv,
+            VCall::Alltoall { .. } => Alltoallv,
+        }
+    }
+
+    /// The root, for gatherv and scatterv: every block goes to or comes
+    /// from it, so its table alone says every block's length.
+    fn root(&self) -> Option<usize> {
+        match self {
+            VCall::Gather(o) => Some(o.root),
+            VCall::Scatter { o, .. } => Some(o.root),
+            VCall::Alltoall { .. } => None,
+        }
+    }
+
+    /// Bytes this rank gives rank `j`.
+    fn give(&self, j: usize) -> usize {
+        match self {
+            VCall::Gather(o) if j == o.root => o.src.len(),
+            VCall::Gather(_) => 0,
+            VCall::Scatter { o, .. } => o.src.as_ref().map_or(0, |s| s.blocks.bytes(j)),
+            VCall::Alltoall { o, .. } => o.src.blocks.bytes(j),
+        }
+    }
+
+    /// Bytes this rank (`me`) takes from rank `r`.
+    fn take(&self, me: usize, r: usize) -> usize {
+        match self {
+            VCall::Gather(o) => match &o.dst {
+                Some(_) if r == me => o.src.len(),
+                Some(d) => d.blocks.bytes(r),
+                None => 0,
+            },
+            VCall::Scatter { o, .. } if r == o.root => o.dst.len(),
+            VCall::Scatter { .. } => 0,
+            VCall::Alltoall { o, .. } => o.dst.blocks.bytes(r),
+        }
+    }
+
+    fn carry(&self) -> Carry<'_> {
+        match self {
+            VCall::Gather(o) => Carry::Gather { mine: o.src, dst: o.dst.as_ref() },
+            VCall::Scatter { o, take } => {
+                Carry::Scatter { give: o.src.as_ref().map(|s| (s.mem, &s.blocks)), take, in_place: false }
+            }
+            VCall::Alltoall { o, take } => {
+                Carry::Scatter { give: Some((o.src.mem, &o.src.blocks)), take, in_place: o.in_place }
+            }
+        }
+    }
+
+    /// The data rounds after a size round that did not move the blocks.
+    async fn rounds(&self, team: &ShmTeam, longest: usize) -> Result<()> {
+        match self {
+            VCall::Gather(o) => gather_rounds(team, o.src, o.dst.as_ref(), longest).await,
+            VCall::Scatter { o, take } => {
+                scatter_rounds(team, o.src.as_ref().map(|s| (s.mem, &s.blocks)), take, longest).await
+            }
+            VCall::Alltoall { o, take } => super::alltoall::exchange(team, o, take, longest).await,
+        }
+    }
+}
+
+impl SizeRound {
+    pub(crate) fn new(team: &ShmTeam, call: VCall) -> Result<SizeRound> {
+        let (p, me) = (team.size, team.rank);
+        if let Some(root) = call.root().filter(|&r| r >= p) {
+            return Err(Error::invalid_param(format!("{}: root {root} in a team of {p}", call.coll())));
+        }
+        let layout = Layout::of(team, matches!(call, VCall::Gather(_)))?;
+        let carry = call.carry();
+        let gives: Box<[u64]> = (0..p).map(|j| call.give(j) as u64).collect();
+        let takes: Box<[u64]> = (0..p).map(|r| call.take(me, r) as u64).collect();
+        let addresses = (0..p).map(|j| carry.address(j)).collect::<Result<Vec<u64>>>()?;
+        let table = gives.iter().chain(&takes[..]).chain(&addresses).flat_map(|v| v.to_le_bytes()).collect();
+        let longest = gives.iter().copied().max().unwrap_or(0);
+        let copy_once =
+            if carry.single_copy_can() { team.single_copy_range(call.coll()) } else { (u64::MAX, u64::MAX) };
+        Ok(SizeRound { call, layout, table, gives, takes, longest, copy_once })
+    }
+
+    /// The sizes of the whole collective (its longest block times the
+    /// ranks) at which it goes by single copy on this team now.
+    fn single_copy_range(&self, team: &ShmTeam) -> (u64, u64) {
+        if team.reach.on() { self.copy_once } else { (u64::MAX, u64::MAX) }
+    }
+
+    /// Whether a collective whose longest block is `longest` lies below
+    /// single copy's range (blocks that single copy will move are not
+    /// carried: a collective whose longest block puts it in single copy's
+    /// range is not, and no rank's own blocks are longer than the longest).
+    fn below_single_copy(&self, team: &ShmTeam, longest: u64) -> bool {
+        longest.saturating_mul(team.size as u64) < self.single_copy_range(team).0
+    }
+
+    /// Where this rank carries its blocks (`None`: it carries none).
+    fn my_carry(&self, team: &ShmTeam) -> Option<Place> {
+        let carries = self.layout.fits(self.longest) && self.below_single_copy(team, self.longest);
+        carries.then(|| self.layout.place(self.longest))
+    }
+
+    /// The longest block rank `g` gives, as its table says: where it
+    /// carries them.
+    fn giver_longest(&self, team: &ShmTeam, table: Table<'_>) -> Result<u64> {
+        match &self.call {
+            // A gatherv's rank gives its block to the root only.
+            VCall::Gather(o) => table.entry(o.root),
+            _ => (0..team.size).try_fold(0, |m, j| Ok(table.entry(j)?.max(m))),
+        }
+    }
+
+    /// Write this rank's table of epoch `e`, and its blocks when it carries them.
+    fn write(&self, team: &ShmTeam, e: u64) -> Result<()> {
+        let me = team.rank;
+        let table = self.layout.table_at(team, me, e)?;
+        if table.len() != self.table.len() {
+            return Err(Error::internal(format!("a {}-byte size table", self.table.len())));
+        }
+        // SAFETY: this rank's own table, which no one reads before this
+        // rank publishes the epoch (after this write), and whose readers
+        // of its last epoch have finished (`begin`).
+        unsafe { table.as_mut_slice().copy_from_slice(&self.table) };
+        if let Some(place) = self.my_carry(team) {
+            let (area, slot) = self.layout.area(team, me, e, place, self.longest)?;
+            self.call.carry().write(team, area, slot)?;
+        }
+        Ok(())
+    }
+
+    /// What is left after a round whose longest block was `longest` and
+    /// which did not carry the blocks: agreeing on single copy's reads
+    /// (when `read` says how this rank's went), then publishing `done`;
+    /// the data rounds if the blocks are still to move.
+    fn rest(&self, team: &Arc<ShmTeam>, e: u64, longest: u64, read: Option<(Vec<usize>, Status)>) -> AlgFuture {
+        let (call, team) = (self.call.clone(), team.clone());
+        Box::pin(async move {
+            if let Some((givers, status)) = read {
+                let outcome = single_copy::agree(&team, call.coll(), e, givers, status).await;
+                team.publish(Flag::Done, e)?;
+                if outcome? == Outcome::Done {
+                    return call.carry().copy_own(&team);
+                }
+            }
+            call.rounds(&team, max_len([longest])?).await
+        })
+    }
 }
 
 impl Carry<'_> {
@@ -121,24 +396,15 @@ impl Carry<'_> {
         }
     }
 
-    /// Bytes of the longest block it carries, when its blocks are laid out
-    /// in an area of `area` bytes: a gather's one block, or a scatter's
-    /// slot per rank (a P-th of it, whole lines).
-    fn room(&self, area: usize, p: usize) -> usize {
-        match self {
-            Carry::Gather { .. } => area,
-            Carry::Scatter { .. } => area / p / LINE * LINE,
-        }
-    }
-
-    /// Write this rank's blocks into `area` (they fit: `room`).
-    fn write(&self, team: &ShmTeam, area: MemRef, room: usize) -> Result<()> {
+    /// Write this rank's blocks into `area`: a gather's one block, or a
+    /// scatter's block for rank j at `j * slot` (they fit).
+    fn write(&self, team: &ShmTeam, area: MemRef, slot: usize) -> Result<()> {
         match self {
             Carry::Gather { mine, .. } => team.copy(area.range(0, mine.len())?, *mine),
             Carry::Scatter { give: Some((from, blocks)), .. } => {
                 for j in 0..team.size {
                     let block = blocks.of(*from, j)?;
-                    team.copy(area.range(j * room, block.len())?, block)?;
+                    team.copy(area.range(j * slot, block.len())?, block)?;
                 }
                 Ok(())
             }
@@ -146,24 +412,25 @@ impl Carry<'_> {
         }
     }
 
-    /// Copy what this rank takes out of the givers' areas of epoch `e`
-    /// (the tables agreed on every length this rank takes).
-    fn read(&self, team: &ShmTeam, e: u64, start: usize, room: usize) -> Result<()> {
+    /// Copy what this rank takes out of the givers' areas (`area_of(g)`:
+    /// where giver g carried its blocks, and its slot's bytes); the tables
+    /// agreed on every length this rank takes.
+    fn read(&self, team: &ShmTeam, area_of: impl Fn(usize) -> Result<(MemRef, usize)>) -> Result<()> {
         let me = team.rank;
         match self {
             Carry::Gather { mine, dst: Some(d) } => {
                 for r in (0..team.size).filter(|&r| r != me) {
                     let theirs = d.block(r)?;
-                    team.copy(theirs, team.seg.data(r, e)?.range(start, theirs.len())?)?;
+                    team.copy(theirs, area_of(r)?.0.range(0, theirs.len())?)?;
                 }
                 team.copy(d.block(me)?, *mine)
             }
             Carry::Gather { dst: None, .. } => Ok(()),
             Carry::Scatter { take, .. } => {
-                // Slot `me` of each giver's area; `room * me` fits: it was laid out.
-                let at = start + me * room;
                 for &(g, into) in take.iter() {
-                    team.copy(into, team.seg.data(g, e)?.range(at, into.len())?)?;
+                    let (area, slot) = area_of(g)?;
+                    let at = me.checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
+                    team.copy(into, area.range(at, into.len())?)?;
                 }
                 Ok(())
             }
@@ -172,11 +439,15 @@ impl Carry<'_> {
 }
 
 /// Read what this rank takes from `givers` straight from their memory
-/// (their addresses in their tables of epoch `e`; the lengths are this
-/// rank's, which the tables agreed with).
-fn read_once(team: &ShmTeam, e: u64, givers: &[(usize, MemRef)]) -> Result<Status> {
+/// (their addresses in their tables; the lengths are this rank's, which the
+/// tables agreed with).
+fn read_once<'t>(
+    team: &ShmTeam,
+    tables: impl Fn(usize) -> Result<Table<'t>>,
+    givers: &[(usize, MemRef)],
+) -> Result<Status> {
     for &(g, into) in givers {
-        let addr = read_entry(team, g, e, 2 * team.size + team.rank)?;
+        let addr = tables(g)?.entry(2 * team.size + team.rank)?;
         let status = single_copy::read_block(team, g, addr, into);
         if status != Status::Read {
             return Ok(status);
@@ -185,84 +456,87 @@ fn read_once(team: &ShmTeam, e: u64, givers: &[(usize, MemRef)]) -> Result<Statu
     Ok(Status::Read)
 }
 
-/// Publish `give(j)` / `take(j)` (bytes this rank gives rank j / takes from
-/// rank j; 0 when none), check them against the ranks we deal with, and
-/// return the longest block any rank gives — or `None` when the round
-/// carried the whole collective or finished it by single copy (`carry`,
-/// see the module docs).
-///
-/// With a `root` (gatherv, scatterv: every block goes to or comes from
-/// it), the root's table alone says every block's length: the other ranks
-/// wait for the root only, as a gather's or scatter's do, and every rank
-/// takes the longest block from the root's table, so that all agree.
-pub(crate) async fn exchange_sizes(
-    team: &ShmTeam,
-    coll: CollType,
-    root: Option<usize>,
-    give: impl Fn(usize) -> usize,
-    take: impl Fn(usize) -> usize,
-    carry: Carry<'_>,
-) -> Result<Option<usize>> {
-    let (p, me) = (team.size, team.rank);
-    let (waits_for, longest_in) = match root.as_ref() {
-        Some(r) if *r == me => (&team.all[..], std::slice::from_ref(r)),
-        Some(r) => (std::slice::from_ref(r), std::slice::from_ref(r)),
-        None => (&team.all[..], &team.all[..]),
-    };
-    let e = team.begin().await?;
-    write_table(team, e, &give, &take, &carry)?;
-    let start = area_start(p)?;
-    let room = carry.room(team.pipeline_round().saturating_sub(start), p);
-    let half = team.seg.data(me, e)?;
-    // Blocks that single copy will move are not carried: a collective
-    // whose longest block puts it in single copy's range is not, and no
-    // rank's own blocks are longer than the longest.
-    let (copy_once_from, copy_once_to) =
-        if carry.single_copy_can() { team.single_copy_range(coll) } else { (u64::MAX, u64::MAX) };
-    let below_single_copy = |longest: u64| longest.saturating_mul(p as u64) < copy_once_from;
-    let my_longest = (0..p).map(|j| give(j) as u64).max().unwrap_or(0);
-    if (0..p).all(|j| give(j) <= room) && below_single_copy(my_longest) {
-        carry.write(team, half.range(start, half.len().saturating_sub(start))?, room)?;
+impl Epoch for SizeRound {
+    /// An epoch that writes a half when the tables lie there, or when this
+    /// rank carries blocks too long for its inline region.
+    fn depth(&self, team: &ShmTeam) -> Depth {
+        if self.layout.table_inline && self.my_carry(team) != Some(Place::Half) { Depth::Inline } else { Depth::Halves }
     }
-    team.publish(Flag::Arrive, e)?;
-    team.wait(Flag::Arrive, waits_for, e).await?;
-    let mut longest = 0u64;
-    for &r in longest_in {
-        for j in 0..2 * p {
-            longest = longest.max(read_entry(team, r, e, j)?);
-        }
+
+    fn publish(&self, team: &ShmTeam, e: u64) -> Result<()> {
+        self.write(team, e)?;
+        if self.layout.table_inline { team.publish_inline_written(e) } else { team.publish(Flag::Arrive, e) }
     }
-    let mut mismatch = None;
-    for &r in waits_for {
-        // What r gives me against what I take from r, and the other way round.
-        let (r_gives, r_takes) = (read_entry(team, r, e, me)?, read_entry(team, r, e, p + me)?);
-        let (i_take, i_give) = (take(r) as u64, give(r) as u64);
-        if mismatch.is_none() && r_gives != i_take {
-            mismatch = Some(format!("rank {r} gives {r_gives} bytes to rank {me}, which takes {i_take}"));
-        }
-        if mismatch.is_none() && r_takes != i_give {
-            mismatch = Some(format!("rank {me} gives {i_give} bytes to rank {r}, which takes {r_takes}"));
-        }
+
+    /// With a root, the other ranks wait for the root only, as a gather's
+    /// or scatter's do; the root and alltoallv's ranks wait for everyone.
+    fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
+        let flag = if self.layout.table_inline { Flag::Inline } else { Flag::Arrive };
+        Some(match self.call.root() {
+            Some(root) if root != team.rank => (flag, std::slice::from_ref(&team.all[root])),
+            _ => (flag, &team.all[..]),
+        })
     }
-    // Every rank read the same tables for it: the same longest, the same
-    // choice. Single copy needs one more wait, for every rank's status,
-    // which all ranks make or skip alike.
-    if let Some(m) = mismatch {
-        team.publish(Flag::Done, e)?;
-        return Err(Error::io(format!("{coll}: {m}: do the ranks' counts agree?")));
-    }
-    if (copy_once_from..copy_once_to).contains(&longest.saturating_mul(p as u64)) {
-        let givers = carry.givers(team)?;
-        let status = read_once(team, e, &givers)?;
-        let outcome = single_copy::agree(team, coll, e, givers.iter().map(|&(g, _)| g), status).await;
-        team.publish(Flag::Done, e)?;
-        return match outcome? {
-            Outcome::Done => carry.copy_own(team).map(|()| None),
-            Outcome::Staged => max_len([longest]).map(Some),
+
+    /// Check the tables against this rank's counts; copy the carried
+    /// blocks out, or read by single copy, or leave the data to rounds.
+    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
+        let (p, me) = (team.size, team.rank);
+        let layout = &self.layout;
+        let table = |r| layout.table(team, r, e);
+        // Every rank takes the longest block from the same tables (the
+        // root's, or everyone's), so that all agree on what follows.
+        let longest_in = match self.call.root() {
+            Some(root) => std::slice::from_ref(&team.all[root]),
+            None => &team.all[..],
         };
+        let mut longest = 0u64;
+        for &r in longest_in {
+            let t = table(r)?;
+            for j in 0..2 * p {
+                longest = longest.max(t.entry(j)?);
+            }
+        }
+        let waited_for = self.waits_for(team).map_or(&[][..], |(_, ranks)| ranks);
+        for &r in waited_for {
+            // What r gives me against what I take from r, and the other way round.
+            let t = table(r)?;
+            let (r_gives, r_takes) = (t.entry(me)?, t.entry(p + me)?);
+            let (i_take, i_give) = (self.takes[r], self.gives[r]);
+            let mismatch = if r_gives != i_take {
+                format!("rank {r} gives {r_gives} bytes to rank {me}, which takes {i_take}")
+            } else if r_takes != i_give {
+                format!("rank {me} gives {i_give} bytes to rank {r}, which takes {r_takes}")
+            } else {
+                continue;
+            };
+            team.publish(Flag::Done, e)?;
+            return Err(Error::io(format!("{}: {mismatch}: do the ranks' counts agree?", self.call.coll())));
+        }
+        // Every rank read the same tables for it: the same longest, the
+        // same choice. Single copy needs one more wait, for every rank's
+        // status, which all ranks make or skip alike.
+        let (from, to) = self.single_copy_range(team);
+        let carry = self.call.carry();
+        if (from..to).contains(&longest.saturating_mul(p as u64)) {
+            let givers = carry.givers(team)?;
+            let status = read_once(team, table, &givers)?;
+            // The agreement reads this epoch's control-line slots.
+            team.slots_read_at(e);
+            let givers = givers.into_iter().map(|(g, _)| g).collect();
+            return Ok(Then::Continue(self.rest(team, e, longest, Some((givers, status)))));
+        }
+        let carried = layout.fits(longest) && self.below_single_copy(team, longest);
+        let copied = if carried {
+            carry.read(team, |g| {
+                let theirs = self.giver_longest(team, table(g)?)?;
+                layout.area(team, g, e, layout.place(theirs), theirs)
+            })
+        } else {
+            Ok(())
+        };
+        team.publish(Flag::Done, e)?;
+        copied?;
+        Ok(if carried { Then::Over } else { Then::Continue(self.rest(team, e, longest, None)) })
     }
-    let carried = longest <= room as u64 && below_single_copy(longest);
-    let copied = if carried { carry.read(team, e, start, room) } else { Ok(()) };
-    team.publish(Flag::Done, e)?;
-    copied.and_then(|()| if carried { Ok(None) } else { max_len([longest]).map(Some) })
 }

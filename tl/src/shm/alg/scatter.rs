@@ -12,15 +12,22 @@ use ferrocoll_core::args;
 use ferrocoll_core::{MemRef, Result};
 
 use super::exchange::scatter_rounds;
-use super::meta::{Carry, exchange_sizes};
+use super::meta::{SizeRound, VCall};
 use super::single_copy::{Offer, Outcome, single_copy};
 use super::{Exec, SINGLE_COPY, STAGED, ShmPost};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::one_epoch::OneEpoch;
+use crate::shm::team::ShmTeam;
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(Scatter, 0, "staged", STAGED, Run::Scatter(staged_or_inline)),
-    Alg::new(Scatterv, 0, "staged", STAGED, Run::Scatter(|p, o| p.run(move |t| staged_v(t, o)))),
+    Alg::new(
+        Scatterv,
+        0,
+        "staged",
+        STAGED,
+        Run::Scatter(|p, o| p.one_epoch_with(|t| SizeRound::new(t, VCall::Scatter { take: takes(t, &o)?, o }))),
+    ),
     Alg::new(Scatter, 1, "cma", SINGLE_COPY, Run::Scatter(|p, o| p.run(move |t| cma(t, o)))),
 ];
 
@@ -43,7 +50,7 @@ async fn cma(team: Exec, o: args::Scatter) -> Result<()> {
 
 /// Where this rank's block comes from: the root's slot for it, unless this
 /// is the root in place (its block is already in src, where it stays).
-fn takes(team: &Exec, o: &args::Scatter) -> Result<Vec<(usize, MemRef)>> {
+fn takes(team: &ShmTeam, o: &args::Scatter) -> Result<Vec<(usize, MemRef)>> {
     let in_place = match &o.src {
         Some(s) => s.block(team.rank)? == o.dst,
         None => false,
@@ -65,25 +72,4 @@ fn staged_or_inline(p: ShmPost, o: args::Scatter) -> AlgFuture {
 async fn staged(team: Exec, o: args::Scatter) -> Result<()> {
     let give = o.src.as_ref().map(|s| (s.mem, &s.blocks));
     scatter_rounds(&team, give, &takes(&team, &o)?, o.dst.len()).await
-}
-
-async fn staged_v(team: Exec, o: args::Scatter) -> Result<()> {
-    let gives = |j| o.src.as_ref().map_or(0, |s| s.blocks.bytes(j));
-    // Every rank takes its block from the root (the root in place takes it from itself, in src).
-    let take_sizes = |r| if r == o.root { o.dst.len() } else { 0 };
-    let give = o.src.as_ref().map(|s| (s.mem, &s.blocks));
-    let take = takes(&team, &o)?;
-    match exchange_sizes(
-        &team,
-        Scatterv,
-        Some(o.root),
-        gives,
-        take_sizes,
-        Carry::Scatter { give, take: &take, in_place: false },
-    )
-    .await?
-    {
-        None => Ok(()),
-        Some(longest) => scatter_rounds(&team, give, &take, longest).await,
-    }
 }
