@@ -346,3 +346,45 @@ fn a_root_running_ahead_fails_once_a_reader_failed() {
     let e = root[1..].iter().find_map(|r| r.as_ref().err()).expect("the root must fail within two calls");
     assert!(e.to_string().contains("rank 1"), "{e}");
 }
+
+/// A rank that finished its calls and destroyed its team is no failure for
+/// the ranks still running theirs: of a bcast's readers, which wait for
+/// the root only, one starts its last call after another finished that
+/// call and left. It used to fail, taking the leaver for a failed rank.
+#[test]
+fn a_reader_that_finished_and_left_is_no_failure_for_a_slower_one() {
+    use ferrocoll::TeamParams;
+    const CALLS: usize = 3;
+    let left = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let mut c = Config::new();
+    c.set("TLS", "shm,self");
+    let out = world::run(3, &c, move |_world, ctx| {
+        let team = Team::create(ctx, TeamParams::default())?;
+        let me = team.rank();
+        let bcast = |i: usize| {
+            let mut buf: Vec<u32> = if me == 0 { (0..8).map(|k| value(0, i, k)).collect() } else { vec![0; 8] };
+            Coll::bcast(&mut buf, 0).timeout(T).run(&team)?;
+            if (0..8).any(|k| buf[k] != value(0, i, k)) {
+                return Err(ferrocoll::Error::internal(format!("bcast {i}: wrong values")));
+            }
+            Ok(())
+        };
+        (0..CALLS - 1).try_for_each(bcast)?;
+        match me {
+            0 => bcast(CALLS - 1),
+            1 => {
+                left.wait();
+                bcast(CALLS - 1)
+            }
+            _ => {
+                let r = bcast(CALLS - 1);
+                drop(team);
+                left.wait();
+                r
+            }
+        }
+    });
+    for (rank, r) in out.iter().enumerate() {
+        assert!(r.is_ok(), "rank {rank}: {r:?}");
+    }
+}

@@ -206,6 +206,28 @@ impl ShmTeam {
         }
     }
 
+    /// An error if rank `r`, not known to have finished `epoch`, no longer
+    /// takes part in the team's collectives and did not finish `epoch`
+    /// first: as in a wait ([`ShmTeam::poll_wait`]), a rank that finished
+    /// its collectives ahead of this one and then left (or failed in a
+    /// later one) is no failure of this epoch. Of a rooted collective's
+    /// other ranks, which wait for the root only, one that finished its
+    /// last call and destroyed its team was taken for one that failed.
+    fn finished_or_takes_part(&self, r: usize, epoch: u64) -> Result<()> {
+        let ctrl = self.seg.ctrl(r)?;
+        // Acquire: the peer's Release when it left or failed.
+        if gone(r, self.size, ctrl.left.load(Ordering::Acquire)).is_none() {
+            return Ok(());
+        }
+        // Acquire: see `load`.
+        let done = ctrl.done.load(Ordering::Acquire);
+        if done >= epoch {
+            self.learn_finished(r, done);
+            return Ok(());
+        }
+        self.still_takes_part(r)
+    }
+
     /// Rank `r`'s control line, the value of its counter `flag` for
     /// `epoch`, and the signature slot that goes with that counter.
     fn load(&self, r: usize, flag: Flag, epoch: u64) -> Result<(&Ctrl, u64, &SigSlot)> {
@@ -359,7 +381,7 @@ impl ShmTeam {
                 for (r, f) in self.finished.iter().enumerate() {
                     // Relaxed: see `learn_finished`.
                     if f.load(Ordering::Relaxed) < two_before {
-                        if let Err(err) = self.still_takes_part(r) {
+                        if let Err(err) = self.finished_or_takes_part(r, two_before) {
                             return Poll::Ready(Err(err));
                         }
                     }
