@@ -485,22 +485,19 @@ impl Epoch for SizeRound {
         let layout = &self.layout;
         let table = |r| layout.table(team, r, e);
         // Every rank takes the longest block from the same tables (the
-        // root's, or everyone's), so that all agree on what follows.
-        let longest_in = match self.call.root() {
-            Some(root) => std::slice::from_ref(&team.all[root]),
-            None => &team.all[..],
-        };
+        // root's, or everyone's), so that all agree on what follows; every
+        // rank waited for those (and the root for everyone's).
+        let root = self.call.root();
         let mut longest = 0u64;
-        for &r in longest_in {
-            let t = table(r)?;
-            for j in 0..2 * p {
-                longest = longest.max(t.entry(j)?);
-            }
-        }
         let waited_for = self.waits_for(team).map_or(&[][..], |(_, ranks)| ranks);
         for &r in waited_for {
-            // What r gives me against what I take from r, and the other way round.
             let t = table(r)?;
+            if root.is_none_or(|root| root == r) {
+                for j in 0..2 * p {
+                    longest = longest.max(t.entry(j)?);
+                }
+            }
+            // What r gives me against what I take from r, and the other way round.
             let (r_gives, r_takes) = (t.entry(me)?, t.entry(p + me)?);
             let (i_take, i_give) = (self.takes[r], self.gives[r]);
             let mismatch = if r_gives != i_take {
