@@ -307,6 +307,11 @@ impl SizeRound {
 
     /// Where this rank carries its blocks (`None`: it carries none).
     fn my_carry(&self, team: &ShmTeam) -> Option<Place> {
+        // A gatherv's root gives only to itself, which it copies straight
+        // from its input (`Carry::read`).
+        if matches!(&self.call, VCall::Gather(o) if o.root == team.rank) {
+            return None;
+        }
         let carries = self.layout.fits(self.longest) && self.below_single_copy(team, self.longest);
         carries.then(|| self.layout.place(self.longest))
     }
