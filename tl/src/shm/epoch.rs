@@ -372,6 +372,7 @@ impl ShmTeam {
             Depth::Halves => {
                 // Relaxed: only this rank's running task reads or writes it (as `finished`).
                 self.halves_epoch[(e % 2) as usize].store(e, Ordering::Relaxed);
+                Poll::Ready(self.sign(e))
             }
             Depth::Inline => {
                 // Running ahead, this rank waits for nobody: a rank not known
@@ -386,20 +387,25 @@ impl ShmTeam {
                         }
                     }
                 }
+                // Its signature goes in its inline region's head, which its
+                // readers check: the control line is not written (a write
+                // there costs a line's trip when a peer read it last, as
+                // every barrier does).
+                Poll::Ready(Ok(()))
             }
         }
-        Poll::Ready(self.sign(e))
     }
 
     /// The epoch every rank must have finished before this one starts
     /// epoch `e` of `depth` (0: none).
     ///
-    /// Epoch `e` writes its control-line signature slot (`e % 2`) and, by
-    /// depth, its data half (`e % 2`) or its inline region
-    /// (`e % INLINE_DEPTH`). Their last users were epochs `e - 2` and
-    /// `e - INLINE_DEPTH`; of the signature slot, the only readers are
-    /// those of a `Halves` epoch (a deep epoch's readers check the inline
-    /// head's copy of the signature).
+    /// Epoch `e` writes, by depth, its control-line signature slot and its
+    /// data half (both `e % 2`), or its inline region (`e % INLINE_DEPTH`,
+    /// the signature in its head) and, only if it goes on to single copy's
+    /// agreement, its control-line signature slot ([`ShmTeam::slots_read_at`]).
+    /// Their last users were epochs `e - 2` and `e - INLINE_DEPTH`; of the
+    /// signature slot, the only readers are those of a `Halves` epoch (or
+    /// of an agreement), which such an epoch records.
     #[inline]
     fn must_have_finished(&self, e: u64, depth: Depth) -> u64 {
         let two_before = e.saturating_sub(2);
@@ -417,11 +423,14 @@ impl ShmTeam {
 
     /// Epoch `e`, begun as a [`Depth::Inline`] one, goes on to a step whose
     /// readers check its control-line slots (single copy's agreement, in a
-    /// v-variant's size round): the epoch two after waits for them, as
-    /// after a `Halves` epoch (`must_have_finished`).
-    pub(crate) fn slots_read_at(&self, e: u64) {
+    /// v-variant's size round): sign the slot, which its begin did not, and
+    /// make the epoch two after wait for its readers, as after a `Halves`
+    /// epoch (`must_have_finished`). The slot's readers of epoch `e - 2`
+    /// have finished: if there were any, this epoch's begin waited for them.
+    pub(crate) fn slots_read_at(&self, e: u64) -> Result<()> {
         // Relaxed: see `poll_begin`.
         self.halves_epoch[(e % 2) as usize].store(e, Ordering::Relaxed);
+        self.sign(e)
     }
 
     /// Write the running collective's signature for epoch `e` (its slot's

@@ -14,9 +14,12 @@
 //!
 //! The protocol is the epoch protocol's (`epoch.rs`) with `Flag::Inline`
 //! for `Flag::Arrive`: the writer copies its payload and signs the head,
-//! then publishes the tag (Release; readers Acquire it), and its
-//! `arrive` as well, so that its control line says the same as before to
-//! whoever reads it there. Only these publishes write the region — a
+//! then publishes the tag (Release; readers Acquire it). Its control line
+//! is not written (neither `arrive` nor the signature slot): nobody reads
+//! it for this epoch, and a write there costs a line's trip whenever a
+//! peer read it last — after every barrier (measured: bcast, allreduce and
+//! alltoall of 8 B on 2 ranks 0.83–0.87 of the time; BENCHMARKS.md,
+//! fourteenth round). Only these publishes write the region — a
 //! payload never lands on a tag, which is why the region is not a part of
 //! the data half — and the region of epoch `e` is written again at
 //! `e + INLINE_DEPTH` (`layout.rs`), once every rank has finished `e`
@@ -26,10 +29,11 @@
 //!
 //! Whether a payload goes inline depends on the call only (its size), so
 //! ranks that agree take the same path. Ranks whose calls differ may not:
-//! the one that waits on the other's control line finds the other's
-//! signature there and says the calls differ; the one that waits on an
-//! inline tag that never comes learns it from the call board (after
-//! `FIRST_LOOK`, 10 ms) or from the first one's failing (`left`).
+//! one waits on the other's control line, the other on an inline tag that
+//! never comes; each learns that the calls differ from the call board
+//! (after `FIRST_LOOK`, 10 ms), from the other's failing (`left`), or from
+//! the other's next control-line epoch, whose signature says another
+//! epoch (`check_signature`: out of step).
 
 use ferrocoll_core::{Error, MemRef, Result};
 
@@ -55,8 +59,7 @@ impl ShmTeam {
     /// region already (`ShmTeam::publish_inline` copies it there first).
     pub(crate) fn publish_inline_written(&self, e: u64) -> Result<()> {
         self.sign_slot(&self.seg.inline_head(self.rank, e)?.sig, e);
-        self.publish(Flag::Inline, e)?;
-        self.publish(Flag::Arrive, e)
+        self.publish(Flag::Inline, e)
     }
 
     /// The first `len` bytes of rank `r`'s payload of epoch `e` (read them

@@ -524,7 +524,7 @@ impl Epoch for SizeRound {
             let givers = carry.givers(team)?;
             let status = read_once(team, table, &givers)?;
             // The agreement reads this epoch's control-line slots.
-            team.slots_read_at(e);
+            team.slots_read_at(e)?;
             let givers = givers.into_iter().map(|(g, _)| g).collect();
             return Ok(Then::Continue(self.rest(team, e, longest, Some((givers, status)))));
         }
