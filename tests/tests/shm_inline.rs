@@ -388,3 +388,41 @@ fn a_reader_that_finished_and_left_is_no_failure_for_a_slower_one() {
         assert!(r.is_ok(), "rank {rank}: {r:?}");
     }
 }
+
+/// Calls that differ after a long run of inline calls still fail: an
+/// inline epoch leaves its control line alone, so a rank that waits on a
+/// peer's control line (its call goes through the data halves) may find
+/// a signature slot signed long ago — 256 epochs ago it would carry the
+/// same epoch byte, and here the same call. The slot is signed again at
+/// least every 128 epochs (`epoch.rs`), so the wait says the ranks are
+/// out of step rather than read a half written 256 epochs ago.
+#[test]
+fn calls_that_differ_after_a_long_run_of_inline_calls_still_fail() {
+    const SMALL: usize = 4;
+    const LARGE: usize = 2048;
+    let out = on_shm(2, |team| {
+        let me = team.rank();
+        let bcast = |n: usize, i: usize| {
+            let mut buf: Vec<u32> = if me == 0 { (0..n).map(|k| value(0, i, k)).collect() } else { vec![0; n] };
+            Coll::bcast(&mut buf, 0).timeout(T).run(team).map(|()| buf)
+        };
+        // One call through the halves, then 255 inline ones: the next
+        // epoch is 256 after the one whose slot the large call signed.
+        bcast(LARGE, 0)?;
+        for i in 1..256 {
+            bcast(SMALL, i)?;
+        }
+        if me == 0 {
+            // An inline call here, then a call through the halves that
+            // publishes `arrive` past the epoch rank 1 waits in.
+            bcast(SMALL, 256)?;
+            bcast(LARGE, 257).map(|_| None)
+        } else {
+            bcast(LARGE, 256).map(Some)
+        }
+    });
+    let got = out[1].as_ref().map(|b| b.as_ref().map(|b| b[..4].to_vec()));
+    let e = out[1].as_ref().expect_err(&format!("rank 1's call differs from rank 0's and must fail, got {got:?}"));
+    assert_eq!(e.status(), Status::InvalidParam, "{e}");
+    assert!(e.to_string().contains("out of step") || e.to_string().contains("calls differ"), "{e}");
+}

@@ -41,6 +41,18 @@ pub(crate) struct WaitCursor {
 /// Fruitless polls between two liveness checks of the rank waited for.
 const LIVENESS_EVERY: u32 = 4096;
 
+/// Epochs after which an inline epoch signs its control-line slot anyway.
+/// A slot carries only its epoch's low byte (`tagged`), and inline epochs
+/// do not sign it: a rank whose call differs and which waits on this
+/// rank's control line (its own call goes through the halves) checks the
+/// slot once this rank's `arrive` passed its epoch. Left unsigned for 256
+/// epochs of its parity, the slot would carry that epoch's byte, and the
+/// same call: the check would pass, and the rank would read a half
+/// written 256 epochs before as this call's data. Signed at least this
+/// often, a stale slot's byte always differs (the wait says the ranks are
+/// out of step). Less than 256; rarely enough to cost nothing.
+const SIGN_AT_LEAST_EVERY: u64 = 128;
+
 /// What an epoch writes, which says how far back the readers of what it
 /// overwrites were (see [`ShmTeam::poll_begin`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -391,7 +403,13 @@ impl ShmTeam {
                 // Its signature goes in its inline region's head, which its
                 // readers check: the control line is not written (a write
                 // there costs a line's trip when a peer read it last, as
-                // every barrier does).
+                // every barrier does) — but now and then, so that the slot
+                // never holds an epoch whose low byte is this one's.
+                // Relaxed: see `halves_epoch`.
+                let signed = self.signed_epoch[(e % 2) as usize].load(Ordering::Relaxed);
+                if e.saturating_sub(signed) >= SIGN_AT_LEAST_EVERY {
+                    return Poll::Ready(self.sign(e));
+                }
                 Poll::Ready(Ok(()))
             }
         }
@@ -435,9 +453,12 @@ impl ShmTeam {
     }
 
     /// Write the running collective's signature for epoch `e` (its slot's
-    /// readers of epoch `e - 2` have all finished: `begin` waited for them).
+    /// readers of epoch `e - 2` have all finished: `begin` waited for them,
+    /// or for the readers of the last epoch before it that had any).
     fn sign(&self, e: u64) -> Result<()> {
         self.sign_slot(&self.seg.ctrl(self.rank)?.sig[(e % 2) as usize], e);
+        // Relaxed: only this rank's running task reads or writes it.
+        self.signed_epoch[(e % 2) as usize].store(e, Ordering::Relaxed);
         Ok(())
     }
 

@@ -55,6 +55,10 @@ pub(crate) struct ShmTeam {
     /// The last epoch of each parity that this rank began as a
     /// `Depth::Halves` one (`epoch.rs`: what a deep epoch must wait for).
     pub(crate) halves_epoch: [AtomicU64; 2],
+    /// The last epoch of each parity whose signature this rank wrote into
+    /// its control line's slot (`epoch.rs`: inline epochs sign it only now
+    /// and then).
+    pub(crate) signed_epoch: [AtomicU64; 2],
     pub(crate) mcs: McSet,
     /// The host memory component (looked up once: every copy and reduction uses it).
     host_mc: Option<Arc<dyn Mc>>,
@@ -207,6 +211,7 @@ impl ShmTeam {
             pids,
             finished: (0..size).map(|_| AtomicU64::new(0)).collect(),
             halves_epoch: [AtomicU64::new(0), AtomicU64::new(0)],
+            signed_epoch: [AtomicU64::new(0), AtomicU64::new(0)],
             host_mc: mcs.get(MemType::Host).ok().cloned(),
             mcs,
             config,
