@@ -72,7 +72,6 @@ pub(crate) enum VCall {
 /// A v-collective's call as its size round runs it, with what its posts
 /// write and check each time worked out once: the same task posts the
 /// same call on the same team each time.
-#[derive(Clone)]
 pub(crate) struct SizeRound {
     call: VCall,
     layout: Layout,
@@ -113,7 +112,6 @@ enum Place {
 
 /// Where tables and carried blocks lie on a team: the same on every rank
 /// (it depends on the team's size and configuration only).
-#[derive(Clone)]
 struct Layout {
     /// Bytes of a table.
     table: usize,
