@@ -87,37 +87,15 @@ pub(crate) enum Then {
 }
 
 impl Epoch for OneEpoch {
+    /// A barrier's readers wait on `arrive` and check the control line's
+    /// signature; every other one reads inline regions only.
     fn depth(&self, _: &ShmTeam) -> Depth {
-        self.depth()
-    }
-
-    fn publish(&self, team: &ShmTeam, e: u64) -> Result<()> {
-        self.publish(team, e)
-    }
-
-    fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
-        self.waits_for(team)
-    }
-
-    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
-        self.read(team, e)?;
-        team.publish(Flag::Done, e)?;
-        Ok(Then::Over)
-    }
-}
-
-impl OneEpoch {
-    /// What the epoch writes (see `Depth`): a barrier's readers wait on
-    /// `arrive` and check the control line's signature; every other one
-    /// reads inline regions only.
-    fn depth(&self) -> Depth {
         match self {
             OneEpoch::Barrier => Depth::Halves,
             _ => Depth::Inline,
         }
     }
 
-    /// Step 2 of the epoch: publish what this rank gives.
     fn publish(&self, team: &ShmTeam, e: u64) -> Result<()> {
         match self {
             OneEpoch::Barrier => team.publish(Flag::Arrive, e),
@@ -132,7 +110,6 @@ impl OneEpoch {
         }
     }
 
-    /// Step 3: the counter to wait on, and whose (none: this rank reads nothing).
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
         match self {
             OneEpoch::Barrier => Some((Flag::Arrive, &team.all)),
@@ -147,6 +124,14 @@ impl OneEpoch {
         }
     }
 
+    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
+        self.read(team, e)?;
+        team.publish(Flag::Done, e)?;
+        Ok(Then::Over)
+    }
+}
+
+impl OneEpoch {
     /// Step 4: read what the wait said is there.
     fn read(&self, team: &ShmTeam, e: u64) -> Result<()> {
         match self {
@@ -203,7 +188,7 @@ impl OneEpoch {
 impl ShmTeam {
     /// Run `coll` as the next epoch of the running collective.
     pub(crate) async fn one_epoch(&self, coll: &OneEpoch) -> Result<()> {
-        let e = self.begin_at(coll.depth()).await?;
+        let e = self.begin_at(coll.depth(self)).await?;
         coll.publish(self, e)?;
         if let Some((flag, ranks)) = coll.waits_for(self) {
             self.wait(flag, ranks, e).await?;
