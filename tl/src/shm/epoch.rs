@@ -3,12 +3,13 @@
 //! Every step of a collective is an epoch `e`, the same on every rank. In it
 //! a rank (1) waits until everyone has finished epoch `e - 2`, which used the
 //! same half of its area ([`ShmTeam::begin`]; an epoch that writes only its
-//! inline region waits for `e - INLINE_DEPTH`, see [`Depth`]); (2) writes its half and
-//! publishes `arrive = e` (an inline epoch publishes its region's tag
-//! instead and leaves its control line alone, `inline.rs`); (3) waits for the `arrive` (or `reduced`) of the
-//! ranks it reads; (4) reads; (5) publishes `done = e`. Each counter is
-//! written by its rank only, with Release after the data it covers, and read
-//! by the others with Acquire before they read that data.
+//! inline region waits for `e - INLINE_DEPTH`, see [`Depth`]); (2) writes
+//! its half and publishes `arrive = e` (an inline epoch publishes its
+//! region's tag instead and leaves its control line alone, `inline.rs`);
+//! (3) waits for the `arrive` (or `reduced`) of the ranks it reads;
+//! (4) reads; (5) publishes `done = e`. Each counter is written by its rank
+//! only, with Release after the data it covers, and read by the others
+//! with Acquire before they read that data.
 //!
 //! Every epoch of a rank ends with its `done`, and the next one's `arrive`,
 //! `reduced` or inline tag (`inline.rs`) comes after it: a rank seen at

@@ -65,7 +65,9 @@ pub(crate) enum VCall {
     /// Scatterv, and where this rank's block comes from: `(root, dst)`,
     /// or nothing at the root in place (its block stays in src).
     Scatter { o: args::Scatter, take: Vec<(usize, MemRef)> },
-    /// Alltoallv, and `(g, block g of dst)` for every rank g.
+    /// Alltoallv, and `(g, block g of dst)` for every rank g. Carried, a
+    /// rank's blocks are in the segment before any lands in dst: in place
+    /// needs no copy then (the data rounds make one).
     Alltoall { o: args::Alltoall, take: Vec<(usize, MemRef)> },
 }
 
