@@ -4,7 +4,6 @@
 //! rank ends, so ranks must print little (a pipe holds 64 KiB).
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,9 +30,10 @@ impl RankOutput {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (for the bootstrap store).
+/// A free TCP port on 127.0.0.1 for the bootstrap store, which no
+/// connection takes meanwhile (`TcpOob::free_port`).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(29_500)
+    ferrocoll::TcpOob::free_port().unwrap_or(29_500)
 }
 
 /// A job of `size` ranks on one machine; rank r gets `per_rank(r)` extra variables.

@@ -131,12 +131,12 @@ impl JobEnv {
     }
 }
 
-/// A TCP port that was free on 127.0.0.1 a moment ago (bind port 0, read
-/// it back, release it). Another process may take it before rank 0 binds
-/// it; the bootstrap then fails with an error naming the port.
+/// A TCP port that was free on 127.0.0.1 a moment ago, where no
+/// connection takes it meanwhile (`TcpOob::free_port`). A process binding
+/// it by number still may; the bootstrap then fails with an error naming
+/// the port.
 pub fn free_port() -> std::io::Result<u16> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-    Ok(listener.local_addr()?.port())
+    ferrocoll_transport::TcpOob::free_port()
 }
 
 /// A fresh secret: 16 bytes from `/dev/urandom`, in hex.

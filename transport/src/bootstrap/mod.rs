@@ -74,6 +74,7 @@ mod auth;
 mod client;
 mod env;
 mod frame;
+mod port;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -156,6 +157,14 @@ enum Side {
 }
 
 impl TcpOob {
+    /// A TCP port for rank 0's store (`master_port`) that was free on
+    /// 127.0.0.1 a moment ago: below the kernel's ephemeral range where
+    /// there is room, so that no connection takes it before rank 0 binds
+    /// it (only a process binding it by number can).
+    pub fn free_port() -> std::io::Result<u16> {
+        port::free_port()
+    }
+
     /// The job id every rank of a job computes (16 hex digits): a hash of
     /// the token and the store's address and port. Shared-memory segments are
     /// named with it, so a launcher can remove what a crashed job left.
