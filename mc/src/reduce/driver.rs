@@ -69,6 +69,18 @@ pub(crate) trait Kernel {
     fn combine2(&self, _dst: &mut [Self::Elem], _a: &[Self::Elem], _b: &[Self::Elem]) -> bool {
         false
     }
+
+    /// A reduction of a few elements ([`TINY_BYTES`] of destination at
+    /// most) straight from the operands' bytes, one element at a time, for
+    /// kernels that can (`None` where the kernel cannot: the driver then
+    /// goes element by element through `load`, `fold` and `store`). The
+    /// same operations in the same order as `load`, `fold` and `store`, so
+    /// the same bits. The driver checked that every operand is as long as
+    /// dst, and that dst holds whole elements.
+    #[inline(always)]
+    fn tiny(&self, _ops: &mut Operands<'_>) -> Option<Result<()>> {
+        None
+    }
 }
 
 /// The operands of one reduction, as bytes of equal length.
@@ -91,6 +103,10 @@ const TINY_BYTES: usize = 32;
 /// Run `kernel` over the operands, on the widest vector unit the CPU has.
 pub(crate) fn run<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
     if ops.dst.len() <= TINY_BYTES {
+        let mut ops = ops;
+        if let Some(done) = kernel.tiny(&mut ops) {
+            return done;
+        }
         return tiny(kernel, ops);
     }
     #[cfg(target_arch = "x86_64")]
@@ -231,7 +247,7 @@ fn combine2<K: Kernel>(kernel: &K, dst: &mut [u8], a: &[u8], b: &[u8]) -> bool {
 
 /// `len` bytes of `src` from `off`, or an error if the operands differ in length.
 #[inline(always)]
-fn sub(src: &[u8], off: usize, len: usize) -> Result<&[u8]> {
+pub(crate) fn sub(src: &[u8], off: usize, len: usize) -> Result<&[u8]> {
     src.get(off..off + len)
         .ok_or_else(|| Error::internal(format!("operand of {} bytes is shorter than the destination", src.len())))
 }
