@@ -100,21 +100,21 @@ impl fmt::Display for Status {
 /// on the path of a small collective, which succeeds, tests one word
 /// instead of writing and reading a 48-byte value through memory (~40
 /// instructions of a small reduction alone, BENCHMARKS.md fifteenth round).
+#[derive(thiserror::Error)]
+#[error(transparent)]
 pub struct Error(Box<Inner>);
 
 /// What an [`Error`] says.
+#[derive(Debug, thiserror::Error)]
+#[error("{status}: {context}")]
 struct Inner {
     status: Status,
     context: String,
+    #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.0.status, self.0.context)
-    }
-}
-
+/// As the fields were `Error`'s own: `Error { status, context, source }`.
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Error")
@@ -122,12 +122,6 @@ impl fmt::Debug for Error {
             .field("context", &self.0.context)
             .field("source", &self.0.source)
             .finish()
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
     }
 }
 
