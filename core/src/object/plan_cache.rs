@@ -53,6 +53,8 @@ pub(crate) struct Plan {
     pub(crate) diag: Arc<TaskDiag>,
     /// The raw arguments it was made from, when a later call can be matched on them.
     pub(crate) raw: Option<RawKey>,
+    /// [`call_hint`] of `init`, worked out once (each park writes it).
+    pub(crate) call_hint: u64,
     /// While parked: the finished request's slot, which the next post
     /// re-arms. `None` otherwise.
     pub(crate) parked: Option<Arc<TaskSlot>>,
@@ -146,10 +148,18 @@ impl RawCall {
 pub(crate) struct RawKey {
     pub(crate) call: RawCall,
     pub(crate) arrays: ArraysRead,
+    /// `call`'s hint, worked out once (each park writes it).
+    hint: u64,
+}
+
+impl RawKey {
+    pub(crate) fn new(call: RawCall, arrays: ArraysRead) -> RawKey {
+        RawKey { hint: call.hint(), call, arrays }
+    }
 }
 
 /// The hint of a validated call: equal (`same_call`) calls, equal hints.
-fn call_hint(init: &CollInit) -> u64 {
+pub(crate) fn call_hint(init: &CollInit) -> u64 {
     let addr = |m: &Option<crate::MemRef>| m.map_or(0, |m| m.addr() as u64);
     mix(mix(init.coll as u64, init.count as u64), mix(addr(&init.src), addr(&init.dst)))
 }
@@ -300,7 +310,7 @@ impl PlanCache {
         if !(parkable(&plan.init) && plan.task.as_ref().is_some_and(|t| t.reusable())) {
             return self.release(plan);
         }
-        let (raw, call) = (plan.raw.as_ref().map_or(0, |r| r.call.hint()), call_hint(&plan.init));
+        let (raw, call) = (plan.raw.as_ref().map_or(0, |r| r.hint), plan.call_hint);
         let held = plan.held.take();
         let p = Box::into_raw(plan);
         let hint = |e: &Entry| {
@@ -442,6 +452,7 @@ mod tests {
         let init = unsafe { CollInit::validate(&args, 0, 1, &|_| MemType::Host, None) }.expect("a barrier");
         let task: Arc<dyn CollTask> = Arc::new(Reusable);
         Box::new(Plan {
+            call_hint: call_hint(&init),
             init: Arc::new(init),
             task: Some(task),
             selected: "test/reusable".into(),

@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::plan_cache::{Plan, RawCall, RawKey};
+use super::plan_cache::{Plan, RawCall, RawKey, call_hint};
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
 use crate::backend::{CollTask, PostInfo};
@@ -103,7 +103,7 @@ impl Team {
         // SAFETY: forwarded to our caller.
         let (init, arrays) =
             unsafe { CollInit::validate_noting_arrays(args, team.rank, team.size, &resolve, timeout, raw.is_some())? };
-        let raw = raw.zip(arrays).map(|(call, arrays)| RawKey { call, arrays });
+        let raw = raw.zip(arrays).map(|(call, arrays)| RawKey::new(call, arrays));
         if let Some(p) = team.plans.take(&init) {
             trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
             let mut req = Request::from_parked(team.clone(), p);
@@ -172,6 +172,7 @@ impl<'a> Request<'a> {
     ) -> Self {
         let shown = active.board.as_ref().map(|_| Posted { seq: 0, sig: Signature::of(&init), via: selected.via });
         let plan = Plan {
+            call_hint: call_hint(&init),
             init,
             task,
             selected: selected.name.clone(),
