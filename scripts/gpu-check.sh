@@ -73,8 +73,10 @@ build() {
     local json="$dir/.cargo.json"
     # Release builds are ~1-2 MB a binary (debug ones ~30 MB): they fit the carry limit.
     # Without the release profile's whole-program optimisation: it would
-    # link each of the ~40 test binaries as one unit (minutes each).
+    # link each of the ~40 test binaries as one unit (minutes each). Tests
+    # built with --release use the bench profile, which inherits release.
     CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+        CARGO_PROFILE_BENCH_LTO=off CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 \
         cargo test --release --no-run --workspace --message-format=json >"$json"
     cargo build --release -p ferrocoll-bench -p ferrocoll-capi --bins
     # One line per test executable: package, target name, kind, path.
