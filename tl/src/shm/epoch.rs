@@ -272,6 +272,12 @@ impl ShmTeam {
         }
     }
 
+    /// Whether every rank is known to have finished `epoch`.
+    fn all_known_finished(&self, epoch: u64) -> bool {
+        // Relaxed: see `learn_finished`.
+        self.finished.iter().all(|f| f.load(Ordering::Relaxed) >= epoch)
+    }
+
     /// Whether rank `r` is known to have finished `epoch`.
     fn known_finished(&self, r: usize, epoch: u64) -> bool {
         // Relaxed: see `learn_finished`.
@@ -374,9 +380,10 @@ impl ShmTeam {
     #[inline]
     pub(crate) fn poll_begin(&self, e: u64, depth: Depth, cursor: &mut WaitCursor) -> Poll<Result<()>> {
         let need = self.must_have_finished(e, depth);
-        if need > 0 {
-            // Usually known already (see the module docs): the wait then
-            // reads no peer's control line.
+        // Usually known already (see the module docs): then not even the
+        // wait's one look (which reads no peer's control line either, but
+        // was a third of a small collective's epoch on a team of one).
+        if need > 0 && !self.all_known_finished(need) {
             match self.poll_wait(Flag::Done, &self.all, need, false, cursor) {
                 Poll::Ready(Ok(())) => {}
                 other => return other,
