@@ -68,6 +68,10 @@ impl std::fmt::Debug for HostMc {
 /// Sources whose slices are kept on the stack during a reduce.
 const STACK_SOURCES: usize = 16;
 
+/// Sources of the usual reduce (two ranks, a tree's step): their slices
+/// go in an array of this many.
+const FEW_SOURCES: usize = 4;
+
 #[inline]
 fn check_host(what: &str, mem: &MemRef) -> Result<()> {
     check_host_with(|| what.to_string(), mem)
@@ -158,31 +162,56 @@ impl Mc for HostMc {
                 dst.addr()
             )));
         }
-        // Slices of the sources: on the stack for the usual few, else on the heap.
-        let mut stack: [&[u8]; STACK_SOURCES] = [&[]; STACK_SOURCES];
-        let heap: Vec<&[u8]>;
         // SAFETY: by the MemRef contract every range is a live host allocation
         // (host checked above) of its length, dst writable, and nothing
         // outside ferrocoll accesses them during the call. No source in
         // `checked` overlaps dst (checked above), so the one &mut slice over dst
         // aliases none of the shared slices; sources may alias each other, as
         // shared slices may. In place, srcs[0] is dst and gets no slice of its own.
-        let (dst_slice, src_slices): (&mut [u8], &[&[u8]]) = unsafe {
-            if checked.len() <= STACK_SOURCES {
-                for (slot, m) in stack.iter_mut().zip(checked) {
-                    *slot = m.as_slice();
+        let dst_slice = unsafe { dst.as_mut_slice() };
+        // SAFETY: as above.
+        unsafe {
+            with_slices(checked, |src_slices| {
+                // The slice functions check dtype, op, divisor and lengths.
+                if in_place {
+                    reduce_slices_in_place(dst_slice, src_slices, spec)
+                } else {
+                    reduce_slices(dst_slice, src_slices, spec)
                 }
-                (dst.as_mut_slice(), &stack[..checked.len()])
-            } else {
-                heap = checked.iter().map(|m| m.as_slice()).collect();
-                (dst.as_mut_slice(), &heap)
-            }
-        };
-        // The slice functions check dtype, op, divisor and lengths.
-        if in_place {
-            reduce_slices_in_place(dst_slice, src_slices, spec)
-        } else {
-            reduce_slices(dst_slice, src_slices, spec)
+            })
+        }
+    }
+}
+
+/// `f` on the slices of `mems`: on the stack for the usual few sources, in
+/// an array no longer than needed (filling the 16-slot one cost more than
+/// reducing two `f32`), else on the heap.
+///
+/// # Safety
+/// Every range must be a live host allocation of its length that nothing
+/// writes while `f` runs (the `MemRef` contract, host memory).
+unsafe fn with_slices<R>(mems: &[MemRef], f: impl FnOnce(&[&[u8]]) -> R) -> R {
+    /// [`with_slices`] on an array of `N` slots (`mems` fits).
+    ///
+    /// # Safety
+    /// As [`with_slices`].
+    unsafe fn on_stack<const N: usize, R>(mems: &[MemRef], f: impl FnOnce(&[&[u8]]) -> R) -> R {
+        let mut stack: [&[u8]; N] = [&[]; N];
+        for (slot, m) in stack.iter_mut().zip(mems) {
+            // SAFETY: forwarded to our caller.
+            *slot = unsafe { m.as_slice() };
+        }
+        f(&stack[..mems.len().min(N)])
+    }
+    match mems.len() {
+        // SAFETY: forwarded to our caller.
+        0..=FEW_SOURCES => unsafe { on_stack::<FEW_SOURCES, R>(mems, f) },
+        // SAFETY: forwarded to our caller.
+        n if n <= STACK_SOURCES => unsafe { on_stack::<STACK_SOURCES, R>(mems, f) },
+        _ => {
+            // SAFETY: forwarded to our caller.
+            let heap: Vec<&[u8]> = mems.iter().map(|m| unsafe { m.as_slice() }).collect();
+            f(&heap)
         }
     }
 }

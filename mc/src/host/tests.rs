@@ -120,6 +120,30 @@ fn reduce_through_memrefs_in_place_and_not() {
         .unwrap();
 }
 
+/// Every number of sources, across the stack arrays' sizes (4 and 16) and
+/// onto the heap, in place and not: each source counted once, in order.
+#[test]
+fn reduce_through_memrefs_of_any_number_of_sources() {
+    let mc = HostMc::new();
+    for n in [1usize, 2, 4, 5, 16, 17, 40] {
+        // Source i holds i + 1 in each element, (i + 1) * 1000 in the last.
+        let mut srcs: Vec<Vec<u8>> =
+            (0..n).map(|i| bytemuck::cast_slice(&[i as i64 + 1, (i as i64 + 1) * 1000]).to_vec()).collect();
+        let want = |n: usize| {
+            let t = (n * (n + 1) / 2) as i64;
+            [t, t * 1000]
+        };
+        let mut out = vec![0u8; 16];
+        let mo = mref(&mut out);
+        let ms: Vec<MemRef> = srcs.iter_mut().map(|v| mref(v)).collect();
+        let s = spec(DataType::Int64, ReduceOp::Sum, 2);
+        mc.reduce(mo, &ms, &s).unwrap();
+        assert_eq!(bytemuck::cast_slice::<u8, i64>(&out), want(n), "{n} sources");
+        mc.reduce(ms[0], &ms, &s).unwrap();
+        assert_eq!(bytemuck::cast_slice::<u8, i64>(&srcs[0]), want(n), "{n} sources, in place");
+    }
+}
+
 #[test]
 fn reduce_refuses_overlap_other_memory_and_bad_shapes() {
     let mc = HostMc::new();

@@ -114,6 +114,14 @@ pub(crate) fn run<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
         // SAFETY: the CPU supports AVX2, checked just above.
         return unsafe { drive_avx2(kernel, ops) };
     }
+    drive_plain(kernel, ops)
+}
+
+/// [`drive`] without AVX2, not inlined into [`run`]: its 8 KiB chunk
+/// buffers would make every call's frame that large (stack probes and all),
+/// a tiny reduction's too.
+#[inline(never)]
+fn drive_plain<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
     drive(kernel, ops)
 }
 
