@@ -153,6 +153,7 @@ pub(crate) struct RawKey {
 }
 
 impl RawKey {
+    /// The key of a call made from `call`, whose validation read `arrays`.
     pub(crate) fn new(call: RawCall, arrays: ArraysRead) -> RawKey {
         RawKey { hint: call.hint(), call, arrays }
     }

@@ -78,7 +78,7 @@ pub(crate) trait Kernel {
     /// the same bits. The driver checked that every operand is as long as
     /// dst, and that dst holds whole elements.
     #[inline(always)]
-    fn tiny(&self, _ops: &mut Operands<'_>) -> Option<Result<()>> {
+    fn in_registers(&self, _ops: &mut Operands<'_>) -> Option<Result<()>> {
         None
     }
 }
@@ -101,10 +101,9 @@ pub(crate) struct Operands<'a> {
 const TINY_BYTES: usize = 32;
 
 /// Run `kernel` over the operands, on the widest vector unit the CPU has.
-pub(crate) fn run<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+pub(crate) fn run<K: Kernel>(kernel: &K, mut ops: Operands<'_>) -> Result<()> {
     if ops.dst.len() <= TINY_BYTES {
-        let mut ops = ops;
-        if let Some(done) = kernel.tiny(&mut ops) {
+        if let Some(done) = kernel.in_registers(&mut ops) {
             return done;
         }
         return tiny(kernel, ops);

@@ -74,13 +74,13 @@ impl<T: Num, O: Op<T>> Kernel for Fold<T, O> {
     /// ranks) took ~250 instructions through the slices of `load`, `fold`
     /// and `store`, most of them copies of one element.
     #[inline(always)]
-    fn tiny(&self, ops: &mut Operands<'_>) -> Option<Result<()>> {
+    fn in_registers(&self, ops: &mut Operands<'_>) -> Option<Result<()>> {
         Some(self.fold_each(ops))
     }
 }
 
 impl<T: Num, O: Op<T>> Fold<T, O> {
-    /// [`Kernel::tiny`]: `load`, a `fold` per further source and `store`
+    /// [`Kernel::in_registers`]: `load`, a `fold` per further source and `store`
     /// on one element at a time.
     #[inline(always)]
     fn fold_each(&self, ops: &mut Operands<'_>) -> Result<()> {
