@@ -130,7 +130,8 @@ impl Flag {
         // must be visible to the device before the flag is. x86 stores reach
         // devices in order; on aarch64 a release store orders them for CPUs
         // (inner shareable) only, and devices need a barrier over the outer
-        // shareable domain first, as Linux's dma_wmb() does.
+        // shareable domain first, as Linux's dma_mb() does (the reads of the
+        // memory the work after the flag overwrites included).
         device_write_barrier();
         flag.store(value, Ordering::Release);
     }
@@ -152,15 +153,18 @@ impl Flag {
     }
 }
 
-/// Order this thread's earlier stores to memory before its later ones, as
-/// a device (DMA over PCIe or C2C) observes them.
+/// Order this thread's earlier reads and writes of memory before its later
+/// stores, as a device (DMA over PCIe or C2C) observes them. Reads too
+/// (`dmb osh`, Linux's dma_mb(), not the store-only `dmb oshst`): the flag
+/// lets stream work run that may overwrite pinned memory the collective
+/// read, and an aarch64 load may otherwise complete after a later store.
 #[inline]
 fn device_write_barrier() {
     #[cfg(target_arch = "aarch64")]
     // SAFETY: a data memory barrier; it reads and writes no memory and
     // changes no register.
     unsafe {
-        std::arch::asm!("dmb oshst", options(nostack, preserves_flags))
+        std::arch::asm!("dmb osh", options(nostack, preserves_flags))
     };
 }
 

@@ -341,6 +341,7 @@ impl ShmTeam {
             // already left stays LEFT.
             let failed = FAILED | self.blame.load(Ordering::Relaxed) << CAUSE_SHIFT;
             let _ = c.left.compare_exchange(PRESENT, failed, Ordering::Release, Ordering::Relaxed);
+            order_before_handback();
         }
     }
 }
@@ -358,8 +359,22 @@ impl ShmTeam {
             // Release: peers that see `left` stop waiting for us. A rank on
             // which a collective failed stays FAILED, the better reason.
             let _ = c.left.compare_exchange(PRESENT, LEFT, Ordering::Release, Ordering::Relaxed);
+            order_before_handback();
         }
     }
+}
+
+/// After this rank marks itself FAILED or LEFT: a peer reading this
+/// rank's own buffer by single copy checks the mark after its read
+/// (`single_copy::announce`, a SeqCst fence then an acquire load), and the
+/// caller may rewrite that buffer as soon as the collective is handed
+/// back. A Release CAS orders what came before it, not the caller's later
+/// stores (a weakly ordered CPU, aarch64, may show those first, and the
+/// peer would pass off the new bytes as this rank's data): the fence keeps
+/// the mark first. Whether or not the CAS won: an earlier mark must come
+/// first too. On x86 the locked CAS already was such a fence.
+fn order_before_handback() {
+    std::sync::atomic::fence(Ordering::SeqCst);
 }
 
 impl AlgTeam for ShmTeam {
