@@ -90,13 +90,12 @@ fn a_rank_whose_context_is_destroyed_fails_its_peers() {
     assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
 }
 
-/// A rank that destroys its team after small shm collectives (whose
-/// finished futures their queue slots may keep for the next post, see
-/// `CollTask::recycles_futures`) is seen to have left at once, even while
-/// its context lives on and is never progressed again: nothing it
-/// leaves behind keeps the team's segment claimed.
-#[test]
-fn a_rank_that_destroys_its_team_after_small_collectives_is_seen_to_leave() {
+/// Small shm collectives on two ranks, after which rank 1 runs `leave`
+/// with its team (its context stays, unprogressed, until rank 0 is done):
+/// rank 0's next collective must fail at once, naming rank 1 as gone,
+/// not at its timeout. `leave` runs rank 1's share of 50 allreduces of 2
+/// floats, then lets its team go.
+fn rank_1_is_seen_to_leave(leave: impl FnOnce(Team) + Send + 'static) {
     let mut c = Config::new();
     c.set("TLS", "shm,self");
     let lib = Lib::with_params(LibParams { config: c, ..LibParams::default() }).expect("lib");
@@ -107,20 +106,14 @@ fn a_rank_that_destroys_its_team_after_small_collectives_is_seen_to_leave() {
     let leaver = std::thread::spawn(move || {
         let ctx = Context::new(&l1, ContextParams::with_oob(o1)).expect("ctx");
         let team = Team::create(&ctx, TeamParams::default()).expect("team");
-        let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
-        for _ in 0..50 {
-            Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(&team).expect("allreduce");
-        }
-        drop(team);
-        // The context stays, unprogressed, until rank 0 is done.
+        leave(team);
         let _ = done_rx.recv();
         drop(ctx);
     });
     let ctx = Context::new(&lib, ContextParams::with_oob(o0)).expect("ctx");
     let team = Team::create(&ctx, TeamParams::default()).expect("team");
-    let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
     for _ in 0..50 {
-        Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(&team).expect("allreduce");
+        allreduce_2(&team);
     }
     let start = Instant::now();
     let e = Coll::barrier().timeout(Duration::from_secs(20)).run(&team).expect_err("rank 1 left");
@@ -129,6 +122,69 @@ fn a_rank_that_destroys_its_team_after_small_collectives_is_seen_to_leave() {
     assert_eq!(e.status(), Status::IoError, "{e}");
     assert!(e.to_string().contains("rank 1 left the team"), "{e}");
     assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+}
+
+fn allreduce_2(team: &Team) {
+    let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
+    Coll::allreduce(&src, &mut dst, ReduceOp::Sum).run(team).expect("allreduce");
+}
+
+/// A rank that destroys its team after small shm collectives (whose
+/// finished futures their queue slots may keep for the next post, see
+/// `CollTask::recycles_futures`; whose requests left their team reference
+/// to the thread, see `spare_team.rs`) is seen to have left at once, even
+/// while its context lives on and is never progressed again: nothing it
+/// leaves behind keeps the team's segment claimed.
+#[test]
+fn a_rank_that_destroys_its_team_after_small_collectives_is_seen_to_leave() {
+    rank_1_is_seen_to_leave(|team| {
+        for _ in 0..50 {
+            allreduce_2(&team);
+        }
+        drop(team);
+    });
+}
+
+/// The same when the rank's last request outlives its team's handle: the
+/// team goes with that request.
+#[test]
+fn a_team_whose_last_request_outlives_its_handle_goes_with_that_request() {
+    rank_1_is_seen_to_leave(|team| {
+        for _ in 0..49 {
+            allreduce_2(&team);
+        }
+        let (src, mut dst) = ([1.0f32; 2], [0.0f32; 2]);
+        let mut last = Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(&team).expect("init");
+        last.post().expect("post");
+        last.wait().expect("wait");
+        drop(team);
+        drop(last);
+    });
+}
+
+/// The same when the rank's collectives ran on another thread, which
+/// outlives the team's handle: the team goes when that thread ends.
+#[test]
+fn a_team_whose_requests_ran_on_another_thread_goes_when_that_thread_ends() {
+    rank_1_is_seen_to_leave(|team| {
+        let team = Arc::new(team);
+        let (ran_tx, ran_rx) = std::sync::mpsc::channel::<()>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let on_thread = team.clone();
+        let worker = std::thread::spawn(move || {
+            for _ in 0..50 {
+                allreduce_2(&on_thread);
+            }
+            drop(on_thread);
+            let _ = ran_tx.send(());
+            // Outlives the handle, dropped below meanwhile.
+            let _ = go_rx.recv();
+        });
+        let _ = ran_rx.recv();
+        drop(team);
+        let _ = go_tx.send(());
+        worker.join().expect("worker");
+    });
 }
 
 #[test]

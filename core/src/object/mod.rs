@@ -9,6 +9,7 @@ mod plan_cache;
 mod request;
 mod selection;
 mod settings;
+mod spare_team;
 mod team;
 
 pub use context::{Context, ContextParams, ContextType};

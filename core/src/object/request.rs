@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::plan_cache::{Plan, RawCall, RawKey, call_hint};
+use super::spare_team;
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
 use crate::backend::{CollTask, PostInfo};
@@ -41,7 +42,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// buffers are released before the drop returns); the other ranks' requests
 /// then wait for it until their timeout.
 pub struct Request<'a> {
-    team: Arc<TeamInner>,
+    /// Its team; left to the thread's spare when the request is dropped
+    /// (`spare_team.rs`). Only `Drop` takes it out.
+    team: ManuallyDrop<Arc<TeamInner>>,
     /// What the request runs: made at init, or taken back from the team's
     /// plan cache, and parked there again when the request is dropped
     /// (one box, so that taking and parking it moves a pointer and counts
@@ -97,7 +100,7 @@ impl Team {
         // SAFETY: `raw` is of our caller's arguments, under our contract.
         if let Some(p) = raw.as_ref().and_then(|raw| unsafe { team.plans.take_raw(raw) }) {
             trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
-            return Ok(Request::from_parked(team.clone(), p));
+            return Ok(Request::from_parked(spare_team::take(team), p));
         }
         let timeout = team.ctx.settings.coll_timeout;
         // SAFETY: forwarded to our caller.
@@ -106,7 +109,7 @@ impl Team {
         let raw = raw.zip(arrays).map(|(call, arrays)| RawKey::new(call, arrays));
         if let Some(p) = team.plans.take(&init) {
             trace(team, &init, &p.selected, || "the plan of the last request with this call".to_string());
-            let mut req = Request::from_parked(team.clone(), p);
+            let mut req = Request::from_parked(spare_team::take(team), p);
             req.plan.raw = raw;
             return Ok(req);
         }
@@ -114,7 +117,7 @@ impl Team {
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
             let name = AlgName::new("none/zero-size".into());
-            return Ok(Request::new(team.clone(), init, None, &name, active, raw));
+            return Ok(Request::new(spare_team::take(team), init, None, &name, active, raw));
         }
         let choices = active.selection.choices(active, init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
@@ -131,7 +134,7 @@ impl Team {
                         };
                         format!("score {} in range {}{fallbacks}", c.score, c.range)
                     });
-                    return Ok(Request::new(team.clone(), init, Some(task), name, active, raw));
+                    return Ok(Request::new(spare_team::take(team), init, Some(task), name, active, raw));
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
                     skipped.push(format!("{} ({})", name.name, e.context()));
@@ -189,7 +192,7 @@ impl<'a> Request<'a> {
     /// request with the same plan (see `plan_cache.rs`).
     fn with_plan(team: Arc<TeamInner>, plan: Box<Plan>, spare: Option<Arc<TaskSlot>>) -> Self {
         Request {
-            team,
+            team: ManuallyDrop::new(team),
             plan: ManuallyDrop::new(plan),
             id: AtomicU64::new(0),
             slot: None,
@@ -489,5 +492,7 @@ impl Drop for Request<'_> {
             }
             _ => self.park(plan),
         }
+        // SAFETY: `drop` runs once, and nothing reads `self.team` after this line.
+        spare_team::keep(unsafe { ManuallyDrop::take(&mut self.team) });
     }
 }

@@ -137,7 +137,7 @@ pub(crate) struct TeamInner {
     /// what every `collective_init` reads, without the state's lock.
     ready: OnceLock<ActiveTeam>,
     seq: AtomicU64,
-    alive: AtomicBool,
+    pub(super) alive: AtomicBool,
     /// The prepared parts of the last one-shot request, for the next with the same call.
     pub(crate) plans: PlanCache,
 }
@@ -422,6 +422,7 @@ impl Drop for Team {
         // Relaxed: see TeamInner::active.
         self.inner.alive.store(false, Ordering::Relaxed);
         self.inner.plans.clear();
+        super::spare_team::release(&self.inner);
     }
 }
 
