@@ -31,58 +31,48 @@ thread_local! {
 /// A counted reference to `team`: this thread's spare if it is one of
 /// `team`, else a new one.
 pub(crate) fn take(team: &Arc<TeamInner>) -> Arc<TeamInner> {
-    let spare = SPARE.try_with(|s| match s.take() {
-        Some(t) if Arc::ptr_eq(&t, team) => Ok(t),
-        // Another team's, whose handle is gone: released here.
-        Some(t) if !handle_lives(&t) => Err(Some(t)),
-        other => {
-            s.set(other);
-            Err(None)
-        }
-    });
-    match spare {
-        Ok(Ok(mine)) => mine,
-        // Dropped once the cell is in order again: its team's drop may
-        // drop requests, which use the cell.
-        Ok(Err(gone)) => {
-            drop(gone);
-            team.clone()
-        }
-        Err(_) => team.clone(),
+    if let Some(mine) = take_spare_if(|t| Arc::ptr_eq(t, team)) {
+        return mine;
     }
-}
-
-/// Whether the user's handle of `team` is still there.
-fn handle_lives(team: &TeamInner) -> bool {
-    // Relaxed: a stale `true` keeps a spare a while longer, nothing more.
-    team.alive.load(Ordering::Relaxed)
+    // Another team's spare whose handle is gone meanwhile: released here.
+    drop(take_spare_if(|t| !handle_lives(t)));
+    team.clone()
 }
 
 /// Keep `team`, a dropped request's reference, as this thread's spare; the
-/// spare before it is released. A thread that is exiting releases it at
-/// once.
+/// spare before it is released. A thread that is exiting releases `team`
+/// at once (the closure that owns it is dropped unrun).
 pub(crate) fn keep(team: Arc<TeamInner>) {
     if !handle_lives(&team) {
         // Released now: the team goes with its last request.
         drop(team);
         return;
     }
-    let mut team = Some(team);
-    // The spare before it is dropped once the cell is in order again (as
-    // in `take`).
-    let before = SPARE.try_with(|s| s.replace(team.take()));
-    drop(before);
-    drop(team);
+    // The spare before it is dropped after the cell holds `team`: that
+    // drop may end a team, and with it requests, which use the cell.
+    drop(SPARE.try_with(move |s| s.replace(Some(team))));
 }
 
 /// Release this thread's spare if it is one of `team` (its handle is dropped).
 pub(crate) fn release(team: &TeamInner) {
-    let spare = SPARE.try_with(|s| match s.take() {
-        Some(t) if std::ptr::eq(Arc::as_ptr(&t), team) => Some(t),
+    drop(take_spare_if(|t| std::ptr::eq(Arc::as_ptr(t), team)));
+}
+
+/// This thread's spare, taken out if `wanted` says so (else left there).
+/// The caller drops what it gets outside the cell's access.
+fn take_spare_if(wanted: impl FnOnce(&Arc<TeamInner>) -> bool) -> Option<Arc<TeamInner>> {
+    let taken = SPARE.try_with(|s| match s.take() {
+        Some(t) if wanted(&t) => Some(t),
         other => {
             s.set(other);
             None
         }
     });
-    drop(spare);
+    taken.ok().flatten()
+}
+
+/// Whether the user's handle of `team` is still there.
+fn handle_lives(team: &TeamInner) -> bool {
+    // Relaxed: a stale `true` keeps a spare a while longer, nothing more.
+    team.alive.load(Ordering::Relaxed)
 }
