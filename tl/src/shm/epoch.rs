@@ -27,6 +27,7 @@ use ferrocoll_core::args::Signature;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::liveness::Proc;
 
+use super::demote::demote;
 use super::layout::INLINE_DEPTH;
 use super::segment::{CAUSE_SHIFT, Ctrl, FAILED, PRESENT, SigSlot};
 use super::team::ShmTeam;
@@ -482,10 +483,17 @@ impl ShmTeam {
     pub(crate) fn publish(&self, flag: Flag, e: u64) -> Result<()> {
         let c = self.seg.ctrl(self.rank)?;
         // Release: everything this rank wrote for epoch e is visible to a
-        // reader that Acquire-loads the counter (see `load`).
+        // reader that Acquire-loads the counter (see `load`). The flags that
+        // a peer spins on are handed towards it (`demote.rs`).
         match flag {
-            Flag::Arrive => c.arrive.store(e, Ordering::Release),
-            Flag::Reduced => c.reduced.store(e, Ordering::Release),
+            Flag::Arrive => {
+                c.arrive.store(e, Ordering::Release);
+                demote(&c.arrive);
+            }
+            Flag::Reduced => {
+                c.reduced.store(e, Ordering::Release);
+                demote(&c.reduced);
+            }
             Flag::Done => c.done.store(e, Ordering::Release),
             Flag::Inline => self.seg.inline_head(self.rank, e)?.tag.store(e, Ordering::Release),
         }

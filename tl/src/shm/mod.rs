@@ -25,6 +25,7 @@
 mod alg;
 mod cache;
 mod context;
+mod demote;
 mod epoch;
 mod inline;
 mod layout;
