@@ -22,13 +22,31 @@ use ferrocoll_kernels::{
 /// Set in the child so that it runs the test instead of spawning again.
 const CHILD_MARKER: &str = "FERROCOLL_NVRTC_CHILD";
 
-/// The folder holding the fetched `libnvrtc.so.13`, if there is one.
+/// The folder holding the fetched `libnvrtc.so.13`, if there is one built
+/// for this CPU (a cross run, under qemu, may find the host's wheel: that
+/// one cannot load, so the test skips as without NVRTC).
 fn wheel_lib_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("FERROCOLL_NVRTC_DIR") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/nvrtc/site/nvidia/cu13/lib"),
     };
-    dir.join("libnvrtc.so.13").is_file().then_some(dir)
+    built_for_this_cpu(&dir.join("libnvrtc.so.13")).then_some(dir)
+}
+
+/// Whether `lib` is an ELF file for this CPU (its header's `e_machine`).
+fn built_for_this_cpu(lib: &std::path::Path) -> bool {
+    const EM_X86_64: u16 = 62;
+    const EM_AARCH64: u16 = 183;
+    let this = if cfg!(target_arch = "x86_64") {
+        EM_X86_64
+    } else if cfg!(target_arch = "aarch64") {
+        EM_AARCH64
+    } else {
+        return false;
+    };
+    let mut head = [0u8; 20];
+    let read = std::fs::File::open(lib).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+    read.is_ok() && head[..4] == *b"\x7fELF" && u16::from_le_bytes([head[18], head[19]]) == this
 }
 
 /// Whether `test` (this test's name) should run its body in this process.

@@ -17,13 +17,18 @@ use std::sync::{Mutex, MutexGuard};
 use ferrocoll_core::Result;
 use ferrocoll_cuda::{Context, HostAlloc};
 
+/// The widest cache line of the CPUs served (128 bytes on some aarch64
+/// ones, and Intel's adjacent-line prefetcher fetches 64-byte lines in
+/// pairs): the shm TL's `LINE` too.
+const LINE: usize = 128;
+
 /// Bytes allocated: two cache lines, the flag's (which the device polls and
 /// only the host writes) and the `started` word's (which the host polls and
 /// only the device writes).
-const BYTES: usize = 128;
+const BYTES: usize = 2 * LINE;
 
 /// The 64-bit word of the `started` value: the first of the second line.
-const STARTED: usize = 64 / 8;
+const STARTED: usize = LINE / 8;
 
 /// Which sequence numbers were handed out and which have ended.
 #[derive(Default)]
@@ -189,7 +194,7 @@ mod tests {
 
     #[test]
     fn the_started_word_is_on_its_own_cache_line() {
-        const { assert!(STARTED * 8 >= 64 && (STARTED + 1) * 8 <= BYTES) };
+        const { assert!(STARTED * 8 >= 128 && (STARTED + 1) * 8 <= BYTES) };
     }
 
     #[test]

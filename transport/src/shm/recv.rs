@@ -108,9 +108,11 @@ impl RecvState {
             if let Arrived::Rndv { peer, desc, .. } = &a {
                 let Ok(word) = peer.slot(desc.slot) else { continue };
                 let queued = slot::word(desc.generation, slot::QUEUED);
-                // Acquire on success: the sender's writes before it posted
-                // (its buffer) happen before our read. Failure: the sender
-                // cancelled it (or a newer message reuses the slot): skip it.
+                // The sender's writes before it posted (its buffer) happen
+                // before our read through the ring: its Release push of the
+                // descriptor, our Acquire pop (QUEUED itself is stored
+                // Relaxed; this CAS's Acquire adds nothing). Failure: the
+                // sender cancelled it (or a newer message reuses the slot): skip it.
                 let taken = slot::word(desc.generation, slot::TAKEN);
                 if word.compare_exchange(queued, taken, Ordering::Acquire, Ordering::Relaxed).is_err() {
                     continue;
