@@ -37,11 +37,18 @@ impl Level {
     }
 }
 
-static LEVEL: AtomicU8 = AtomicU8::new(0);
+/// The level in effect: a [`Level`]'s value, or [`NONE`] (nothing printed).
+static LEVEL: AtomicU8 = AtomicU8::new(Level::Warn as u8);
+/// Set once `UCC_LOG_LEVEL` from the environment was read into [`LEVEL`].
 static INIT: OnceLock<()> = OnceLock::new();
+/// [`LEVEL`] for `UCC_LOG_LEVEL=n`.
+const NONE: u8 = 0;
 
-/// The current maximum level (read once from `UCC_LOG_LEVEL`, default warn).
-pub fn max_level() -> Level {
+/// The current maximum level (`None`: nothing is printed). Read from the
+/// environment's `UCC_LOG_LEVEL` when first asked (default warn); a
+/// library created later sets it from its configuration, which may also
+/// come from `UCC_CONFIG_FILE` or its parameters ([`set_max_level`]).
+pub fn max_level() -> Option<Level> {
     INIT.get_or_init(|| {
         let lvl = match std::env::var("UCC_LOG_LEVEL") {
             Err(_) => Some(Level::Warn),
@@ -52,23 +59,34 @@ pub fn max_level() -> Level {
                 );
                 Some(Level::Warn)
             }),
-        }
-        .unwrap_or(Level::Warn);
-        // Relaxed: the level is an independent setting, no other data is published with it.
-        LEVEL.store(lvl as u8, Ordering::Relaxed);
+        };
+        store(lvl);
     });
     match LEVEL.load(Ordering::Relaxed) {
-        1 => Level::Error,
-        2 => Level::Warn,
-        3 => Level::Info,
-        4 => Level::Debug,
-        _ => Level::Trace,
+        NONE => None,
+        1 => Some(Level::Error),
+        2 => Some(Level::Warn),
+        3 => Some(Level::Info),
+        4 => Some(Level::Debug),
+        _ => Some(Level::Trace),
     }
+}
+
+/// Set the maximum level for the whole process (`None`: print nothing).
+pub fn set_max_level(level: Option<Level>) {
+    // The environment is read first, so that it cannot overwrite this later.
+    INIT.get_or_init(|| ());
+    store(level);
+}
+
+fn store(level: Option<Level>) {
+    // Relaxed: the level is an independent setting, no other data is published with it.
+    LEVEL.store(level.map_or(NONE, |l| l as u8), Ordering::Relaxed);
 }
 
 /// Whether messages at `level` are printed.
 pub fn enabled(level: Level) -> bool {
-    level <= max_level()
+    max_level().is_some_and(|max| level <= max)
 }
 
 /// Where log lines go instead of stderr (see [`set_sink`]).

@@ -20,8 +20,8 @@ $HOME/ucc.conf); variables set in the environment win over it.
                     reduce_scatter,alltoall)
   -b, -e, -f        perftest's min count, max count and factor, float32
                     elements (default 2, 4m, 4: 8 B to 16 MiB)
-  -n ITERS          timed iterations per size (default: the perftest's)
-  -w WARMUPS        warm-up iterations per size (default: the perftest's)
+  -n ITERS          timed iterations per size (default: the perftest's; 100 when only -w is given)
+  -w WARMUPS        warm-up iterations per size (default: the perftest's; 10 when only -n is given)
   -r REPS           sweeps of each candidate, interleaved; medians are compared (default 3)
   --margin PCT      how much faster than the default choice a candidate
                     must be to be pinned (default 10)

@@ -62,11 +62,13 @@ impl Lib {
     pub fn with_components(params: LibParams, components: Components) -> Result<Lib> {
         let config = Config::from_file_and_env()?.merged(&params.config);
         if let Some(v) = config.get("LOG_LEVEL") {
-            if crate::log::Level::parse(v).is_none() {
+            let Some(level) = crate::log::Level::parse(v) else {
                 return Err(Error::invalid_param(format!(
                     "UCC_LOG_LEVEL={v:?} is not a level (error, warn, info, debug, trace, or n for none)"
                 )));
-            }
+            };
+            // The file's or the parameters' level too, not only the environment's.
+            crate::log::set_max_level(level);
         }
         let tls = select_tls(&components.tls, config.get("TLS"))?;
         Ok(Lib {
