@@ -134,6 +134,17 @@ fn emulated_switches_reach_the_team_topology() {
     }
 }
 
+/// `--help` is an answer, not a mistake: stdout and exit status 0; an unknown option is one.
+#[test]
+fn info_answers_help_and_refuses_unknown_options() {
+    let info = env!("CARGO_BIN_EXE_ferrocoll-info");
+    let help = Command::new(info).arg("--help").output().expect("run ferrocoll-info");
+    assert!(help.status.success() && stdout(&help).contains("-T"), "{}", stderr(&help));
+    let bad = Command::new(info).arg("-x").output().expect("run ferrocoll-info");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unknown option \"-x\""), "{}", stderr(&bad));
+}
+
 /// A bad link emulation fails every rank's context, naming the token.
 #[test]
 fn a_bad_link_emulation_is_named() {

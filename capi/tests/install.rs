@@ -43,6 +43,8 @@ fn installs_library_headers_pkg_config_and_cmake_package() {
     assert!(lib.join("cmake/ucc/ucc-config-version.cmake").is_file());
     let bad = Command::new(installer).output().expect("run the installer");
     assert_eq!(bad.status.code(), Some(2), "no --prefix is a usage error");
+    let help = Command::new(installer).arg("--help").output().expect("run the installer");
+    assert!(help.status.success() && String::from_utf8_lossy(&help.stdout).contains("--prefix"), "{help:?}");
 
     let pkg = Command::new("pkg-config")
         .args(["--cflags", "--libs", "ucc"])

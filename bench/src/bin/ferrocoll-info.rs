@@ -13,8 +13,16 @@
 use ferrocoll::core::config::CORE_FIELDS;
 use ferrocoll::{Config, Context, ContextParams, Lib, Result, TcpOob, Team, TeamParams};
 
+const HELP: &str = "usage: ferrocoll-info [-v] [-c] [-A] [-s [N]] [-T]
+  -v      version
+  -c      configuration variables, their values and defaults
+  -A      components and their algorithms
+  -s [N]  default scores, and the score map of a team of N thread ranks (default 4)
+  -T      topology of the job this process is a rank of (rank 0 prints), or of this process alone";
+
+/// A mistake in the options: the usage on stderr, exit status 2.
 fn usage() -> ! {
-    eprintln!("usage: ferrocoll-info [-v] [-c] [-A] [-s [N]] [-T]");
+    eprintln!("{HELP}");
     std::process::exit(2);
 }
 
@@ -22,6 +30,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.is_empty() {
         usage();
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{HELP}");
+        return;
     }
     let lib = match Lib::new() {
         Ok(l) => l,
@@ -49,7 +61,6 @@ fn main() {
                     std::process::exit(1);
                 }
             }
-            "-h" | "--help" => usage(),
             other => {
                 eprintln!("ferrocoll-info: unknown option {other:?}");
                 usage();

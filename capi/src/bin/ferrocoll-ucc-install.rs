@@ -111,8 +111,11 @@ fn install(prefix: &Path, lib: &Path) -> Result<(), String> {
     Ok(())
 }
 
+const USAGE: &str = "usage: ferrocoll-ucc-install --prefix DIR [--lib PATH/libucc.so]";
+
+/// A mistake in the options: the usage on stderr, exit status 2.
 fn usage() -> ExitCode {
-    eprintln!("usage: ferrocoll-ucc-install --prefix DIR [--lib PATH/libucc.so]");
+    eprintln!("{USAGE}");
     ExitCode::from(2)
 }
 
@@ -123,6 +126,10 @@ fn main() -> ExitCode {
         match a.as_str() {
             "--prefix" => prefix = args.next().map(PathBuf::from),
             "--lib" => lib = args.next().map(PathBuf::from),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
             _ => return usage(),
         }
     }
