@@ -80,6 +80,18 @@ pub(crate) enum Flag {
     Inline,
 }
 
+impl Flag {
+    /// The counter's name, for messages.
+    fn name(self) -> &'static str {
+        match self {
+            Flag::Arrive => "arrive",
+            Flag::Reduced => "reduced",
+            Flag::Done => "done",
+            Flag::Inline => "inline tag",
+        }
+    }
+}
+
 /// The last epoch a rank has surely finished, given that its counter
 /// `flag` reads `value`: its `arrive`, `reduced` and inline tag of an epoch
 /// come after its `done` of the epoch before (see the module docs).
@@ -173,6 +185,9 @@ impl ShmTeam {
                     _ => return Poll::Ready(Err(e)),
                 };
             }
+            if let Err(e) = self.check_plausible(r, flag, value, epoch) {
+                return Poll::Ready(Err(e));
+            }
             self.learn_finished(r, finished_given(flag, value));
             if same_collective {
                 if let Err(e) = self.check_signature(r, sig, epoch) {
@@ -237,6 +252,7 @@ impl ShmTeam {
         // Acquire: see `load`.
         let done = ctrl.done.load(Ordering::Acquire);
         if done >= epoch {
+            self.check_plausible(r, Flag::Done, done, epoch)?;
             self.learn_finished(r, done);
             return Ok(());
         }
@@ -260,6 +276,30 @@ impl ShmTeam {
                 (c, head.tag.load(Ordering::Acquire), &head.sig)
             }
         })
+    }
+
+    /// An error if rank `r`'s counter `flag`, read as `value` by a wait at
+    /// `epoch`, is further ahead than any rank can be. A rank begins epoch
+    /// `e` only once every rank (this one too) has finished `e -
+    /// INLINE_DEPTH` at the latest (`must_have_finished`), so no counter
+    /// passes this rank's epoch by more than `INLINE_DEPTH`: one that does
+    /// was written by something else in the segment, and taken for
+    /// progress (`learn_finished`) it would have this rank stop waiting for
+    /// `r` for good, and rewrite halves that `r` may still read.
+    #[inline]
+    fn check_plausible(&self, r: usize, flag: Flag, value: u64, epoch: u64) -> Result<()> {
+        let at = self.epoch_now().max(epoch);
+        let newest = at.saturating_add(INLINE_DEPTH as u64);
+        if value <= newest {
+            return Ok(());
+        }
+        self.blame(r);
+        Err(Error::io(format!(
+            "shm team rank {r}'s {} counter reads epoch {value}, but no rank can be past epoch {newest} while this \
+             rank ({}) is at epoch {at}: something other than rank {r} wrote its control line",
+            flag.name(),
+            self.rank
+        )))
     }
 
     /// Rank `r` has finished epoch `epoch` (and every one before).
@@ -507,7 +547,42 @@ impl ShmTeam {
 #[cfg(test)]
 mod tests {
     use super::super::segment::LEFT;
+    use super::super::team::threads;
+    use super::super::test_support::poll_to_end;
     use super::*;
+
+    /// A counter in another rank's control line is input: one further ahead
+    /// than any rank can be (INLINE_DEPTH epochs past this one's) was not
+    /// written by that rank, and is an error naming it. Taken for the
+    /// rank's progress, a `done` of u64::MAX told this rank that the other
+    /// had finished every epoch to come: it never waited for it again, and
+    /// rewrote halves the other might still be reading.
+    #[test]
+    fn a_counter_past_any_rank_is_an_error_not_progress() {
+        let teams = threads("ep-counter", 2);
+        let t = &teams[0];
+        let other = t.seg.ctrl(1).unwrap();
+        other.done.store(u64::MAX, Ordering::Release);
+        for e in 1..=2 {
+            assert_eq!(poll_to_end(t.begin()).unwrap(), e);
+            t.publish(Flag::Done, e).unwrap();
+        }
+        let e = poll_to_end(t.begin()).unwrap_err().to_string();
+        assert!(e.contains(&format!("rank 1's done counter reads epoch {}", u64::MAX)), "{e}");
+        assert!(e.contains("no rank can be past epoch 11 while this rank (0) is at epoch 3"), "{e}");
+        // As far ahead as a rank can be is a value; an `arrive` further is named as a `done` is.
+        let t = &threads("ep-counter2", 2)[0];
+        let other = t.seg.ctrl(1).unwrap();
+        for e in 1..=2 {
+            assert_eq!(poll_to_end(t.begin()).unwrap(), e);
+            t.publish(Flag::Done, e).unwrap();
+        }
+        other.done.store(3 + INLINE_DEPTH as u64, Ordering::Release);
+        assert_eq!(poll_to_end(t.begin()).unwrap(), 3);
+        other.arrive.store(u64::MAX, Ordering::Release);
+        let e = poll_to_end(t.wait(Flag::Arrive, &[1], 3)).unwrap_err().to_string();
+        assert!(e.contains(&format!("rank 1's arrive counter reads epoch {}", u64::MAX)), "{e}");
+    }
 
     #[test]
     fn a_left_word_names_its_cause_only_within_the_team() {

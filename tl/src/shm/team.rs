@@ -238,6 +238,12 @@ impl ShmTeam {
         e
     }
 
+    /// The last epoch this rank took (0: none yet).
+    pub(crate) fn epoch_now(&self) -> u64 {
+        // Relaxed: see `next_epoch`.
+        self.epoch.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn diag_waiting(&self, r: usize) {
         // Relaxed: a diagnostic hint, read by this rank's own task.
         self.waiting.store(r as u64, Ordering::Relaxed);
@@ -608,6 +614,27 @@ impl ShmTeam {
         // Release: the next task starts after this one's last step.
         self.turn.store(ticket + 1, Ordering::Release);
     }
+}
+
+/// A team of `size` threads of this process, one `ShmTeam` per rank, its
+/// segment named after `test` (unit tests).
+#[cfg(test)]
+pub(crate) fn threads(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
+    let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2c, 0xcf, "p1t2n3");
+    let config = ShmConfig::from_config(&ferrocoll_core::config::Config::new()).expect("default config");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..size)
+            .map(|rank| {
+                let (name, config) = (name.clone(), config.clone());
+                s.spawn(move || {
+                    let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids: vec![0; size] };
+                    let team = ShmTeam::create_shared(setup, rank, size, McSet::default(), config);
+                    super::test_support::poll_to_end(team)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap().expect("team")).collect()
+    })
 }
 
 /// Copy the rank the team's running collective waits for, if any, into

@@ -92,6 +92,9 @@ struct Peer {
     out: OutBuf,
     /// Why the connection is gone (`None`: open).
     closed: Option<String>,
+    /// The round whose bytes this rank sends next: a rank's rounds come in
+    /// order, one frame each (`Client::post`).
+    next_round: u64,
 }
 
 struct Round {
@@ -338,7 +341,7 @@ impl Store {
             Err(e) => ferrocoll_core::log_warn!("bootstrap store: {e}"),
         }
         ferrocoll_core::log_debug!("bootstrap store on {}: rank {rank} connected from {from}", self.local);
-        self.peers[rank] = Some(Peer { stream, from, reader, out, closed: None });
+        self.peers[rank] = Some(Peer { stream, from, reader, out, closed: None, next_round: 1 });
     }
 
     fn refuse(&mut self, p: Pending, status: Status, reason: &str) {
@@ -375,14 +378,18 @@ impl Store {
                 }
                 let (round, data) =
                     frame::decode_contribution(&f.payload).map_err(|e| e.prefixed(format!("rank {rank}")))?;
-                if round == 0 || round <= self.built {
-                    return Err(Error::io(format!("rank {rank} sent bytes for round {round}, which is over")));
+                // The round number is the peer's: any other than its next
+                // (one over, sent twice, or far ahead, which would be kept
+                // and allocated for while the round before waits) is an error.
+                if round != p.next_round {
+                    return Err(Error::io(format!(
+                        "rank {rank} sent bytes for round {round}, its next round is {}",
+                        p.next_round
+                    )));
                 }
+                p.next_round += 1;
                 let size = self.size;
                 let r = self.rounds.entry(round).or_insert_with(|| Round::new(size));
-                if r.data[rank].is_some() {
-                    return Err(Error::io(format!("rank {rank} sent its bytes for round {round} twice")));
-                }
                 r.data[rank] = Some(data);
             }
             match fill {

@@ -400,6 +400,30 @@ fn an_oversized_frame_is_an_error_not_an_allocation() {
     assert!(String::from_utf8_lossy(&told).contains("exceeds the limit"), "{told:?}");
 }
 
+/// A proved rank's round numbers are input too: a rank sends its rounds in
+/// order, so one that names any other round (here the last one there is)
+/// fails the store at once, naming it, instead of leaving a round the store
+/// keeps (and allocates for) forever while round 1 waits for its bytes.
+#[test]
+fn a_rank_that_skips_rounds_is_an_error_not_a_round_kept_forever() {
+    let (zero, port) = store(2, LONG);
+    let rogue = thread::spawn(move || -> std::io::Result<Vec<u8>> {
+        let (mut s, welcome) = raw_rank(port, 1, 2, "tok")?;
+        assert_eq!(welcome, (Kind::Welcome as u8, vec![]));
+        s.write_all(&frame::encode_contribution(u64::MAX, b"late").map_err(std::io::Error::other)?)?;
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest)?;
+        Ok(rest)
+    });
+    let e = allgather_blocking(&zero, b"0", Some(Duration::from_secs(10))).expect_err("a round out of order");
+    let m = e.to_string();
+    assert_eq!(e.status(), Status::IoError, "{m}");
+    assert!(m.contains(&format!("rank 1 sent bytes for round {}, its next round is 1", u64::MAX)), "{m}");
+    drop(zero);
+    let told = rogue.join().expect("rogue").expect("rogue io");
+    assert!(String::from_utf8_lossy(&told).contains("its next round is 1"), "{told:?}");
+}
+
 #[test]
 fn the_store_binds_what_it_can() {
     let ip = |addr: &str| store::listen(addr, 0).and_then(|l| Ok(l.local_addr()?.ip())).expect(addr);

@@ -28,7 +28,8 @@
 //!   (QUEUED → TAKEN), `process_vm_readv`s straight into the receive buffer
 //!   (one copy) and marks it DONE (or FAILED); the send completes at DONE. A
 //!   dropped send retracts a QUEUED slot (→ CANCELLED, which the receiver
-//!   skips) or waits for a TAKEN one unless the receiver's process is gone.
+//!   skips) or waits for a TAKEN one unless the receiver's process is gone
+//!   (or, 10 s on, retracts that too: the receiver then fails its receive).
 //! - Fragments, when the receiver cannot CMA-read the sender (Yama, seccomp,
 //!   containers) or `UCC_TL_P2P_SHM_CMA=n`: the message is streamed through
 //!   the ring in order as space frees and reassembled by the receiver; a
@@ -60,7 +61,7 @@
 //! turns the transport off, but several endpoints filling their rings at
 //! once on a tiny `/dev/shm` (containers default to 64 MiB) can still
 //! exhaust it. Nothing blocks, except dropping a rendezvous send while the
-//! receiver copies from it (a bounded memcpy).
+//! receiver copies from it (a bounded memcpy, waited for 10 s at most).
 
 mod config;
 mod health;

@@ -283,10 +283,21 @@ pub(super) fn deliver(a: Arrived, key: &MsgKey, sig: &Signature, buf: MemRef, po
             let taken = slot::word(desc.generation, slot::TAKEN);
             // Release: our read of the sender's buffer happens before its
             // Acquire load of DONE lets it reuse the buffer. A CAS, not a
-            // store: a sender that saw us die and moved on owns the slot.
-            let _ =
+            // store: a sender that saw us die, or waited too long for us
+            // (`send::TAKEN_PATIENCE`), moved on and owns the slot.
+            let marked =
                 word.compare_exchange(taken, slot::word(desc.generation, state), Ordering::Release, Ordering::Relaxed);
-            r
+            match marked {
+                // The slot was not TAKEN under this message any more: its
+                // sender may have reused its buffer while we read, so what
+                // we read is not its data.
+                Err(now) if r.is_ok() => Err(Error::io(format!(
+                    "endpoint {} retracted a message of {len} bytes while this endpoint read it (its completion slot \
+                     {} reads {now:#x}, not TAKEN under generation {})",
+                    peer.ep, desc.slot, desc.generation
+                ))),
+                _ => r,
+            }
         }
     }
 }

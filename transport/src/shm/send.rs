@@ -11,10 +11,11 @@
 //! ```text
 //! sender, at send:               (free) -> QUEUED(g)          (fresh generation g)
 //! receiver, before reading:      QUEUED(g) -> TAKEN(g)        (CAS; a failed CAS = retracted: skip)
-//! receiver, after reading:       TAKEN(g) -> DONE | FAILED_READ                 (CAS, Release)
+//! receiver, after reading:       TAKEN(g) -> DONE | FAILED_READ                 (CAS, Release; failed: an error)
 //! receiver, refusing:            TAKEN(g) -> FAILED_CALL | FAILED_SIZE          (CAS; nothing read)
 //! receiver, closing:             QUEUED(g) -> FAILED_CLOSED   (CAS)
 //! sender, dropped or peer gone:  QUEUED(g) -> CANCELLED       (CAS)
+//! sender, dropped, 10 s TAKEN:   TAKEN(g) -> CANCELLED        (CAS; the receiver's last CAS fails: its receive too)
 //! ```
 //!
 //! The sender frees the slot once it has seen a final state or won the
@@ -27,6 +28,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::engine::Backoff;
@@ -403,6 +405,15 @@ impl SendHandle for RndvSend {
     }
 }
 
+/// How long a dropped rendezvous send waits for a receiver that took it
+/// and still runs: its read is one `process_vm_readv` (well under a second
+/// for the largest message), so a slot TAKEN for longer was written by
+/// something else (the slot is in shared memory) or belongs to a stopped
+/// process. The sender then retracts it (TAKEN → CANCELLED), and a receiver
+/// still reading fails its receive rather than deliver what the buffer
+/// holds by then (`recv::deliver`).
+pub(super) const TAKEN_PATIENCE: Duration = Duration::from_secs(10);
+
 impl Drop for RndvSend {
     fn drop(&mut self) {
         if self.outcome.is_some() {
@@ -411,24 +422,54 @@ impl Drop for RndvSend {
         let Ok(word) = self.shared.slots.word(self.slot) else { return };
         let mut backoff = Backoff::new();
         let mut polls = 0u32;
+        let start = Instant::now();
         loop {
             // Acquire: as in test().
             let w = word.load(Ordering::Acquire);
-            match slot::split(w).1 {
+            let (generation, state) = slot::split(w);
+            // Only this send and its receiver write the slot under its
+            // generation: another one is not a state of this message (the
+            // word was overwritten), and nothing is left to wait for.
+            if generation != self.generation {
+                ferrocoll_core::log_warn!(
+                    "shm: {} to endpoint {}: its completion slot holds generation {generation}, not {} (corrupt)",
+                    self.what(),
+                    self.peer.ep,
+                    self.generation
+                );
+                break;
+            }
+            match state {
                 slot::QUEUED => {
-                    let cancelled = slot::word(slot::split(w).0, slot::CANCELLED);
+                    let cancelled = slot::word(generation, slot::CANCELLED);
                     // Relaxed: see test().
                     if word.compare_exchange(w, cancelled, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
                         break;
                     }
                 }
                 // The receiver is copying from our buffer: it must outlive the
-                // copy, so wait, unless the receiver's process is gone.
+                // copy, so wait, unless the receiver's process is gone or the
+                // copy takes far longer than any copy does.
                 slot::TAKEN => {
                     polls = polls.wrapping_add(1);
                     if polls.is_multiple_of(1024) && self.peer.proc.gone() {
                         ferrocoll_core::log_debug!("shm: endpoint {} died while reading {}", self.peer.ep, self.what());
                         break;
+                    }
+                    if polls.is_multiple_of(1024) && start.elapsed() > TAKEN_PATIENCE {
+                        let cancelled = slot::word(generation, slot::CANCELLED);
+                        // Relaxed: a receiver whose final CAS fails on it
+                        // discards what it read; a failed CAS here (it just
+                        // finished) is looked at again.
+                        if word.compare_exchange(w, cancelled, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                            ferrocoll_core::log_warn!(
+                                "shm: {} to endpoint {} was still TAKEN after {} s: retracted",
+                                self.what(),
+                                self.peer.ep,
+                                TAKEN_PATIENCE.as_secs()
+                            );
+                            break;
+                        }
                     }
                     backoff.snooze();
                 }

@@ -71,10 +71,10 @@ pub(crate) enum Outcome {
 }
 
 /// Whether single copy may run on a team, and whether this rank can read
-/// each peer (proved at the first read from it).
+/// each peer (proved at the first read from it: the pid proved, or `None`).
 pub(crate) struct Reach {
     on: AtomicBool,
-    peers: Vec<OnceLock<bool>>,
+    peers: Vec<OnceLock<Option<u32>>>,
 }
 
 impl Reach {
@@ -333,22 +333,81 @@ pub(crate) fn read_block(team: &ShmTeam, g: usize, addr: u64, into: MemRef) -> S
     }
 }
 
-/// Rank `g`'s pid, if this rank can read its memory (proved once: see the module docs).
+/// Rank `g`'s pid, if this rank can read its memory (proved once: see the
+/// module docs). The pid proved, not the one `g`'s control line holds now:
+/// that word is shared memory, and rewritten after the proof it would send
+/// the reads to a process never proved to be `g`'s.
 fn reachable(team: &ShmTeam, g: usize) -> Option<u32> {
+    let proved = team.reach.peers.get(g)?;
+    if let Some(&pid) = proved.get() {
+        return pid;
+    }
     let ctrl = team.seg.ctrl(g).ok()?;
     // Relaxed: written at the team's creation, before the flag of g's that
     // this rank waited for (Acquire).
     let pid = u32::try_from(ctrl.pid.load(Ordering::Relaxed)).ok().filter(|&p| p != 0)?;
     let at = ctrl.cookie_at.load(Ordering::Relaxed);
-    let ok = *team.reach.peers.get(g)?.get_or_init(|| {
-        let Ok((cookie, _)) = team.seg.cookie() else { return false };
+    *proved.get_or_init(|| {
+        let Ok((cookie, _)) = team.seg.cookie() else { return None };
         match cma::probe(pid, at, cookie) {
-            Ok(()) => true,
+            Ok(()) => Some(pid),
             Err(why) => {
                 log_debug!("shm: no single copy from rank {g} (pid {pid}): {why}");
-                false
+                None
             }
         }
-    });
-    ok.then_some(pid)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use ferrocoll_core::CollType::Bcast;
+    use ferrocoll_core::MemRef;
+
+    use super::*;
+    use crate::shm::team::threads;
+    use crate::shm::test_support::poll_to_end;
+
+    /// A bcast of 64 bytes from rank 0 by single copy: each rank's outcome and buffer.
+    fn bcast(teams: &[std::sync::Arc<ShmTeam>]) -> Vec<(Result<Outcome>, Vec<u8>)> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = teams
+                .iter()
+                .enumerate()
+                .map(|(rank, team)| {
+                    s.spawn(move || {
+                        let mut buf = if rank == 0 { (0..64u8).collect() } else { vec![0u8; 64] };
+                        // SAFETY: `buf` outlives the collective, which ends before this closure does.
+                        let m = unsafe { MemRef::from_mut_slice(&mut buf) };
+                        let (give, take) = if rank == 0 { (Some(Offer::One(m)), None) } else { (None, Some((0, m))) };
+                        (poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false)), buf)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// The pid in a giver's control line, rewritten once the giver was
+    /// proved, does not move the reads to another process.
+    #[test]
+    fn reads_go_to_the_process_proved_whatever_the_pid_word_says_later() {
+        let word = 0x5eed_u64;
+        if cma::probe(std::process::id(), &word as *const u64 as u64, word).is_err() {
+            eprintln!("skipped: this host refuses process_vm_readv");
+            return;
+        }
+        let teams = threads("sc-pid", 2);
+        for round in 0..2 {
+            for (rank, (outcome, buf)) in bcast(&teams).into_iter().enumerate() {
+                assert_eq!(outcome.expect("no error"), Outcome::Done, "round {round}, rank {rank}");
+                assert_eq!(buf, (0..64u8).collect::<Vec<_>>(), "round {round}, rank {rank}");
+            }
+            // After the proof: another process's pid (one that has exited).
+            let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+            let other = child.id();
+            child.wait().expect("wait for true");
+            teams[0].seg.ctrl(0).unwrap().pid.store(u64::from(other), Ordering::Relaxed);
+        }
+    }
 }
