@@ -176,6 +176,27 @@ mod tests {
         assert_eq!((btb.get(1).unwrap(), btb.get(2).unwrap()), ((4, 0), (4, 6)));
     }
 
+    /// Whether the split divides or not, every block is UCC's.
+    #[test]
+    fn even_blocks_are_ucc_distribution() {
+        for total in [0usize, 1, 7, 12, 16, 101, 240] {
+            for parts in 1..9 {
+                for elem in [1usize, 2, 4, 8, 16] {
+                    let b = Blocks::even(total, parts, elem);
+                    assert_eq!(b.len(), parts);
+                    for i in 0..parts {
+                        let want = (block_offset(total, parts, i) * elem, block_count(total, parts, i) * elem);
+                        assert_eq!(b.get(i).unwrap(), want, "total {total}, parts {parts}, elem {elem}, block {i}");
+                    }
+                    assert!(b.get(parts).is_err());
+                    let even = total.is_multiple_of(parts);
+                    assert_eq!(b.uniform(), even.then_some(total / parts * elem));
+                }
+            }
+        }
+        assert!(Blocks::even(8, 0, 4).is_empty() && Blocks::even(8, 0, 4).get(0).is_err());
+    }
+
     #[test]
     fn empty_blocks_may_point_anywhere() {
         let mut v = vec![0u8; 8];
