@@ -288,18 +288,27 @@ impl ShmTeam {
     /// `r` for good, and rewrite halves that `r` may still read.
     #[inline]
     fn check_plausible(&self, r: usize, flag: Flag, value: u64, epoch: u64) -> Result<()> {
-        let at = self.epoch_now().max(epoch);
-        let newest = at.saturating_add(INLINE_DEPTH as u64);
-        if value <= newest {
+        // The usual case first, without the bound: a counter at or behind
+        // the epoch waited for.
+        if value <= epoch || value <= self.epoch_now().max(epoch).saturating_add(INLINE_DEPTH as u64) {
             return Ok(());
         }
+        Err(self.implausible(r, flag, value, epoch))
+    }
+
+    /// The error of [`ShmTeam::check_plausible`] (out of the wait's way).
+    #[cold]
+    #[inline(never)]
+    fn implausible(&self, r: usize, flag: Flag, value: u64, epoch: u64) -> Error {
+        let at = self.epoch_now().max(epoch);
+        let newest = at.saturating_add(INLINE_DEPTH as u64);
         self.blame(r);
-        Err(Error::io(format!(
+        Error::io(format!(
             "shm team rank {r}'s {} counter reads epoch {value}, but no rank can be past epoch {newest} while this \
              rank ({}) is at epoch {at}: something other than rank {r} wrote its control line",
             flag.name(),
             self.rank
-        )))
+        ))
     }
 
     /// Rank `r` has finished epoch `epoch` (and every one before).
