@@ -76,7 +76,25 @@ where
     F: Fn(Comm, MemRef) -> Fut + Sync,
     Fut: Future<Output = Result<()>>,
 {
+    let places = vec![("", ""); bufs.len()];
+    run_ranks_on(&places, bufs, config, f)
+}
+
+/// [`run_ranks`] on a team whose ranks run at `places` ((host, switch) per
+/// rank, as `Layout::new` takes them), for the hierarchical algorithms.
+pub(crate) fn run_ranks_on<F, Fut>(
+    places: &[(&str, &str)],
+    bufs: Vec<Vec<u8>>,
+    config: &P2pConfig,
+    f: F,
+) -> Vec<Result<Vec<u8>>>
+where
+    F: Fn(Comm, MemRef) -> Fut + Sync,
+    Fut: Future<Output = Result<()>>,
+{
     let size = bufs.len();
+    assert_eq!(places.len(), size, "one place per rank");
+    let layout = Arc::new(ferrocoll_core::topo::Layout::new(places));
     let routers: Vec<Arc<Router>> =
         (0..size).map(|_| Arc::new(Router::new(vec![Box::new(InProcTransport::new())]))).collect();
     let me = ProcInfo::local();
@@ -101,7 +119,7 @@ where
                     transport: t.clone(),
                     mcs: McSet::new(vec![Arc::new(HeapMc)]),
                     config: config.clone(),
-                    layout: Arc::new(ferrocoll_core::topo::Layout::new(&vec![("", ""); size])),
+                    layout: layout.clone(),
                     notices: Default::default(),
                 });
                 s.spawn(move || {

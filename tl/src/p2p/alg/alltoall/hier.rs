@@ -29,8 +29,12 @@
 //! Sizes: alltoall's blocks are alike on every rank, so leaders know them;
 //! alltoallv's ranks first send their node leader their send and receive
 //! counts (2·size integers), which node leaders pass on to their group
-//! leader with three levels. Any number of ranks per node, uneven, not
-//! contiguous. In place, dst is first copied (pairwise's [`Input`]).
+//! leader with three levels. Beside each message between two leaders go
+//! the send counts behind it, which the receiving leader checks against its
+//! ranks' receive counts before it cuts the message by them: counts that
+//! differ but add up alike would otherwise hand a rank another rank's bytes.
+//! Any number of ranks per node, uneven, not contiguous. In place, dst is
+//! first copied (pairwise's [`Input`]).
 //! Chosen by name (`alltoall:@hier`, `alltoallv:@hier`).
 
 use std::collections::HashMap;
@@ -53,6 +57,10 @@ const PHASE_GROUP_SIZES: u32 = 5;
 const PHASE_GROUP_UP: u32 = 6;
 const PHASE_GROUPS: u32 = 7;
 const PHASE_GROUP_DOWN: u32 = 8;
+/// Tag of a message between leaders (phases ACROSS and GROUPS), and of
+/// alltoallv's counts behind it ([`pair_counts`]).
+const TAG_BLOCKS: u32 = 0;
+const TAG_COUNTS: u32 = 1;
 
 /// Alltoall: every rank's blocks have the same layout.
 pub(crate) async fn run(comm: Comm, o: Alltoall) -> Result<()> {
@@ -244,6 +252,38 @@ fn decode(bytes: &[u8], size: usize) -> Result<(Vec<usize>, Vec<usize>)> {
     Ok((v[..size].to_vec(), v[size..].to_vec()))
 }
 
+/// What each rank of `from` sends each rank of `to`, `from`-major, as a
+/// message: alltoallv's leaders send it beside their blocks, since the
+/// receiving leader cuts those by its own ranks' receive counts, and counts
+/// that disagree but add up alike would otherwise hand a rank another
+/// rank's bytes without an error.
+fn pair_counts(counts: &Counts, from: &[usize], to: &[usize]) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(from.len() * to.len() * 8);
+    for &i in from {
+        for &j in to {
+            out.extend_from_slice(&(counts.send(i, j)? as u64).to_le_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// Check leader `by`'s [`pair_counts`] (its ranks `from` to this leader's
+/// `to`), a peer's words, against what the ranks of `to` expect from them.
+fn check_pair_counts(counts: &Counts, by: usize, from: &[usize], to: &[usize], bytes: &[u8]) -> Result<()> {
+    let theirs = crate::p2p::alg::gather::hier::sizes::decode(bytes)?;
+    let pairs = from.iter().flat_map(|&k| to.iter().map(move |&i| (k, i)));
+    for ((k, i), sent) in pairs.zip(theirs) {
+        let expected = counts.recv(i, k)?;
+        if sent != expected {
+            return Err(Error::invalid_param(format!(
+                "alltoallv: rank {k} sends rank {i} {sent} bytes (as rank {by} reports), rank {i}'s receive count \
+                 for it is {expected} bytes: do the ranks' counts agree?"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What every role of this rank needs.
 struct Me<'a> {
     comm: &'a Comm,
@@ -353,17 +393,37 @@ impl Me<'_> {
             ins.push(self.comm.scratch(self.answer_bytes(&counts, &unit.ranks, node)?)?);
         }
         let c_across = self.comm.phase(PHASE_ACROSS);
+        // alltoallv: the counts behind each message too, (ours, theirs) per node unit.
+        let mut checks: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if self.exchange_sizes {
+            for unit in units.iter().filter(|u| matches!(u.via, Via::Node(_))) {
+                let ours = pair_counts(&counts, node, &unit.ranks)?;
+                checks.push((vec![0u8; ours.len()], ours));
+            }
+        }
         let mut sends = Vec::new();
         let mut recvs = Vec::new();
         for ((unit, out), inu) in units.iter().zip(&outs).zip(&ins) {
             if let Via::Node(leader) = unit.via {
-                sends.push(c_across.isend(leader, 0, out.mem())?);
-                recvs.push(c_across.recv(leader, 0, inu.mem()));
+                sends.push(c_across.isend(leader, TAG_BLOCKS, out.mem())?);
+                recvs.push(c_across.recv(leader, TAG_BLOCKS, inu.mem()));
             }
+        }
+        let leaders = units.iter().filter_map(|u| if let Via::Node(l) = u.via { Some(l) } else { None });
+        for (leader, (theirs, ours)) in leaders.clone().zip(checks.iter_mut()) {
+            // SAFETY: `checks` outlives these sends and receives (awaited
+            // below, or dropped first) and nothing else touches it meanwhile.
+            let (ours, theirs) = unsafe { (MemRef::from_slice(ours), MemRef::from_mut_slice(theirs)) };
+            sends.push(c_across.isend(leader, TAG_COUNTS, ours)?);
+            recvs.push(c_across.recv(leader, TAG_COUNTS, theirs));
         }
         let nodes_done = try_join2(try_join_all(recvs), try_join_all(sends));
         let groups_done = self.through_group(&counts, &encoded, &outs, &ins);
         try_join2(nodes_done, groups_done).await?;
+        let node_units = units.iter().filter(|u| matches!(u.via, Via::Node(_)));
+        for ((unit, leader), (theirs, _)) in node_units.zip(leaders).zip(&checks) {
+            check_pair_counts(&counts, leader, &unit.ranks, node, theirs)?;
+        }
 
         // Down: member i's blocks from unit U, picked out of in[U].
         let c_down = self.comm.phase(PHASE_DOWN);
@@ -508,13 +568,36 @@ impl Me<'_> {
         for &(u, _) in units {
             ins_g.push(self.comm.scratch(self.answer_bytes(&counts, &shape.units[u].ranks, &group)?)?);
         }
-        let sends = units
+        // alltoallv: the counts behind each message too, (ours, theirs) per group unit.
+        let mut checks: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if self.exchange_sizes {
+            for &(u, _) in units {
+                let ours = pair_counts(&counts, &group, &shape.units[u].ranks)?;
+                checks.push((vec![0u8; ours.len()], ours));
+            }
+        }
+        let mut sends = units
             .iter()
             .zip(&outs_g)
-            .map(|(&(_, h), out)| c_groups.isend(shape.group_leaders[h], 0, out.mem()))
+            .map(|(&(_, h), out)| c_groups.isend(shape.group_leaders[h], TAG_BLOCKS, out.mem()))
             .collect::<Result<Vec<_>>>()?;
-        let recvs = units.iter().zip(&ins_g).map(|(&(_, h), inb)| c_groups.recv(shape.group_leaders[h], 0, inb.mem()));
+        let mut recvs: Vec<_> = units
+            .iter()
+            .zip(&ins_g)
+            .map(|(&(_, h), inb)| c_groups.recv(shape.group_leaders[h], TAG_BLOCKS, inb.mem()))
+            .collect();
+        for (&(_, h), (theirs, ours)) in units.iter().zip(checks.iter_mut()) {
+            let gl = shape.group_leaders[h];
+            // SAFETY: `checks` outlives these sends and receives (awaited
+            // below, or dropped first) and nothing else touches it meanwhile.
+            let (ours, theirs) = unsafe { (MemRef::from_slice(ours), MemRef::from_mut_slice(theirs)) };
+            sends.push(c_groups.isend(gl, TAG_COUNTS, ours)?);
+            recvs.push(c_groups.recv(gl, TAG_COUNTS, theirs));
+        }
         try_join2(try_join_all(recvs), try_join_all(sends)).await?;
+        for (&(u, h), (theirs, _)) in units.iter().zip(&checks) {
+            check_pair_counts(&counts, shape.group_leaders[h], &shape.units[u].ranks, &group, theirs)?;
+        }
         // Split each answer by node: for node A, for k in the other group, the blocks k→j for j in A.
         let mut downs = Vec::new();
         for (&(u, h), inb) in units.iter().zip(&ins_g) {

@@ -2,6 +2,8 @@
 
 pub(crate) mod bruck;
 pub(crate) mod hier;
+#[cfg(test)]
+mod hier_tests;
 pub(crate) mod pairwise;
 
 #[cfg(test)]

@@ -136,5 +136,18 @@ async fn scatter(comm: Comm, o: Scatter, v: bool) -> Result<()> {
         ready(end, &mut sends)?;
     }
     try_join_all(sends).await?;
+    // Off the root, this rank's size came in the leader's header: a peer's
+    // word, checked only here, after the span is in and passed on (so the
+    // leader and the members are not left waiting), before any byte lands.
+    if let (None, Some((_, level))) = (&o.src, up) {
+        let theirs = bytes(rank)?;
+        if theirs != block {
+            return Err(Error::invalid_param(format!(
+                "scatterv: rank {} sends this rank {theirs} bytes, its receive count is {block} bytes: \
+                 do the ranks' counts agree?",
+                level.leader_rank()
+            )));
+        }
+    }
     comm.copy(o.dst, buf.range(places.own, block)?)
 }

@@ -1,6 +1,8 @@
 //! Scatter: rank r gets block r of the root's buffer.
 
 pub(crate) mod hier;
+#[cfg(test)]
+mod hier_tests;
 pub(crate) mod knomial;
 pub(crate) mod linear;
 
