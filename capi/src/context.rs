@@ -1,6 +1,7 @@
 //! Contexts: `ucc_context_create` over the caller's OOB, progress,
 //! attributes (with an address blob), destroy. Memory maps are [`crate::mem_map`].
 
+use std::cell::RefCell;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
@@ -42,26 +43,56 @@ unsafe impl Handle for ContextHandle {
     }
 }
 
+thread_local! {
+    /// The context handles this thread holds a [`CtxRef`] of. Completion
+    /// callbacks run inside progress, under that read guard: a callback that
+    /// destroys the same context would wait for the write lock for ever.
+    static IN_USE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread holds a [`CtxRef`] of the handle at `p`.
+fn in_use_here(p: *const ContextHandle) -> bool {
+    IN_USE.with(|u| u.borrow().contains(&(p as usize)))
+}
+
 /// A context in use: the read guard of its handle.
-pub(crate) struct CtxRef<'a>(RwLockReadGuard<'a, Option<Context>>);
+pub(crate) struct CtxRef<'a> {
+    guard: RwLockReadGuard<'a, Option<Context>>,
+    /// The handle's address, noted in [`IN_USE`] while this lives.
+    handle: usize,
+}
 
 impl std::ops::Deref for CtxRef<'_> {
     type Target = Context;
 
     fn deref(&self) -> &Context {
         // The guard is made only when the Option is Some (see ContextHandle::get).
-        self.0.as_ref().unwrap_or_else(|| unreachable!("CtxRef holds a context"))
+        self.guard.as_ref().unwrap_or_else(|| unreachable!("CtxRef holds a context"))
+    }
+}
+
+impl Drop for CtxRef<'_> {
+    fn drop(&mut self) {
+        // try_with: a drop never panics, even while the thread's locals are torn down.
+        let _ = IN_USE.try_with(|u| {
+            let mut u = u.borrow_mut();
+            if let Some(i) = u.iter().rposition(|&h| h == self.handle) {
+                u.swap_remove(i);
+            }
+        });
     }
 }
 
 impl ContextHandle {
     /// The context, or why there is none.
     pub(crate) fn get(&self) -> Result<CtxRef<'_>> {
-        let g = self.ctx.read().unwrap_or_else(|p| p.into_inner());
-        if g.is_none() {
+        let guard = self.ctx.read().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
             return Err(Error::invalid_param("the context was destroyed"));
         }
-        Ok(CtxRef(g))
+        let handle = self as *const ContextHandle as usize;
+        IN_USE.with(|u| u.borrow_mut().push(handle));
+        Ok(CtxRef { guard, handle })
     }
 }
 
@@ -148,13 +179,21 @@ pub unsafe extern "C" fn ucc_context_progress(context: *const ContextHandle) -> 
     })
 }
 
-/// `ucc_context_destroy`: cancels what is still in flight on it.
+/// `ucc_context_destroy`: cancels what is still in flight on it. Refused
+/// from inside the context's own progress (a completion callback).
 ///
 /// # Safety
 /// `context` is a handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ucc_context_destroy(context: *mut ContextHandle) -> UccStatus {
     ffi("ucc_context_destroy", || {
+        if in_use_here(context) {
+            return Err(Error::invalid_param(format!(
+                "context = {context:p} is being progressed by this thread: ucc_context_destroy was called from a \
+                 completion callback inside ucc_context_progress (or ucc_ee_wait) of the same context; destroy it \
+                 after progress returns"
+            )));
+        }
         // SAFETY: see handle::retire.
         let h = unsafe { retire(context, "context") }?;
         let ctx = h.ctx.write().unwrap_or_else(|p| p.into_inner()).take();
@@ -225,6 +264,43 @@ fn address(job: Option<&str>, ep: usize, n_eps: usize) -> Box<[u8]> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::testing::{Single, within};
+
+    /// What the callback of `callback_destroying_its_context_is_refused` saw.
+    static CTX: AtomicUsize = AtomicUsize::new(0);
+    static DESTROY_IN_CB: AtomicI32 = AtomicI32::new(i32::MIN);
+
+    unsafe extern "C" fn destroy_ctx(_data: *mut std::ffi::c_void, _status: UccStatus) {
+        // SAFETY: the test's live context.
+        let st = unsafe { ucc_context_destroy(CTX.load(Ordering::Acquire) as *mut ContextHandle) };
+        DESTROY_IN_CB.store(st, Ordering::Release);
+    }
+
+    /// A completion callback that destroys its context, inside that
+    /// context's progress: refused (it would wait for the progress that
+    /// runs it), and the context is destroyed once progress returns.
+    #[test]
+    fn callback_destroying_its_context_is_refused() {
+        let s = Single::new(std::ptr::null());
+        let team = s.team();
+        let _armed = s.armed_allreduce(team, destroy_ctx, std::ptr::null_mut());
+        CTX.store(s.ctx as usize, Ordering::Release);
+        let ctx = s.ctx as usize;
+        within(Duration::from_secs(30), "progress whose callback destroys the context", move || {
+            while DESTROY_IN_CB.load(Ordering::Acquire) == i32::MIN {
+                // SAFETY: the test's live context.
+                assert_eq!(unsafe { ucc_context_progress(ctx as *const ContextHandle) }, UCC_OK);
+            }
+        });
+        assert_eq!(DESTROY_IN_CB.load(Ordering::Acquire), UCC_ERR_INVALID_PARAM);
+        // SAFETY: still live: the destroy in the callback was refused.
+        assert_eq!(unsafe { ucc_context_destroy(s.ctx) }, UCC_OK);
+    }
+
     #[test]
     fn address_names_job_and_endpoint() {
         let a = super::address(Some("u1234"), 3, 4);

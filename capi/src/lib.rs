@@ -39,4 +39,6 @@ mod oob;
 mod request;
 mod staging;
 mod team;
+#[cfg(test)]
+mod testing;
 mod types;

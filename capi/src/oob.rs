@@ -78,8 +78,18 @@ impl RawOob {
             .len()
             .checked_mul(self.size())
             .ok_or_else(|| Error::invalid_param(format!("OOB allgather of {} bytes overflows", src.len())))?;
-        let mut f =
-            Fixed { oob: *self, src, recv: vec![0; total], req: std::ptr::null_mut(), state: State::Posted, barrier };
+        // Fallible: n_oob_eps is the caller's, and a failed allocation must
+        // be an error, not an abort of the process.
+        let mut recv = Vec::new();
+        recv.try_reserve_exact(total).map_err(|_| {
+            Error::no_memory(format!(
+                "OOB allgather of {} bytes from each of n_oob_eps {} endpoints: {total} bytes cannot be allocated",
+                src.len(),
+                self.size()
+            ))
+        })?;
+        recv.resize(total, 0);
+        let mut f = Fixed { oob: *self, src, recv, req: std::ptr::null_mut(), state: State::Posted, barrier };
         let Some(allgather) = self.oob.allgather else { return Err(Error::internal("OOB allgather vanished")) };
         // SAFETY: the callbacks were checked non-null; `src` and `recv` are
         // owned by `f` and are not moved or freed while the request lives
@@ -363,6 +373,37 @@ mod tests {
             let Poll::Ready(Ok(got)) = f.test() else { panic!("{} bytes: not done", data.len()) };
             assert_eq!(got, data);
         }
+    }
+
+    unsafe extern "C" fn must_not_post(
+        _src: *mut c_void,
+        _recv: *mut c_void,
+        _size: usize,
+        _info: *mut c_void,
+        _req: *mut *mut c_void,
+    ) -> UccStatus {
+        UCC_ERR_INVALID_PARAM
+    }
+
+    /// n_oob_eps is the caller's: an allgather whose receive buffer cannot
+    /// be allocated is `UCC_ERR_NO_MEMORY` before the callback is called,
+    /// not an abort of the process (context creation's first allgather,
+    /// with n_oob_eps = UINT32_MAX, asked for 32 GiB).
+    #[test]
+    fn an_allgather_too_large_to_allocate_is_an_error() {
+        let oob = OobColl {
+            allgather: Some(must_not_post),
+            req_test: Some(done),
+            req_free: Some(done),
+            coll_info: std::ptr::null_mut(),
+            n_oob_eps: u32::MAX,
+            oob_ep: 0,
+        };
+        let raw = RawOob::new(oob, "oob").unwrap_or_else(|e| panic!("{e}"));
+        // 64 MiB from each of 2^32 - 1 endpoints: past any address space.
+        let Err(e) = raw.allgather(vec![0; 1 << 26]) else { panic!("an allocation of 2^58 bytes succeeded") };
+        assert_eq!(e.status(), ferrocoll::Status::NoMemory, "{e}");
+        assert!(e.context().contains("n_oob_eps 4294967295"), "{e}");
     }
 
     #[test]

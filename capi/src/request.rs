@@ -15,7 +15,8 @@
 //! post and scattered back in the completion callback, before the status
 //! word turns to `UCC_OK`; a triggered post does both in its trigger.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -77,6 +78,37 @@ const _: () = {
 thread_local! {
     /// The request this thread is posting (its callback must wait until the post lets go).
     static POSTING: Cell<*const ReqHandle> = const { Cell::new(std::ptr::null()) };
+    /// Deferred callbacks owed while one runs on this thread (see [`run_deferred`]).
+    static OWED: RefCell<Option<VecDeque<(UserCb, UccStatus)>>> = const { RefCell::new(None) };
+}
+
+/// Call a deferred callback: at once, unless this thread is inside one
+/// already, and then after it, from the outermost. A callback that posts
+/// its request again (a persistent request, re-posted from its own
+/// callback), where each post ends at once (a team of one), would
+/// otherwise nest one call deeper per collective until the stack overflows.
+fn run_deferred(cb: UserCb, code: UccStatus) {
+    let outermost = OWED.with(|o| match &mut *o.borrow_mut() {
+        Some(owed) => {
+            owed.push_back((cb, code));
+            false
+        }
+        none => {
+            *none = Some(VecDeque::new());
+            true
+        }
+    });
+    if !outermost {
+        return;
+    }
+    let mut next = Some((cb, code));
+    while let Some((cb, code)) = next {
+        // SAFETY: the caller's callback with its own data (UCC's contract);
+        // it cannot unwind (extern "C"), so the queue is always reset below.
+        unsafe { (cb.f)(cb.data, code) };
+        next = OWED.with(|o| o.borrow_mut().as_mut().and_then(VecDeque::pop_front));
+    }
+    OWED.with(|o| *o.borrow_mut() = None);
 }
 
 /// Marks this thread as posting a request, until dropped (also on unwinding).
@@ -164,8 +196,8 @@ impl ReqHandle {
         };
         if self.deferred.swap(false, Ordering::AcqRel) {
             if let Some(cb) = self.user_cb {
-                // SAFETY: as in `completion`; the request's lock is released.
-                unsafe { (cb.f)(cb.data, self.status.load(Ordering::Acquire)) };
+                // The request's lock is released.
+                run_deferred(cb, self.status.load(Ordering::Acquire));
             }
         }
         result
@@ -269,7 +301,9 @@ pub unsafe extern "C" fn ucc_collective_post(request: *const ReqHandle) -> UccSt
     })
 }
 
-/// `ucc_collective_init_and_post` (init, then post).
+/// `ucc_collective_init_and_post` (init, then post). `*request` is set
+/// before the post, so that a callback run by it (a collective that ends
+/// at once) finds its request there; it is set to NULL if the post fails.
 ///
 /// # Safety
 /// As [`ucc_collective_init`].
@@ -286,9 +320,20 @@ pub unsafe extern "C" fn ucc_collective_init_and_post(
         non_null(request, "request")?;
         // SAFETY: forwarded from the caller.
         let h = unsafe { init(coll_args, &t) }?;
-        h.post("ucc_collective_init_and_post")?;
+        let p = publish_arc(h.clone());
         // SAFETY: checked non-null.
-        unsafe { put(request, publish_arc(h)) };
+        unsafe { put(request, p) };
+        if let Err(e) = h.post("ucc_collective_init_and_post") {
+            // A failed post ran no callback: the handle is still only ours to take back.
+            // SAFETY: published just above.
+            let _ = unsafe { retire(p, "request") };
+            // Its request holds the completion callback, which holds the handle.
+            let req = h.lock().req.take();
+            drop(req);
+            // SAFETY: checked non-null.
+            unsafe { put(request, std::ptr::null_mut()) };
+            return Err(e);
+        }
         Ok(UCC_OK)
     })
 }
@@ -326,4 +371,115 @@ pub unsafe extern "C" fn ucc_collective_finalize(request: *mut ReqHandle) -> Ucc
 pub(crate) unsafe fn borrow_req(p: *const ReqHandle, what: &str) -> Result<Arc<ReqHandle>> {
     // SAFETY: forwarded.
     unsafe { borrow(p, what) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+    use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::testing::Single;
+
+    static FINALIZE_IN_CB: AtomicI32 = AtomicI32::new(i32::MIN);
+
+    /// Finalize the request whose handle `data` points to (as Open MPI's and
+    /// the C tests' callbacks do).
+    unsafe extern "C" fn finalize_own(data: *mut c_void, _status: UccStatus) {
+        // SAFETY: the test passes the address of its request variable.
+        let req = unsafe { *data.cast::<*mut ReqHandle>() };
+        // SAFETY: the callback's own request, or NULL if it was not set yet.
+        FINALIZE_IN_CB.store(unsafe { ucc_collective_finalize(req) }, Ordering::Release);
+    }
+
+    /// A collective that ends inside `ucc_collective_init_and_post` (zero
+    /// size) runs its callback there: `*request` already holds the handle,
+    /// so a callback that finalizes its request finalizes it.
+    #[test]
+    fn init_and_post_sets_the_request_before_its_callback_runs() {
+        let s = Single::new(std::ptr::null());
+        let team = s.team();
+        let mut req: *mut ReqHandle = std::ptr::null_mut();
+        // SAFETY: all-zero arguments are a mask of 0; an allreduce of nothing needs no buffer.
+        let mut a: CollArgs = unsafe { std::mem::zeroed() };
+        a.mask = ARGS_FIELD_CB;
+        a.coll_type = ferrocoll::CollType::Allreduce as u32;
+        a.op = ferrocoll::ReduceOp::Sum as u32;
+        a.cb = CollCallback { cb: Some(finalize_own), data: (&raw mut req).cast() };
+        // SAFETY: the arguments above; `req` outlives the call and its callback.
+        assert_eq!(unsafe { ucc_collective_init_and_post(&a, &mut req, team) }, UCC_OK);
+        assert!(!req.is_null());
+        assert_eq!(FINALIZE_IN_CB.load(Ordering::Acquire), UCC_OK, "the callback finalized its request");
+        // SAFETY: finalized, so quarantined: the handle reads dead.
+        assert_eq!(unsafe { ucc_collective_finalize(req) }, UCC_ERR_INVALID_PARAM);
+    }
+
+    /// What `repost` works on.
+    struct Reposts {
+        req: AtomicUsize,
+        left: AtomicU32,
+        calls: AtomicU32,
+        failed: AtomicI32,
+    }
+
+    /// Post the request again until `left` runs out (a pipeline driven by completions).
+    unsafe extern "C" fn repost(data: *mut c_void, status: UccStatus) {
+        // SAFETY: the test's `Reposts`, which outlives the request.
+        let r = unsafe { &*data.cast::<Reposts>() };
+        r.calls.fetch_add(1, Ordering::Relaxed);
+        if status != UCC_OK {
+            r.failed.store(status, Ordering::Relaxed);
+        } else if r.left.load(Ordering::Relaxed) > 0 {
+            r.left.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: the test's live request.
+            let st = unsafe { ucc_collective_post(r.req.load(Ordering::Relaxed) as *const ReqHandle) };
+            if st != UCC_OK {
+                r.failed.store(st, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A persistent request re-posted from its own callback, each post
+    /// ending at once (a team of one): the callbacks follow one another
+    /// rather than nest, so 20000 of them fit in a 256 KiB stack.
+    #[test]
+    fn reposting_from_the_callback_does_not_nest() {
+        const POSTS: u32 = 20_000;
+        let s = Single::new(std::ptr::null());
+        let team = s.team() as usize;
+        let r = Box::leak(Box::new(Reposts {
+            req: AtomicUsize::new(0),
+            left: AtomicU32::new(POSTS - 1),
+            calls: AtomicU32::new(0),
+            failed: AtomicI32::new(UCC_OK),
+        }));
+        let data = std::ptr::from_mut(r) as usize;
+        let run = std::thread::Builder::new().stack_size(256 << 10).spawn(move || {
+            let bufs: &'static mut [i32; 8] = Box::leak(Box::new([1; 8]));
+            let (src, dst) = bufs.split_at_mut(4);
+            let int32 = (ferrocoll::DataType::Int32 as u64) << 3;
+            // SAFETY: all-zero arguments are a mask of 0; the fields an allreduce reads are set below.
+            let mut a: CollArgs = unsafe { std::mem::zeroed() };
+            a.mask = ARGS_FIELD_CB | ARGS_FIELD_FLAGS;
+            a.flags = ferrocoll::CollFlags::PERSISTENT.0;
+            a.coll_type = ferrocoll::CollType::Allreduce as u32;
+            a.op = ferrocoll::ReduceOp::Sum as u32;
+            a.src.info = BufferInfo { buffer: src.as_mut_ptr().cast(), count: 4, datatype: int32, mem_type: 0 };
+            a.dst.info = BufferInfo { buffer: dst.as_mut_ptr().cast(), count: 4, datatype: int32, mem_type: 0 };
+            a.cb = CollCallback { cb: Some(repost), data: data as *mut c_void };
+            let mut req = std::ptr::null_mut();
+            // SAFETY: the arguments above over leaked buffers; the test's live team.
+            assert_eq!(unsafe { ucc_collective_init(&a, &mut req, team as *const TeamHandle) }, UCC_OK);
+            // SAFETY: the test's `Reposts`, leaked.
+            unsafe { &*(data as *const Reposts) }.req.store(req as usize, Ordering::Relaxed);
+            // SAFETY: the live request made above.
+            assert_eq!(unsafe { ucc_collective_post(req) }, UCC_OK);
+            req as usize
+        });
+        let req = run.expect("spawn a thread").join().expect("the posting thread returned") as *mut ReqHandle;
+        assert_eq!(r.failed.load(Ordering::Relaxed), UCC_OK);
+        assert_eq!(r.calls.load(Ordering::Relaxed), POSTS, "one callback per post");
+        // SAFETY: the live request; every post has completed.
+        assert_eq!(unsafe { ucc_collective_finalize(req) }, UCC_OK);
+    }
 }

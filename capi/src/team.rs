@@ -10,6 +10,7 @@ use std::ffi::c_void;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use ferrocoll::{EpMap as FcEpMap, Error, Result, Status, Team, TeamParams as FcTeamParams};
 
@@ -24,11 +25,20 @@ use crate::oob::{Fixed, RawOob};
 /// reads through the opaque handle.
 pub(crate) const SIZE_OFFSET: usize = 360;
 
+/// `UCC_TEAM_CREATE_TIMEOUT`'s default (ferrocoll core's), which also bounds
+/// the team OOB's exchange of endpoints.
+const TEAM_CREATE_TIMEOUT: Duration = Duration::from_secs(120);
+
 enum State {
-    /// Allgathering the members' context endpoints over the team OOB.
-    Gathering(Fixed),
+    /// Allgathering the members' context endpoints over the team OOB,
+    /// since the instant given, for at most the duration given.
+    Gathering(Fixed, Instant, Option<Duration>),
     /// ferrocoll's team creation in progress.
     Creating(Team),
+    /// Taken out by a `ucc_team_create_test` that is stepping it: the OOB's
+    /// callbacks and the context's progress (completion callbacks) run
+    /// without the lock, so that they may call back into this team.
+    Busy,
     Ready(Team),
     Failed(Error),
 }
@@ -103,28 +113,62 @@ impl TeamHandle {
 
     /// One step of creation: `InProgress`, `Ok`, or the failure.
     fn step(&self) -> Result<Status> {
-        let mut st = self.state();
         loop {
-            let next = match &mut *st {
-                State::Ready(_) => return Ok(Status::Ok),
-                State::Failed(e) => return Err(e.duplicate()),
-                State::Gathering(f) => match f.test() {
-                    Poll::Pending => return Ok(Status::InProgress),
-                    Poll::Ready(r) => match r.and_then(|b| decode_eps(&b)).and_then(|eps| self.create(eps)) {
-                        Ok(team) => State::Creating(team),
-                        Err(e) => State::Failed(e.prefixed("team OOB exchange of endpoints")),
-                    },
-                },
-                State::Creating(team) => match team.create_test() {
-                    Ok(Status::InProgress) => return Ok(Status::InProgress),
-                    Ok(_) => match std::mem::replace(&mut *st, State::Failed(Error::internal("team moved"))) {
-                        State::Creating(t) => State::Ready(t),
-                        other => other,
-                    },
-                    Err(e) => State::Failed(e),
-                },
+            let taken = {
+                let mut st = self.state();
+                match &*st {
+                    State::Ready(_) => return Ok(Status::Ok),
+                    State::Failed(e) => return Err(e.duplicate()),
+                    // Stepped by another call (another thread, or a callback run by that step).
+                    State::Busy => return Ok(Status::InProgress),
+                    State::Gathering(..) | State::Creating(_) => std::mem::replace(&mut *st, State::Busy),
+                }
             };
+            // A panic (caught at the boundary) must not leave the state Busy for ever.
+            let (next, pending) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.advance(taken)))
+                .unwrap_or_else(|_| {
+                    (State::Failed(Error::internal("team creation step panicked (see the log)")), false)
+                });
+            let mut st = self.state();
+            if !matches!(*st, State::Busy) {
+                // Destroyed meanwhile: what this step made is dropped, without the lock.
+                drop(st);
+                drop(next);
+                return Err(Error::invalid_param("the team was destroyed during ucc_team_create_test"));
+            }
             *st = next;
+            if pending {
+                return Ok(Status::InProgress);
+            }
+        }
+    }
+
+    /// Advance a state taken out of the lock: the next state, and whether it is still in progress.
+    fn advance(&self, state: State) -> (State, bool) {
+        match state {
+            State::Gathering(mut f, since, limit) => match f.test() {
+                Poll::Pending => match limit.filter(|l| since.elapsed() > *l) {
+                    Some(l) => {
+                        let e = Error::timed_out(format!(
+                            "team OOB exchange of endpoints not done after {:.1} s (UCC_TEAM_CREATE_TIMEOUT): a \
+                             member has not called ucc_team_create_post, or the team OOB does not complete",
+                            l.as_secs_f64()
+                        ));
+                        (State::Failed(e), false)
+                    }
+                    None => (State::Gathering(f, since, limit), true),
+                },
+                Poll::Ready(r) => match r.and_then(|b| decode_eps(&b)).and_then(|eps| self.create(eps)) {
+                    Ok(team) => (State::Creating(team), false),
+                    Err(e) => (State::Failed(e.prefixed("team OOB exchange of endpoints")), false),
+                },
+            },
+            State::Creating(team) => match team.create_test() {
+                Ok(Status::InProgress) => (State::Creating(team), true),
+                Ok(_) => (State::Ready(team), false),
+                Err(e) => (State::Failed(e), false),
+            },
+            other => (other, false),
         }
     }
 }
@@ -294,8 +338,11 @@ pub unsafe extern "C" fn ucc_team_create_post(
         let state = match (eps, oob) {
             (Some(eps), _) => State::Creating(h.create(eps)?),
             (None, Some(raw)) => {
-                let me = ctx.get()?.ep() as u64;
-                State::Gathering(raw.allgather(me.to_le_bytes().to_vec())?)
+                let (me, limit) = {
+                    let c = ctx.get()?;
+                    (c.ep() as u64, c.config().positive_duration_or("TEAM_CREATE_TIMEOUT", Some(TEAM_CREATE_TIMEOUT))?)
+                };
+                State::Gathering(raw.allgather(me.to_le_bytes().to_vec())?, Instant::now(), limit)
             }
             (None, None) => return Err(Error::internal("a team with neither endpoints nor OOB")),
         };
@@ -400,7 +447,115 @@ pub unsafe extern "C" fn ucc_team_create_from_parent(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+    use std::time::Duration;
+
     use super::*;
+    use crate::testing::{Single, no_team_params, within};
+
+    /// The team the callback of `callback_touching_a_team_in_creation_does_not_deadlock` touches.
+    static NEW_TEAM: AtomicUsize = AtomicUsize::new(0);
+    static ATTR_IN_CB: AtomicI32 = AtomicI32::new(i32::MIN);
+    static DESTROY_IN_CB: AtomicI32 = AtomicI32::new(i32::MIN);
+
+    unsafe extern "C" fn touch_new_team(_data: *mut c_void, _status: UccStatus) {
+        let team = NEW_TEAM.load(Ordering::Acquire) as *mut TeamHandle;
+        // SAFETY: all-zero is a value of the attribute struct; the mask asks for the endpoint.
+        let mut attr: TeamAttr = unsafe { std::mem::zeroed() };
+        attr.mask = TEAM_ATTR_EP;
+        // SAFETY: the test's team, live until the destroy below.
+        ATTR_IN_CB.store(unsafe { ucc_team_get_attr(team, &mut attr) }, Ordering::Release);
+        // SAFETY: as above.
+        DESTROY_IN_CB.store(unsafe { ucc_team_destroy(team) }, Ordering::Release);
+    }
+
+    /// A completion callback that runs inside `ucc_team_create_test` of
+    /// another team (which progresses the context) and calls into that
+    /// team: answered (it is still being created; it may be destroyed),
+    /// not a deadlock on the team's state.
+    #[test]
+    fn callback_touching_a_team_in_creation_does_not_deadlock() {
+        let s = Single::new(std::ptr::null());
+        let world = s.team();
+        let _armed = s.armed_allreduce(world, touch_new_team, std::ptr::null_mut());
+        let new = s.post_team(&no_team_params());
+        NEW_TEAM.store(new as usize, Ordering::Release);
+        let addr = new as usize;
+        let last = within(Duration::from_secs(30), "team creation whose progress runs the callback", move || {
+            let new = addr as *const TeamHandle;
+            loop {
+                // SAFETY: the test's team (destroyed by the callback: then the handle reads dead).
+                let st = unsafe { ucc_team_create_test(new) };
+                if st != UCC_INPROGRESS || DESTROY_IN_CB.load(Ordering::Acquire) != i32::MIN {
+                    return st;
+                }
+            }
+        });
+        assert_eq!(ATTR_IN_CB.load(Ordering::Acquire), UCC_ERR_INVALID_PARAM, "the team is not created yet");
+        assert_eq!(DESTROY_IN_CB.load(Ordering::Acquire), UCC_OK);
+        assert_eq!(last, UCC_ERR_INVALID_PARAM, "the team was destroyed during its create_test");
+        // SAFETY: destroyed, so quarantined: the handle reads dead.
+        assert_eq!(unsafe { ucc_team_create_test(new) }, UCC_ERR_INVALID_PARAM);
+    }
+
+    unsafe extern "C" fn never_done_allgather(
+        _src: *mut c_void,
+        _recv: *mut c_void,
+        _size: usize,
+        _info: *mut c_void,
+        req: *mut *mut c_void,
+    ) -> UccStatus {
+        // SAFETY: a writable request pointer (UCC's contract).
+        unsafe { *req = std::ptr::dangling_mut() };
+        UCC_OK
+    }
+
+    unsafe extern "C" fn in_progress(_req: *mut c_void) -> UccStatus {
+        UCC_INPROGRESS
+    }
+
+    unsafe extern "C" fn freed(_req: *mut c_void) -> UccStatus {
+        UCC_OK
+    }
+
+    /// A team OOB whose allgather never completes (a member that never
+    /// came): `ucc_team_create_test` fails once UCC_TEAM_CREATE_TIMEOUT has
+    /// passed, as the rest of team creation does, rather than answering
+    /// UCC_INPROGRESS for ever.
+    #[test]
+    fn a_team_oob_that_never_completes_times_out() {
+        let mut cfg = std::ptr::null_mut();
+        let lib = Single::new(std::ptr::null());
+        // SAFETY: a live library, no file, a writable out-pointer; then C strings.
+        unsafe {
+            assert_eq!(crate::config_api::ucc_context_config_read(lib.lib(), std::ptr::null(), &mut cfg), UCC_OK);
+            let (name, value) = (c"TEAM_CREATE_TIMEOUT", c"50ms");
+            let st = crate::config_api::ucc_context_config_modify(cfg, std::ptr::null(), name.as_ptr(), value.as_ptr());
+            assert_eq!(st, UCC_OK);
+        }
+        let s = Single::new(cfg);
+        let mut p = no_team_params();
+        p.mask = TEAM_PARAM_OOB;
+        p.oob = OobColl {
+            allgather: Some(never_done_allgather),
+            req_test: Some(in_progress),
+            req_free: Some(freed),
+            coll_info: std::ptr::null_mut(),
+            n_oob_eps: 1,
+            oob_ep: 0,
+        };
+        let team = s.post_team(&p) as usize;
+        let st = within(Duration::from_secs(30), "team creation over an OOB that never completes", move || {
+            loop {
+                // SAFETY: the test's live team.
+                match unsafe { ucc_team_create_test(team as *const TeamHandle) } {
+                    UCC_INPROGRESS => std::thread::sleep(Duration::from_millis(1)),
+                    st => return st,
+                }
+            }
+        });
+        assert_eq!(st, UCC_ERR_TIMED_OUT);
+    }
 
     fn map(map_type: u32, ep_num: u64, u: EpMapUnion) -> EpMap {
         EpMap { map_type, ep_num, u }
