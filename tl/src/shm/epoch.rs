@@ -556,8 +556,8 @@ impl ShmTeam {
 #[cfg(test)]
 mod tests {
     use super::super::segment::LEFT;
-    use super::super::team::threads;
     use super::super::test_support::poll_to_end;
+    use super::super::test_support::threads;
     use super::*;
 
     /// A counter in another rank's control line is input: one further ahead

@@ -8,33 +8,16 @@ use std::sync::atomic::Ordering;
 
 use ferrocoll_core::CollType::{Alltoall, Bcast};
 use ferrocoll_core::args::Blocks;
-use ferrocoll_core::backend::McSet;
-use ferrocoll_core::config::Config;
 use ferrocoll_core::{MemRef, MemType, Result};
 use ferrocoll_transport::cma;
 
-use super::ShmConfig;
 use super::alg::single_copy::{Offer, Outcome, single_copy};
-use super::segment::Segment;
-use super::team::{ShmTeam, TeamSetup};
+use super::team::ShmTeam;
 use super::test_support::poll_to_end;
 
 /// A team of `size` threads of this process, one `ShmTeam` per rank.
 fn teams(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
-    let name = Segment::name(&format!("shmtl-sc-{test}{}", std::process::id()), 0x2b, 0xce, "p1t2n3");
-    let config = ShmConfig::from_config(&Config::new()).expect("default config");
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..size)
-            .map(|rank| {
-                let (name, config) = (name.clone(), config.clone());
-                s.spawn(move || {
-                    let setup = TeamSetup { name, cookie: 0xce, oversubscribed: false, pids: vec![0; size] };
-                    poll_to_end(ShmTeam::create_shared(setup, rank, size, McSet::default(), config))
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap().expect("team")).collect()
-    })
+    super::test_support::threads(&format!("sc-{test}"), size)
 }
 
 /// Run `f(rank, team)` on every rank at once; each rank's result.

@@ -616,27 +616,6 @@ impl ShmTeam {
     }
 }
 
-/// A team of `size` threads of this process, one `ShmTeam` per rank, its
-/// segment named after `test` (unit tests).
-#[cfg(test)]
-pub(crate) fn threads(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
-    let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2c, 0xcf, "p1t2n3");
-    let config = ShmConfig::from_config(&ferrocoll_core::config::Config::new()).expect("default config");
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..size)
-            .map(|rank| {
-                let (name, config) = (name.clone(), config.clone());
-                s.spawn(move || {
-                    let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids: vec![0; size] };
-                    let team = ShmTeam::create_shared(setup, rank, size, McSet::default(), config);
-                    super::test_support::poll_to_end(team)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap().expect("team")).collect()
-    })
-}
-
 /// Copy the rank the team's running collective waits for, if any, into
 /// `diag` (what a pending post's future does after each poll).
 pub(super) fn note_waiting(team: &ShmTeam, diag: &TaskDiag) {

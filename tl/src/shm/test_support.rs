@@ -1,10 +1,17 @@
 //! What the shm TL's unit tests share.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ferrocoll_core::backend::McSet;
+use ferrocoll_core::config::Config;
 use ferrocoll_core::{Error, Result};
+
+use super::ShmConfig;
+use super::segment::Segment;
+use super::team::{ShmTeam, TeamSetup};
 
 /// Poll `fut` with a no-op waker until it is done (10 s at most).
 pub(super) fn poll_to_end<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
@@ -20,4 +27,23 @@ pub(super) fn poll_to_end<T>(fut: impl Future<Output = Result<T>>) -> Result<T> 
         }
         std::thread::yield_now();
     }
+}
+
+/// A team of `size` threads of this process, one `ShmTeam` per rank, its
+/// segment named after `test`.
+pub(super) fn threads(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
+    let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2c, 0xcf, "p1t2n3");
+    let config = ShmConfig::from_config(&Config::new()).expect("default config");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..size)
+            .map(|rank| {
+                let (name, config) = (name.clone(), config.clone());
+                s.spawn(move || {
+                    let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids: vec![0; size] };
+                    poll_to_end(ShmTeam::create_shared(setup, rank, size, McSet::default(), config))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap().expect("team")).collect()
+    })
 }

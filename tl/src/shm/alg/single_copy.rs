@@ -365,8 +365,8 @@ mod tests {
     use ferrocoll_core::MemRef;
 
     use super::*;
-    use crate::shm::team::threads;
     use crate::shm::test_support::poll_to_end;
+    use crate::shm::test_support::threads;
 
     /// A bcast of 64 bytes from rank 0 by single copy: each rank's outcome and buffer.
     fn bcast(teams: &[std::sync::Arc<ShmTeam>]) -> Vec<(Result<Outcome>, Vec<u8>)> {
