@@ -156,7 +156,7 @@ impl Client {
         if let Some(why) = &self.closed {
             if !self.welcomed {
                 return Err(Error::io(format!(
-                    "rank {}: the bootstrap store at {} {why} before answering the hello",
+                    "rank {}: rank 0 (the bootstrap store at {}) {why} before answering the hello",
                     self.rank, self.target
                 )));
             }
@@ -201,7 +201,7 @@ impl Client {
         }
         if self.deadline.is_some_and(|d| Instant::now() > d) {
             return Err(Error::timed_out(format!(
-                "rank {} could not reach the bootstrap store at {} for {}: {}",
+                "rank {} could not reach rank 0 (the bootstrap store at {}) for {}: {}",
                 self.rank,
                 self.target,
                 secs(self.timeout),

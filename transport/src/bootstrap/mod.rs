@@ -37,8 +37,8 @@
 //!   a connect attempt, which std can bound but not split (at most 1 s, only
 //!   while the store's host does not answer).
 //! - **Failures name the peer.** A store that stays unreachable past the
-//!   deadline ("rank 2 could not reach the bootstrap store at 10.0.0.1:29500
-//!   for 30.0 s: Connection refused"), a rank that left ("rank 3 (from …)
+//!   deadline ("rank 2 could not reach rank 0 (the bootstrap store at
+//!   10.0.0.1:29500) for 30.0 s: Connection refused"), a rank that left ("rank 3 (from …)
 //!   closed its bootstrap connection during round 1"), ranks that never came
 //!   (rank 0, after `connect_timeout`). When rank 0 fails it tells every
 //!   connected rank why before they would otherwise wait for their timeout.
