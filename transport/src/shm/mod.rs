@@ -75,6 +75,8 @@ mod transport;
 mod wire;
 
 #[cfg(test)]
+mod forged_slot_tests;
+#[cfg(test)]
 mod tests;
 
 use ferrocoll_core::config::ConfigField;
