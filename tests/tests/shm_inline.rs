@@ -1,5 +1,5 @@
 //! The shm TL's small-message protocol (`tl/src/shm/inline.rs`, issue 10):
-//! payloads of up to ~1 KiB travel beside their epoch's tag in an inline
+//! payloads of up to ~4 KiB travel beside their epoch's tag in an inline
 //! region, larger ones through the data halves, and a rank skips reading a
 //! peer's `done` when that peer's earlier counters already proved it
 //! (`epoch.rs`). Sizes on both sides of the inline capacity, collectives
@@ -18,9 +18,9 @@ use ferrocoll_tests::world;
 /// Long enough never to fire in a healthy run; a regression fails instead of hanging.
 const T: Duration = Duration::from_secs(30);
 
-/// Bytes per rank: below, at and above the inline capacity (1 120 bytes
+/// Bytes per rank: below, at and above the inline capacity (4 192 bytes
 /// today; the test checks values, whichever path each size takes).
-const SIZES: [usize; 8] = [4, 8, 256, 1024, 1120, 1124, 1152, 4096];
+const SIZES: [usize; 8] = [4, 8, 256, 1120, 4192, 4196, 4224, 8192];
 
 fn on_shm<R: Send + 'static>(ranks: usize, f: impl Fn(&Team) -> R + Send + Sync + 'static) -> Vec<R> {
     let mut c = Config::new();
@@ -144,11 +144,11 @@ fn sizes_on_both_sides_of_the_inline_capacity_in_turn_give_right_values() {
 
 #[test]
 fn a_call_that_fits_inline_against_one_that_does_not_fails_naming_both() {
-    // 100 floats go inline, 1000 through the data halves: each rank waits on
+    // 100 floats go inline, 2000 through the data halves: each rank waits on
     // a different counter of the other, and both must still say the calls
     // differ, not wait for their timeout.
     let out = on_shm(2, |team| {
-        let n = if team.rank() == 0 { 100 } else { 1000 };
+        let n = if team.rank() == 0 { 100 } else { 2000 };
         let (src, mut dst) = (vec![1.0f32; n], vec![0.0f32; n]);
         Coll::allreduce(&src, &mut dst, ReduceOp::Sum).timeout(T).run(team)
     });
@@ -157,17 +157,17 @@ fn a_call_that_fits_inline_against_one_that_does_not_fails_naming_both() {
         assert_eq!(e.status(), Status::InvalidParam, "rank {rank}: {e}");
         let text = e.to_string();
         assert!(text.contains("calls differ"), "rank {rank}: {text}");
-        assert!(text.contains("of 100 elements") && text.contains("of 1000 elements"), "rank {rank}: {text}");
+        assert!(text.contains("of 100 elements") && text.contains("of 2000 elements"), "rank {rank}: {text}");
     }
 }
 
 #[test]
 fn an_alltoall_that_fits_inline_against_one_that_does_not_fails_on_both_ranks() {
-    // 2 floats a block go inline, 500 through the data halves: rank 0 waits
+    // 2 floats a block go inline, 1200 through the data halves: rank 0 waits
     // for an inline tag that never comes, rank 1 for rank 0's part in the
     // halves; both must fail saying the calls differ, not wait for their timeout.
     let out = on_shm(2, |team| {
-        let n = if team.rank() == 0 { 2 } else { 500 };
+        let n = if team.rank() == 0 { 2 } else { 1200 };
         let (src, mut dst) = (vec![1.0f32; 2 * n], vec![0.0f32; 2 * n]);
         let started = std::time::Instant::now();
         let r = Coll::alltoall(&src, &mut dst).timeout(T).run(team);
@@ -180,7 +180,7 @@ fn an_alltoall_that_fits_inline_against_one_that_does_not_fails_on_both_ranks() 
         let text = e.to_string();
         assert!(text.contains("calls differ"), "rank {rank}: {text}");
         assert!(
-            text.contains("alltoall of 16 bytes") && text.contains("alltoall of 4000 bytes"),
+            text.contains("alltoall of 16 bytes") && text.contains("alltoall of 9600 bytes"),
             "rank {rank}: {text}"
         );
     }

@@ -46,9 +46,13 @@ const BOARD: usize = BOARD_DEPTH * ENTRY;
 /// Bytes of the head of an inline region (tag, signature), before its payload.
 pub(crate) const INLINE_HEAD: usize = 32;
 
-/// Bytes of one inline region: a head and at least 1 KiB of payload, in
-/// whole control lines (so that every region starts a line pair).
-pub(crate) const INLINE: usize = (INLINE_HEAD + 1024).div_ceil(LINE) * LINE;
+/// Bytes of one inline region: a head and at least 4 KiB of payload, in
+/// whole control lines (so that every region starts a line pair). 4 KiB,
+/// not 1 KiB as before: payloads of 1–4 KiB went through the data halves,
+/// whose second line trip and `done` made 2 KiB collectives on 2 ranks
+/// 1.1–1.5 times as long as inline (BENCHMARKS.md, eighteenth round);
+/// Open MPI's shared-memory fast boxes reach 4 KiB too.
+pub(crate) const INLINE: usize = (INLINE_HEAD + 4096).div_ceil(LINE) * LINE;
 
 /// Inline regions per rank, used in turn by the epochs that publish
 /// inline: a rank may publish epoch `e` while slower ranks still read

@@ -18,7 +18,7 @@
 //! will move are not carried.
 //!
 //! Where it lies: a team's tables (3 × 8 bytes a rank) go in the ranks'
-//! inline regions when they fit one (teams of up to 46 ranks), and a
+//! inline regions when they fit one (teams of up to 174 ranks), and a
 //! rank's carried blocks after its table when they fit too: the round is
 //! then one line's trip, as an inline collective's (`inline.rs`), and the
 //! epoch writes no half (`Depth::Inline`). Blocks too long for that go in
