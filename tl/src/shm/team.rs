@@ -191,8 +191,15 @@ impl ShmTeam {
                 match seg.attached() {
                     Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
                     Ok(_) if polls.is_multiple_of(CREATE_LIVENESS_EVERY) => {
-                        let members = pids.iter().copied().enumerate().skip(1);
-                        dead_among(members, "attaching to the team's segment")
+                        // A member that attached and is gone went on without
+                        // this rank, and likely failed because of one that
+                        // never attached (killed at start-up): that one is
+                        // named first, as the cause.
+                        let members = || pids.iter().copied().enumerate().skip(1);
+                        // Relaxed: a late view only names the other kind of member.
+                        let attached = |r: usize| seg.ctrl(r).is_ok_and(|c| c.pid.load(Ordering::Relaxed) != 0);
+                        dead_among(members().filter(|&(r, _)| !attached(r)), "attaching to the team's segment")
+                            .or_else(|| dead_among(members(), "the team's creation completed"))
                             .map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
                     }
                     Ok(_) => Poll::Pending,

@@ -72,3 +72,27 @@ fn a_creator_that_died_fails_the_members_naming_it() {
     let e = poll_to_end(create("nocreator", vec![dead, me], 1)).err().expect("rank 0 never creates").to_string();
     assert!(e.contains(&format!("rank 0 (pid {dead}) died before creating")), "{e}");
 }
+
+#[test]
+fn a_creator_names_the_member_that_never_attached_before_one_that_left_after() {
+    // Rank 2 was killed at start-up and never attached; rank 1 attached,
+    // then failed because of rank 2 and exited. Rank 0 names rank 2, the
+    // cause, though rank 1 is gone too and comes first by number.
+    let (me, left, killed) = (std::process::id(), dead_pid(), dead_pid());
+    let pids = vec![me, left, killed];
+    let e = std::thread::scope(|s| {
+        let r0 = s.spawn(|| poll_to_end(create("cause", pids.clone(), 0)));
+        let name = setup("cause", vec![]).name;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let seg = loop {
+            if let Some(seg) = Segment::open(&name, 3, 0xcd).expect("open") {
+                break seg;
+            }
+            assert!(Instant::now() < deadline, "rank 0 never created the segment");
+            std::thread::yield_now();
+        };
+        seg.ctrl(1).expect("rank 1's control line").pid.store(u64::from(left), std::sync::atomic::Ordering::Relaxed);
+        r0.join().unwrap().err().expect("rank 2 never attaches").to_string()
+    });
+    assert!(e.contains(&format!("rank 2 (pid {killed}) died before attaching")), "{e}");
+}
