@@ -186,6 +186,9 @@ pub unsafe extern "C" fn ucc_mc_memcpy(
     })
 }
 
+/// Bytes of the host pattern `ucc_mc_memset` copies to device memory at a time.
+const MEMSET_PIECE: usize = 1 << 20;
+
 /// `ucc_mc_memset`: host memory directly; device memory by a copy from a host pattern.
 ///
 /// # Safety
@@ -202,10 +205,18 @@ pub unsafe extern "C" fn ucc_mc_memset(ptr: *mut c_void, value: c_int, size: usi
             // SAFETY: host memory of `size` bytes, the caller's to write.
             unsafe { std::ptr::write_bytes(dst.addr(), byte, size) };
         } else {
-            let pattern = vec![byte; size];
-            // SAFETY: the Vec outlives the copy, which finishes before returning.
-            let src = unsafe { MemRef::from_slice(&pattern) };
-            mc.copy(dst, src)?;
+            // Device memory is written from a host pattern, a piece at a
+            // time: a pattern as large as the buffer would double a large
+            // memset's footprint in host memory.
+            let pattern = vec![byte; size.min(MEMSET_PIECE)];
+            let mut at = 0;
+            while at < size {
+                let n = (size - at).min(pattern.len());
+                // SAFETY: the Vec outlives the copy, which finishes before returning.
+                let src = unsafe { MemRef::from_slice(&pattern[..n]) };
+                mc.copy(dst.range(at, n)?, src)?;
+                at += n;
+            }
         }
         Ok(UCC_OK)
     })

@@ -216,6 +216,20 @@ static int body(int rank, int size)
     CHECK_OK(ucc_mc_memcpy(host, h->addr, N * 4, UCC_MEMORY_TYPE_HOST, UCC_MEMORY_TYPE_CUDA));
     if (check_host(host, 0x01010101, "ucc_mc_memset")) return 1;
     CHECK_OK(ucc_mc_free(h));
+    /* Past the 1 MiB piece the device memset is written in, to an odd end. */
+    size_t         big   = (3u << 20) + 13;
+    unsigned char *bytes = malloc(big);
+    CHECK(bytes != NULL);
+    CHECK_OK(ucc_mc_alloc(&h, big, UCC_MEMORY_TYPE_CUDA));
+    CHECK_OK(ucc_mc_memset(h->addr, 0x5a, big, UCC_MEMORY_TYPE_CUDA));
+    CHECK_OK(ucc_mc_memset((char *)h->addr + 5, 0x3c, big - 9, UCC_MEMORY_TYPE_CUDA));
+    CHECK_OK(ucc_mc_memcpy(bytes, h->addr, big, UCC_MEMORY_TYPE_HOST, UCC_MEMORY_TYPE_CUDA));
+    for (size_t i = 0; i < big; i++) {
+        unsigned char want = i < 5 || i >= big - 4 ? 0x5a : 0x3c;
+        if (bytes[i] != want) FAIL("ucc_mc_memset of %zu bytes: byte %zu = %#x, want %#x", big, i, bytes[i], want);
+    }
+    CHECK_OK(ucc_mc_free(h));
+    free(bytes);
 
     /* Managed memory is managed (the driver says so), and the host may touch it. */
     CHECK_OK(ucc_mc_available(UCC_MEMORY_TYPE_CUDA_MANAGED));
