@@ -17,7 +17,10 @@ use ferrocoll_transport::shmem::{self, AtomicView, IfExists, Mapping, ShmFile, S
 use super::layout::{CTRL, ENTRY, INLINE, INLINE_DEPTH, INLINE_HEAD, LINE, Layout};
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
-const VERSION: u32 = 7;
+/// The segment layout's version: raised with every change of `layout.rs`'s
+/// geometry (8: inline regions of 4 KiB), so that ranks of builds that
+/// disagree fail naming both versions instead of reading each other wrong.
+const VERSION: u32 = 8;
 
 /// The first line of a segment.
 #[repr(C)]
