@@ -159,7 +159,8 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
 /// The segment serves every size of every collective but alltoall from
 /// 2 MiB up with more than two ranks, which goes to p2p. Reductions stage
 /// through it (`onestep`, then `rsag` from `UCC_TL_SHM_RSAG_THRESHOLD`;
-/// reduce on two ranks stays `onestep`, but for single copy's range).
+/// reduce on two ranks stays `onestep`, but for single copy's range, and
+/// so does reduce on any team whose ranks outnumber their cores).
 /// The copying collectives (bcast, allgather(v), gather(v), scatter(v),
 /// alltoall(v)) and reduce-scatter(v) stage small messages through it and, from
 /// `UCC_TL_SHM_CMA_THRESHOLD`, copy once straight from the giver's buffer
@@ -183,13 +184,21 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     ];
     // Reduce: onestep, then rsag; on two ranks with a core each, single
     // copy in its range and onestep at every other size (see
-    // `REDUCE_SINGLE_COPY_END`).
+    // `REDUCE_SINGLE_COPY_END`); where ranks outnumber cores, onestep at
+    // every size. There rsag's every rank waits for every other twice
+    // (its slice's inputs, then the root for the slices), each wait a
+    // likely trip through the scheduler, while onestep's other ranks copy
+    // their input in and leave. On a 2-core Intel Xeon VM (BENCHMARKS.md,
+    // eighteenth round, 2 runs) onestep / rsag on 4 ranks: 64 KiB 3.6–3.9
+    // / 8.0–11.9 µs, 1 MiB 143–191 / 257–362, 16 MiB 4.9–5.1 / 5.0–6.1 ms;
+    // on 3 ranks 256 KiB 21–23 / 37–38 µs, 4 MiB 0.77–0.81 / 1.05–1.26 ms.
     let pair = size == 2 && !oversubscribed;
+    let onestep_always = pair || oversubscribed;
     let (lo, hi) = single_copy_range(config, Reduce, !pair);
     let (lo, hi) = (lo.max(t), hi.max(t));
     let reduce_alg = |m: u64| match m {
         m if (lo..hi).contains(&m) => 2,
-        m if m < t || pair => 0,
+        m if m < t || onestep_always => 0,
         _ => 1,
     };
     d.extend(piecewise([t, lo, hi], reduce_alg).map(|(from, to, alg)| entry(Reduce, from, to, alg)));
@@ -303,6 +312,12 @@ mod tests {
         }
         assert_eq!(reduce_at(4, 64 << 10), Some("rsag"));
         assert_eq!(reduce_at(4, 4 << 20), Some("rsag"));
+        // Where ranks outnumber cores, onestep at every size, on any team.
+        for (size, msg) in [(2, 64 << 10), (3, 64 << 10), (4, 4 << 20), (8, u64::MAX - 1)] {
+            let d = defaults(&config, size, true);
+            let e = d.iter().find(|d| d.coll == Reduce && d.range.contains(msg)).expect("an entry for every size");
+            assert_eq!(registry().find(Reduce, e.alg).map(|a| a.info.name), Some("onestep"), "{size} ranks, {msg}");
+        }
         let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };
         assert!(defaults(&off, 2, false).iter().all(|d| registry().find(d.coll, d.alg).unwrap().info.name != "cma"));
         assert_eq!(single_copy_range(&off, Alltoallv, false), (u64::MAX, u64::MAX));
