@@ -189,7 +189,7 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     // (its slice's inputs, then the root for the slices), each wait a
     // likely trip through the scheduler, while onestep's other ranks copy
     // their input in and leave. On a 2-core Intel Xeon VM (BENCHMARKS.md,
-    // eighteenth round, 2 runs) onestep / rsag on 4 ranks: 64 KiB 3.6–3.9
+    // eighteenth round, 2 runs) onestep / rsag on 4 ranks: 16 KiB 3.6–3.9
     // / 8.0–11.9 µs, 1 MiB 143–191 / 257–362, 16 MiB 4.9–5.1 / 5.0–6.1 ms;
     // on 3 ranks 256 KiB 21–23 / 37–38 µs, 4 MiB 0.77–0.81 / 1.05–1.26 ms.
     let pair = size == 2 && !oversubscribed;
