@@ -159,8 +159,14 @@ fn run_size(
     let mut total = 0.0f64;
     let mut wrong = false;
     let mut persistent: Option<Request<'static>> = None;
+    // The arguments are built once per size, outside the timed loop, as
+    // ucc_perftest builds its `ucc_coll_args_t` once and passes it to every
+    // `ucc_collective_init`: each iteration times init, post, wait and
+    // finalize of the collective, not the benchmark's own bookkeeping. The
+    // buffers they point into keep their addresses for the whole size
+    // (refilled in place by `prepare`).
+    let args = args_for(bufs, o.persistent);
     if o.persistent {
-        let args = args_for(bufs, true);
         // SAFETY: `args` points into `bufs` (or `mirror`), which outlives the request
         // (dropped at the end of this function, before `bufs` can move or
         // be freed). Between posts the buffers are touched only after
@@ -183,7 +189,6 @@ fn run_size(
                 req.wait()?;
             }
             None => {
-                let args = args_for(bufs, false);
                 // SAFETY: `args` points into `bufs` (or `mirror`), which is neither moved,
                 // read nor written until this request is dropped at the end
                 // of the block, after wait() returned.
