@@ -33,6 +33,13 @@ const RETRY_MAX: Duration = Duration::from_secs(1);
 /// First and longest sleep of a pass that found nothing to do.
 const NAP_MIN: Duration = Duration::from_micros(50);
 const NAP_MAX: Duration = Duration::from_millis(5);
+/// Longest wait, from its accept, for the hello of an incoming connection.
+/// A connector writes its hello right after its connect, so the hello is
+/// usually in the socket by the accept; one that sends nothing (a port
+/// scanner, a stranger, a half-open connection) would otherwise hold a
+/// descriptor until `connect` ends (never, without a deadline). A peer
+/// refused for being slow sees the close and retries.
+const HELLO_WAIT: Duration = Duration::from_secs(5);
 
 /// Who this endpoint is, for the handshake.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +81,8 @@ struct Handshake {
     stream: TcpStream,
     peer: SocketAddr,
     got: Vec<u8>,
+    /// When the connection was opened or accepted.
+    since: Instant,
 }
 
 enum Step {
@@ -84,7 +93,7 @@ enum Step {
 
 impl Handshake {
     fn new(stream: TcpStream, peer: SocketAddr) -> Handshake {
-        Handshake { stream, peer, got: Vec::with_capacity(HELLO_LEN) }
+        Handshake { stream, peer, got: Vec::with_capacity(HELLO_LEN), since: Instant::now() }
     }
 
     /// Read the rest of the peer's hello, and not a byte more (frames follow it).
@@ -219,10 +228,11 @@ pub(super) fn establish(
 
         for mut hs in std::mem::take(&mut incoming) {
             let why = match hs.read() {
-                Step::Pending => {
+                Step::Pending if hs.since.elapsed() < HELLO_WAIT => {
                     incoming.push(hs);
                     continue;
                 }
+                Step::Pending => format!("no hello within {HELLO_WAIT:?} of its accept"),
                 Step::Failed(why) => why,
                 Step::Hello(h) => match me.check(&h, None, &below) {
                     Ok(ep) => match (&hs.stream).write(&me.hello_to(ep)) {
@@ -335,6 +345,27 @@ mod tests {
         // Each pair's streams are the two ends of one connection.
         let (a, b) = (&got[0][0].1, &got[1][0].1);
         assert_eq!(a.local_addr().unwrap(), b.peer_addr().unwrap());
+    }
+
+    #[test]
+    fn a_connection_that_sends_no_hello_is_dropped_while_the_wait_goes_on() {
+        let ls: Vec<_> = (0..2).map(|_| listener()).collect();
+        let peers: Vec<Wanted> = ls.iter().enumerate().map(|(ep, (_, addr))| Wanted { ep, addr: *addr }).collect();
+        thread::scope(|s| {
+            let (l1, peers1) = (&ls[1].0, &peers);
+            let one = s.spawn(move || establish(l1, Me { ep: 1, job: 7 }, peers1, Some(Duration::from_secs(120))));
+            // Half a hello, then silence: endpoint 1 must close it while it still
+            // waits for endpoint 0, not hold it for as long as it waits.
+            let mut silent = TcpStream::connect(peers[1].addr).unwrap();
+            silent.write_all(&Hello { version: VERSION, job: 7, from: 0, to: 1 }.encode()[..5]).unwrap();
+            silent.set_read_timeout(Some(HELLO_WAIT * 6)).unwrap();
+            let r = silent.read(&mut [0u8; 1]);
+            let closed = matches!(r, Ok(0)) || r.as_ref().is_err_and(|e| e.kind() == ErrorKind::ConnectionReset);
+            // Endpoint 0 arrives only now; the group completes either way.
+            let zero = establish(&ls[0].0, Me { ep: 0, job: 7 }, &peers, Some(Duration::from_secs(60)));
+            assert!(zero.is_ok() && one.join().unwrap().is_ok());
+            assert!(closed, "the silent connection was held open while endpoint 1 waited: {r:?}");
+        });
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //!   endpoint connects to the peers above it and accepts those below it,
 //!   all at once, retrying until `UCC_TL_P2P_TCP_CONNECT_TIMEOUT`. Both
 //!   sides check a handshake (magic, version, job hash, both endpoints);
-//!   connections of another job or from an unexpected endpoint are refused
-//!   and logged, and the wait goes on. `TCP_NODELAY`; every socket is
+//!   connections of another job or from an unexpected endpoint, or that
+//!   send no hello within 5 s of their accept, are refused and logged, and
+//!   the wait goes on. `TCP_NODELAY`; every socket is
 //!   non-blocking afterwards and no call waits on I/O. The listener is
 //!   closed once `connect` is done.
 //! - Address: `UCC_TL_P2P_TCP_ADDR` if set; else the local address that
