@@ -6,6 +6,7 @@
 //! a warning (as in UCC), one that exists but cannot be read or parsed is an
 //! error naming the file and line. `ferrocoll-tune` writes such a file.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -67,7 +68,18 @@ pub fn read_config_file(path: &Path) -> Result<Option<Vec<(String, String)>>> {
             meta.len()
         )));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::invalid_param(format!("config file {shown}: {e}")))?;
+    // The size checked above may not be the size read: a file that grows
+    // meanwhile, or one of /proc that says 0 bytes and holds gigabytes
+    // (/proc/self/pagemap). Read one byte past the limit, and no more.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| Error::invalid_param(format!("config file {shown}: {e}")))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(Error::invalid_param(format!("config file {shown}: more than {MAX_BYTES} bytes")));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| Error::invalid_param(format!("config file {shown}: not UTF-8 text ({e})")))?;
     parse_config_text(&text, &shown).map(Some)
 }
 
@@ -98,6 +110,28 @@ mod tests {
         assert!(e.context().contains("\"lower\""), "{e}");
         let e = parse_config_text("=1", "t.conf").unwrap_err();
         assert!(e.context().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn a_file_larger_than_it_says_is_refused_after_the_limit() {
+        // A regular file whose size says 0 and that reads as megabytes (as
+        // /proc/self/pagemap, which reads as hundreds of GiB, does too).
+        let p = Path::new("/proc/kallsyms");
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_file() && m.len() == 0 => {}
+            _ => return eprintln!("skipped: {} is not a regular file that says 0 bytes here", p.display()),
+        }
+        let e = read_config_file(p).unwrap_err();
+        assert!(e.context().contains("kallsyms") && e.context().contains(&MAX_BYTES.to_string()), "{e}");
+    }
+
+    #[test]
+    fn binary_content_is_an_error_naming_the_file() {
+        let p = std::env::temp_dir().join(format!("ferrocoll-cfgbin-{}.conf", std::process::id()));
+        std::fs::write(&p, b"A=1\n\xff\xfe\x00B=2\n").unwrap();
+        let e = read_config_file(&p).unwrap_err();
+        std::fs::remove_file(&p).unwrap();
+        assert!(e.context().contains("ferrocoll-cfgbin") && e.context().contains("UTF-8"), "{e}");
     }
 
     #[test]
