@@ -43,12 +43,22 @@ pub struct TuneTarget<'a> {
     pub resolve: &'a dyn Fn(CollType, &AlgSpec) -> Option<AlgId>,
 }
 
+/// Rewrites (collectives × memory types × message ranges, summed over the
+/// tokens that apply) that one TL's tune tokens may ask for. Each rewrite
+/// reads every entry and may add a few, so the cost grows with the square
+/// of their number: a tune string of thousands of ranges (a 1 MiB line of
+/// the configuration file holds over 100,000) would hold team creation for
+/// minutes. Far above what a tuned configuration needs (one collective, one
+/// memory type and one range per token, for the team's size).
+const MAX_REWRITES: usize = 4096;
+
 /// Apply tune tokens, in order, to one TL team's entries.
 pub fn apply_tune(
     mut entries: Vec<ScoreEntry>,
     tokens: &[TuneToken],
     target: &TuneTarget<'_>,
 ) -> Result<Vec<ScoreEntry>> {
+    let mut rewrites = 0usize;
     for token in tokens.iter().filter(|t| target.team_size_matches(t)) {
         let mut applied = false;
         for coll in token.colls_or(target.colls).iter() {
@@ -69,6 +79,14 @@ pub fn apply_tune(
                 },
             };
             let mems: &[MemType] = if token.mems.is_empty() { target.mems } else { &token.mems };
+            rewrites = rewrites.saturating_add(mems.len().saturating_mul(token.ranges.len().max(1)));
+            if rewrites > MAX_REWRITES {
+                return Err(Error::invalid_param(format!(
+                    "the tune tokens of TL {} ask for more than {MAX_REWRITES} rewrites of its score map \
+                     (collectives × memory types × message ranges): too many tokens or ranges",
+                    target.tl
+                )));
+            }
             for &mem in mems {
                 for range in token.ranges_or_all() {
                     entries = rewrite(entries, coll, mem, range, token.score, alg, target.default_score);
@@ -276,6 +294,19 @@ mod tests {
         assert_eq!(tune(base.clone(), "bcast:[5-8]:@ring").unwrap(), base);
         assert!(tune(base.clone(), "bcast:@bruck").unwrap_err().to_string().contains("bruck"));
         assert!(tune(base, "alltoall:@ring").is_err());
+    }
+
+    #[test]
+    fn thousands_of_ranges_are_refused_not_ground_through() {
+        // 8000 ranges for two collectives: 16000 rewrites, each reading every
+        // entry made so far (quadratic; minutes for a 1 MiB config line).
+        let ranges: Vec<String> = (0..8000u64).map(|i| format!("{}-{}", 2 * i, 2 * i + 1)).collect();
+        let err = tune(vec![], &format!("allreduce,bcast:{}:@ring", ranges.join(","))).unwrap_err().to_string();
+        assert!(err.contains("p2p") && err.contains(&MAX_REWRITES.to_string()), "{err}");
+        // What a tuned configuration holds is far below the limit.
+        let pins: Vec<String> =
+            (0..100u64).map(|i| format!("allreduce:{}-{}:host:[4]:inf:@ring", i << 10, (i + 1) << 10)).collect();
+        assert_eq!(tune(vec![e(CollType::Allreduce, 0, u64::MAX, 10, 0)], &pins.join("#")).unwrap().len(), 101);
     }
 
     #[test]
