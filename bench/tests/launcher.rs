@@ -342,6 +342,9 @@ fn a_missing_program_and_bad_options() {
         (&["-n", "4", "--emulate-hosts", "1,2", "true"][..], "must add up to -n (4)"),
         (&["-n", "2", "--frobnicate", "true"][..], "--frobnicate"),
         (&["-n", "2"][..], "program"),
+        // Refused by name before any placement is computed or process started
+        // (it panicked allocating the placements).
+        (&["-n", "18446744073709551615", "true"][..], "-n 18446744073709551615: at most 4096 ranks"),
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");

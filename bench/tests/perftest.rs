@@ -116,6 +116,10 @@ fn bad_options_are_usage_errors_naming_the_option() {
         (&["-f", "1"][..], "-f 1"),
         (&["--np", "2", "--threads", "2"][..], "--np"),
         (&["-b", "64", "-e", "8"][..], "-b 64"),
+        // These panicked: allocating the ranks, and adding warm-ups to iterations.
+        (&["--np", "18446744073709551615"][..], "--np 18446744073709551615"),
+        (&["--threads", "18446744073709551615"][..], "--threads 18446744073709551615"),
+        (&["-w", "18446744073709551615", "-n", "1"][..], "-w 18446744073709551615"),
     ] {
         let o = perftest(args);
         let err = text(&o.stderr);

@@ -275,6 +275,20 @@ fn check(o: &Options, triggered: bool) -> Result<(), OptError> {
         (_, Some(0)) => return Err(usage("--threads 0: the number of ranks must be at least 1")),
         _ => {}
     }
+    // Ranks are processes or threads of this host, planned before any
+    // starts: an absurd count panicked allocating them.
+    let max = crate::run::MAX_RANKS;
+    for (opt, n) in [("--np", o.np), ("--threads", o.threads)] {
+        if let Some(n) = n.filter(|&n| n > max) {
+            return Err(usage(format!("{opt} {n}: at most {max} ranks run on one host")));
+        }
+    }
+    // Each size runs warm-ups + iterations calls: a sum past usize::MAX
+    // overflowed (a panic, or in a release build far fewer calls than asked).
+    let (n, w) = (o.iters.unwrap_or(1000), o.warmups.unwrap_or(100));
+    if n.checked_add(w).is_none() {
+        return Err(usage(format!("-n {n} -w {w}: more iterations than this machine can count")));
+    }
     if let (Some(b), None) = (o.bind_to, o.np) {
         return Err(usage(format!("--bind-to {b} needs --np (under another launcher, bind with it)")));
     }
@@ -372,6 +386,10 @@ mod tests {
         assert!(u("--np 2 --bind-to socket").contains("socket"));
         assert_eq!(run("--np 2 --bind-to none").bind_to, Some(crate::run::bind::BindTo::None));
         assert!(u("stray").contains("stray"));
+        assert!(u("--np 18446744073709551615").contains("--np 18446744073709551615: at most 4096 ranks"));
+        assert!(u("--threads 4097").contains("--threads 4097"));
+        assert!(u("-n 1 -w 18446744073709551615").contains("-n 1 -w 18446744073709551615"));
+        assert!(u("-n 18446744073709551615").contains("-n 18446744073709551615 -w 100"));
         assert!(matches!(p("-m rocm"), Err(OptError::NotSupported(m)) if m.contains("ROCm")));
         assert_eq!(run("-m cuda").mem, MemType::Cuda);
         assert_eq!(run("-m cuda-mng").mem, MemType::CudaManaged);

@@ -12,7 +12,7 @@ usage: ferrocoll-run -n N [--emulate-hosts K [--emulate-switches J]] [--bind-to 
 Starts N ranks of `program` on this host, with RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and FERROCOLL_JOB_TOKEN set.
 
-  -n, --np N            number of ranks
+  -n, --np N            number of ranks (at most 4096)
   --emulate-hosts K     spread the ranks over K emulated hosts (contiguous
                         blocks; sets FERROCOLL_HOST_ID=host<h>, and LOCAL_RANK
                         and LOCAL_WORLD_SIZE per emulated host); or a list of
@@ -113,6 +113,9 @@ pub fn parse(args: &[OsString]) -> Result<Cli, String> {
     if ranks == 0 {
         return Err("-n 0: the number of ranks must be at least 1".into());
     }
+    if ranks > super::MAX_RANKS {
+        return Err(format!("-n {ranks}: at most {} ranks run on one host", super::MAX_RANKS));
+    }
     if let Some(k) = hosts {
         if k == 0 || k > ranks {
             return Err(format!("--emulate-hosts {k} must be between 1 and -n ({ranks})"));
@@ -188,6 +191,10 @@ mod tests {
         assert!(p("-n 2 --timeout soon true").unwrap_err().contains("--timeout"));
         assert!(p("-n 2").unwrap_err().contains("program"));
         assert!(p("-n 2 --bind-to socket true").unwrap_err().contains("socket"));
+        // Absurd rank counts are refused before anything is planned or started.
+        assert!(p("-n 18446744073709551615 true").unwrap_err().contains("-n 18446744073709551615: at most 4096"));
+        assert!(p("-n 4097 true").unwrap_err().contains("-n 4097"));
+        assert!(matches!(p("-n 4096 true"), Ok(Cli::Run(_))));
         assert!(p("true").unwrap_err().contains("-n"));
         assert!(matches!(p("--help"), Ok(Cli::Help)));
     }

@@ -55,10 +55,19 @@ use signals::{SignalGuard, signal_group};
 /// Default time the other ranks get after a failure.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
+/// The most ranks one job may have. Every rank is a process of this host
+/// with two pipes and two pump threads in the launcher, and the placements
+/// are computed before the first is started: without a bound, `-n
+/// 18446744073709551615` panicked allocating them, and `-n 100000` spent
+/// minutes on them and then started processes until the host ran out.
+/// 4096 is far above any one host's cores (binding needs a core per rank)
+/// and still cheap to plan.
+pub const MAX_RANKS: usize = 4096;
+
 /// What to launch and how.
 #[derive(Clone, Debug)]
 pub struct LaunchConfig {
-    /// Number of ranks (at least 1).
+    /// Number of ranks (1 to [`MAX_RANKS`]).
     pub ranks: usize,
     /// Spread the ranks over this many emulated hosts (contiguous blocks).
     pub emulate_hosts: Option<usize>,
@@ -150,8 +159,11 @@ fn setup<T>(what: &'static str, r: std::io::Result<T>) -> Result<T, LaunchError>
 
 /// Start the job, supervise it to the end and clean up after it.
 pub fn launch(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
-    if cfg.ranks == 0 {
-        return Err(LaunchError::Config("the number of ranks must be at least 1".into()));
+    if cfg.ranks == 0 || cfg.ranks > MAX_RANKS {
+        return Err(LaunchError::Config(format!(
+            "{} ranks: the number of ranks must be between 1 and {MAX_RANKS}",
+            cfg.ranks
+        )));
     }
     if let Some(k) = cfg.emulate_hosts {
         if k == 0 || k > cfg.ranks {
@@ -303,5 +315,20 @@ fn finish(
     if !removed.is_empty() {
         let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
         crate::errln!("{}: removed shared-memory segments the job left: {}", cfg.label, names.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_rank_counts_are_refused_before_anything_starts() {
+        for ranks in [0, MAX_RANKS + 1, usize::MAX] {
+            let e = launch(&LaunchConfig::new(ranks, "/nonexistent/program", Vec::new())).unwrap_err();
+            assert!(matches!(e, LaunchError::Config(_)), "{ranks}: {e}");
+            assert!(e.to_string().contains(&format!("{ranks} ranks")), "{e}");
+            assert_eq!(e.code(), 2);
+        }
     }
 }
