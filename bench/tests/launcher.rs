@@ -143,6 +143,13 @@ fn info_answers_help_and_refuses_unknown_options() {
     let bad = Command::new(info).arg("-x").output().expect("run ferrocoll-info");
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("unknown option \"-x\""), "{}", stderr(&bad));
+    // A team size of none, or of more threads than can be started, is a
+    // mistake too (0 printed a map "of 0 ranks", the other panicked).
+    for n in ["0", "18446744073709551615"] {
+        let bad = Command::new(info).args(["-s", n]).output().expect("run ferrocoll-info");
+        assert_eq!(bad.status.code(), Some(2), "-s {n}: {}", stderr(&bad));
+        assert!(stderr(&bad).contains(&format!("-s {n}: the team size")), "{}", stderr(&bad));
+    }
 }
 
 /// A bad link emulation fails every rank's context, naming the token.

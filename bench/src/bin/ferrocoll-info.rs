@@ -53,6 +53,13 @@ fn main() {
                 if n.is_some() {
                     i += 1;
                 }
+                // The team is N threads of this process: 0 printed the map of a
+                // team of 1 as "0 ranks", a huge N panicked allocating them.
+                let max = ferrocoll_bench::run::MAX_RANKS;
+                if let Some(n) = n.filter(|n| !(1..=max).contains(n)) {
+                    eprintln!("ferrocoll-info: -s {n}: the team size must be between 1 and {max}");
+                    usage();
+                }
                 print_scores(&lib, n.unwrap_or(4));
             }
             "-T" => {
