@@ -78,8 +78,8 @@ fn dtype_named(name: &str) -> Option<DataType> {
     })
 }
 
-/// Parse the command line (without the program name).
-pub fn parse(args: &[String]) -> Result<Options> {
+/// Parse the command line (without the program name); `Ok(None)` for `--help`.
+pub fn parse(args: &[String]) -> Result<Option<Options>> {
     let mut o = Options::default();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -119,11 +119,24 @@ pub fn parse(args: &[String]) -> Result<Options> {
                     .map(|k| k.parse().ok().filter(|&k: &usize| (1..=64).contains(&k)).ok_or_else(|| bad(k)))
                     .collect::<Result<_>>()?;
             }
-            "-h" | "--help" => return Err(Error::invalid_param(USAGE.to_string())),
+            // An answer, not a mistake: stdout and exit code 0, as the other tools.
+            "-h" | "--help" => return Ok(None),
             other => return Err(Error::invalid_param(format!("unknown option {other:?}; {USAGE}"))),
         }
     }
-    Ok(o)
+    // The copy moves the float32 elements an operand holds and each reduction
+    // the elements of its datatype: an operand too small for one of them made
+    // a copy of 0 bytes (rates of 0 and "inf" times the copy) or stopped the
+    // run halfway with "holds no float32".
+    let least = o.dtypes.iter().map(|d| d.size()).fold(DataType::Float32.size(), usize::max);
+    if o.size < least {
+        return Err(Error::invalid_param(format!(
+            "-s {}: an operand must hold one float32 (for the copy) and one element of each -t datatype: at \
+             least {least} bytes",
+            o.size
+        )));
+    }
+    Ok(Some(o))
 }
 
 /// One measured line.
@@ -234,7 +247,11 @@ pub fn measure(o: &Options, mut report: impl FnMut(&Row)) -> Result<Vec<Row>> {
 /// The program: measure and print a table; the exit code.
 pub fn main(args: &[String]) -> i32 {
     let o = match parse(args) {
-        Ok(o) => o,
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            println!("{USAGE}");
+            return 0;
+        }
         Err(e) => {
             eprintln!("ferrocoll-reduce-bench: {}", e.context());
             return 2;
@@ -285,7 +302,7 @@ mod tests {
 
     #[test]
     fn options_parse_and_bad_values_are_named() {
-        let o = parse(&args("-m host -s 1m -n 3 -w 0 -t f16,e5m2 -k 2,3")).unwrap();
+        let o = parse(&args("-m host -s 1m -n 3 -w 0 -t f16,e5m2 -k 2,3")).unwrap().unwrap();
         assert_eq!(o.mem, MemType::Host);
         assert_eq!((o.size, o.iters, o.warmup), (1 << 20, 3, 0));
         assert_eq!(o.dtypes, vec![DataType::Float16, DataType::Float8E5M2]);
@@ -297,6 +314,18 @@ mod tests {
             assert!(e.context().contains(named), "{bad}: {e}");
         }
         assert!(parse(&args("-s")).unwrap_err().context().contains("needs a value"));
+        assert_eq!(parse(&args("--help")).unwrap(), None);
+        // Operands smaller than one element of the copy or of a datatype are
+        // refused up front (-s 2 -t f16 measured a copy of 0 bytes).
+        for (bad, says) in [
+            ("-s 2 -t f16", "-s 2: an operand must hold one float32"),
+            ("-s 7 -t f64", "at least 8 bytes"),
+            ("-s 1", "-s 1:"),
+        ] {
+            let e = parse(&args(bad)).unwrap_err();
+            assert!(e.context().contains(says), "{bad}: {e}");
+        }
+        assert_eq!(parse(&args("-s 4 -t f32,e4m3")).unwrap().unwrap().size, 4);
     }
 
     #[test]
