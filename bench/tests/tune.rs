@@ -114,6 +114,31 @@ fn ferrocoll_tune_measures_streaming_and_writes_a_threshold_the_library_loads() 
     std::fs::remove_file(&conf).unwrap();
 }
 
+/// An -o that cannot be written is refused before anything is measured (it
+/// was found out after the whole sweep, hours for a full one).
+#[test]
+fn ferrocoll_tune_refuses_an_unwritable_output_first() {
+    let conf = scratch("no-such-dir").join("tune.conf");
+    let o = Command::new(TUNE)
+        .args(["-c", "allreduce", "--no-stream", "--perftest", "/nonexistent/ferrocoll-perftest", "-o"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("-o {}", conf.display())), "{err}");
+    assert!(!err.contains("round 1"), "measured before checking -o: {err}");
+    // A writable -o whose run fails is not left behind empty.
+    let conf = scratch("failed-run.conf");
+    let o = Command::new(TUNE)
+        .args(["-c", "allreduce", "--no-stream", "--perftest", "/nonexistent/ferrocoll-perftest", "-o"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(!conf.exists(), "{} was left behind", conf.display());
+}
+
 #[test]
 fn ferrocoll_tune_usage() {
     let o = Command::new(TUNE).arg("--help").output().unwrap();
