@@ -129,6 +129,25 @@ fn bad_options_are_usage_errors_naming_the_option() {
     }
 }
 
+/// A result file that cannot be written is refused before the sweep (it
+/// was found out after it), and the check leaves no file behind.
+#[test]
+fn unwritable_result_files_are_refused_before_measuring() {
+    for opt in ["--json", "--csv"] {
+        let path = "/nonexistent/ferrocoll-perftest-results";
+        let o = perftest(&["--threads", "2", "-b", "4", "-e", "4", "-n", "1", "-w", "0", opt, path]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{opt}: {err}");
+        assert!(err.contains(&format!("{opt} {path}")), "{opt}: {err}");
+        assert!(text(&o.stdout).is_empty(), "{opt}: measured first: {}", text(&o.stdout));
+    }
+    let fresh = out_file("checked-only.json");
+    let _ = std::fs::remove_file(&fresh);
+    let o = perftest(&["-c", "bcast", "-r", "1", "-n", "1", "-w", "0", "--json", &fresh.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(!fresh.exists(), "the check left {} behind", fresh.display());
+}
+
 #[test]
 fn unsupported_requests_say_so() {
     for (args, says) in [

@@ -70,6 +70,18 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
+    // The files are written after the whole sweep: one that cannot be
+    // written was found out only then. This process checks them when it is
+    // the one that writes them or starts the one that does (under another
+    // launcher, which rank prints is known only after the bootstrap).
+    if o.np.is_some() || o.threads.is_some() || !bootstrap::under_launcher() {
+        for (opt, path) in [("--csv", &o.csv), ("--json", &o.json)] {
+            if let Some(Err(e)) = path.as_deref().map(report::check_writable) {
+                crate::errln!("ferrocoll-perftest: {opt} {e}");
+                return 2;
+            }
+        }
+    }
     if let Some(np) = o.np {
         return bootstrap::launch_np(np, &o, args);
     }

@@ -286,6 +286,22 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// Whether `path` can be written, found by opening it as [`write_file`]
+/// will (without truncating it); a file made only for the check is removed.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("{}: cannot write it: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
