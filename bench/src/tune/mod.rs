@@ -72,24 +72,9 @@ pub fn main(args: &[String]) -> i32 {
 
 fn tune(o: &Options) -> Result<(), String> {
     // The file is written at the end of a sweep that may take hours: an -o
-    // that cannot be written is found out now, not after it. Opened without
-    // truncating, so a file there stays as it is until the new one replaces it.
-    let fresh = !o.output.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&o.output)
-        .map_err(|e| format!("-o {}: {e}", o.output.display()))?;
-    let result = measure_and_write(o);
-    if result.is_err() && fresh {
-        // Only the empty file made above; nothing of the user's.
-        let _ = std::fs::remove_file(&o.output);
-    }
-    result
-}
-
-fn measure_and_write(o: &Options) -> Result<(), String> {
+    // that cannot be written is found out now, not after it (the check
+    // leaves a file there as it was, and removes one it made).
+    crate::perftest::report::check_writable(&o.output).map_err(|e| format!("-o {e}"))?;
     let lib = Lib::new().map_err(|e| e.to_string())?;
     let perftest = match &o.perftest {
         Some(p) => p.clone(),

@@ -113,11 +113,7 @@ pub(crate) fn run<K: Kernel>(kernel: &K, mut ops: Operands<'_>) -> Result<()> {
         // and the pass ~10 after a set-up of ~30 (callgrind, allreduce on 2
         // ranks, a whole `HostMc::reduce`: 8 `f32` 529 → 406 instructions,
         // 4 `f32` 437 → 412, 2 `f32` 391 against 407, which stays in the loop).
-        let len = ops.dst.len();
-        if len > PAIR_IN_REGISTERS_BYTES
-            && let (Some(a), [b]) = (ops.first, ops.rest)
-            && combine2(kernel, ops.dst, sub(a, 0, len)?, sub(b, 0, len)?)
-        {
+        if ops.dst.len() > PAIR_IN_REGISTERS_BYTES && pair(kernel, &mut ops)? {
             return Ok(());
         }
         if let Some(done) = kernel.in_registers(&mut ops) {
@@ -152,15 +148,11 @@ unsafe fn drive_avx2<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
 }
 
 #[inline(always)]
-fn drive<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
+fn drive<K: Kernel>(kernel: &K, mut ops: Operands<'_>) -> Result<()> {
     let esz = elem_size::<K>(ops.dst.len())?;
     let asz = size_of::<K::Acc>();
-    // Two aligned sources, and a kernel that needs no accumulator: one pass.
-    if let (Some(a), [b]) = (ops.first, ops.rest) {
-        let len = ops.dst.len();
-        if combine2(kernel, ops.dst, sub(a, 0, len)?, sub(b, 0, len)?) {
-            return Ok(());
-        }
+    if pair(kernel, &mut ops)? {
+        return Ok(());
     }
     if ops.dst.len() / esz * asz <= SMALL_BYTES {
         let mut acc = SmallStage([0; SMALL_BYTES]);
@@ -253,6 +245,17 @@ fn chunks<K: Kernel>(kernel: &K, ops: Operands<'_>, acc_bytes: &mut [u8]) -> Res
         }
     }
     Ok(())
+}
+
+/// Two aligned sources, and a kernel that needs no accumulator: the one
+/// pass of [`combine2`]; false (nothing written) where it does not apply.
+#[inline(always)]
+fn pair<K: Kernel>(kernel: &K, ops: &mut Operands<'_>) -> Result<bool> {
+    let len = ops.dst.len();
+    match (ops.first, ops.rest) {
+        (Some(a), [b]) => Ok(combine2(kernel, ops.dst, sub(a, 0, len)?, sub(b, 0, len)?)),
+        _ => Ok(false),
+    }
 }
 
 /// [`Kernel::combine2`] over byte chunks that are all aligned for the
