@@ -12,7 +12,7 @@ use ferrocoll_core::backend::{
     AlgInfo, CollTask, McSet, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams,
 };
 use ferrocoll_core::config::ConfigField;
-use ferrocoll_core::engine::TaskFuture;
+use ferrocoll_core::engine::{TaskFuture, downcast_spent};
 use ferrocoll_core::score::{MsgRange, Score};
 use ferrocoll_core::{CollType, Error, MemRef, MemType, Result};
 
@@ -37,13 +37,21 @@ const SCORE: Score = Score(50);
 const FIELDS: &[ConfigField] =
     &[ConfigField { name: "UCC_TL_SELF_TUNE", default: "", doc: "Score-map overrides for the self TL." }];
 
-/// The collective of a team of one, through the library's memory components.
+/// The collective of a team of one, run at post: its future is ready.
 fn copy(team: Arc<SelfTeam>, init: Arc<CollInit>) -> AlgFuture {
+    Box::pin(std::future::ready(run(&team, &init)))
+}
+
+/// The collective of a team of one, through the library's memory components.
+fn run(team: &SelfTeam, init: &CollInit) -> Result<()> {
     let mcs = &team.mcs;
     let copy = |d: MemRef, s: MemRef| if d.is_empty() || d == s { Ok(()) } else { mcs.get(d.mem_type())?.copy(d, s) };
     let reduce = |dst: MemRef, srcs: &[MemRef], spec| mcs.get(dst.mem_type())?.reduce(dst, srcs, &spec);
-    Box::pin(std::future::ready(team_of_one(&init.ops, &copy, &reduce)))
+    team_of_one(&init.ops, &copy, &reduce)
 }
+
+/// What [`copy`] returns, boxed: a post again reuses the box.
+type Done = std::future::Ready<Result<()>>;
 
 impl TlComponent for SelfTl {
     fn name(&self) -> &'static str {
@@ -128,15 +136,15 @@ impl AlgTeam for SelfTeam {
         CollType::ALL.iter().map(|&coll| DefaultAlg { coll, range: MsgRange::ALL, alg: 0 }).collect()
     }
 
-    fn task(self: &Arc<Self>, alg: &'static Alg<Arc<SelfTeam>>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
-        Ok(Arc::new(SelfTask { team: self.clone(), init: init.clone(), run: alg.run }))
+    /// Every algorithm of this TL is [`copy`].
+    fn task(self: &Arc<Self>, _: &'static Alg<Arc<SelfTeam>>, init: &Arc<CollInit>) -> Result<Arc<dyn CollTask>> {
+        Ok(Arc::new(SelfTask { team: self.clone(), init: init.clone() }))
     }
 }
 
 struct SelfTask {
     team: Arc<SelfTeam>,
     init: Arc<CollInit>,
-    run: Run<Arc<SelfTeam>>,
 }
 
 impl CollTask for SelfTask {
@@ -151,6 +159,23 @@ impl CollTask for SelfTask {
     }
 
     fn start(&self, _post: &PostInfo) -> Result<TaskFuture> {
-        self.run.start(self.team.clone(), &self.init)
+        Ok(copy(self.team.clone(), self.init.clone()))
+    }
+
+    /// Its futures are [`Done`]s, which [`CollTask::restart`] reuses.
+    fn recycles_futures(&self) -> bool {
+        true
+    }
+
+    /// A post again writes its outcome into the last post's box instead
+    /// of allocating one (and freeing the old one): a loop of collectives
+    /// on a team of one (a trainer run with one rank) allocates nothing.
+    fn restart(&self, post: &PostInfo<'_>, spent: Option<TaskFuture>) -> Result<TaskFuture> {
+        let mut again = match spent.map(downcast_spent::<Done>) {
+            Some(Ok(again)) => again,
+            _ => return self.start(post),
+        };
+        *again = std::future::ready(run(&self.team, &self.init));
+        Ok(Box::into_pin(again))
     }
 }
