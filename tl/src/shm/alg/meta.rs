@@ -66,8 +66,9 @@ pub(crate) enum VCall {
     /// or nothing at the root in place (its block stays in src).
     Scatter { o: args::Scatter, take: Vec<(usize, MemRef)> },
     /// Alltoallv, and `(g, block g of dst)` for every rank g. Carried, a
-    /// rank's blocks are in the segment before any lands in dst: in place
-    /// needs no copy then (the data rounds make one).
+    /// rank's blocks for the others are in the segment before any lands in
+    /// dst, and its own lies where it lands: in place needs no copy then
+    /// (the data rounds make one).
     Alltoall { o: args::Alltoall, take: Vec<(usize, MemRef)> },
 }
 
@@ -402,12 +403,14 @@ impl Carry<'_> {
     }
 
     /// Write this rank's blocks into `area`: a gather's one block, or a
-    /// scatter's block for rank j at `j * slot` (they fit).
+    /// scatter's block for rank j at `j * slot` (they fit), for every rank
+    /// but this one, which takes its own block straight from its input
+    /// (`read`).
     fn write(&self, team: &ShmTeam, area: MemRef, slot: usize) -> Result<()> {
         match self {
             Carry::Gather { mine, .. } => team.copy(area.range(0, mine.len())?, *mine),
             Carry::Scatter { give: Some((from, blocks)), .. } => {
-                for j in 0..team.size {
+                for j in (0..team.size).filter(|&j| j != team.rank) {
                     let block = blocks.of(*from, j)?;
                     team.copy(area.range(j * slot, block.len())?, block)?;
                 }
@@ -432,7 +435,10 @@ impl Carry<'_> {
             }
             Carry::Gather { dst: None, .. } => Ok(()),
             Carry::Scatter { take, .. } => {
-                for &(g, into) in take.iter() {
+                // Its own block first, from its input: in place it lies
+                // where it lands already, and the others' land around it.
+                self.copy_own(team)?;
+                for &(g, into) in take.iter().filter(|&&(g, _)| g != me) {
                     let (area, slot) = area_of(g)?;
                     let at = me.checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
                     team.copy(into, area.range(at, into.len())?)?;
