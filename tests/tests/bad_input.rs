@@ -187,11 +187,13 @@ fn alltoallv_counts_that_disagree_between_ranks_fail_on_both_sides() {
 }
 
 /// Gatherv and scatterv: a rank whose block the root counts differently
-/// fails, and so does the root, naming both sizes; a third rank, whose
-/// block agrees, is not held up by the pair (it waits for the root only)
-/// and completes or fails, but never hangs.
+/// fails, naming both sizes; so does gatherv's root, which reads every
+/// rank's table. Scatterv's root waits for nobody (as a scatter's): its
+/// next collective fails, naming that rank. A third rank, whose block
+/// agrees, is not held up by the pair (it waits for the root only) and
+/// completes or fails, but never hangs.
 #[test]
-fn rooted_v_counts_that_disagree_fail_on_the_root_and_the_rank() {
+fn rooted_v_counts_that_disagree_fail_on_the_rank_and_reach_the_root() {
     for scatter in [false, true] {
         let out = world::run(3, &Config::new(), move |team, _| {
             let me = team.rank();
@@ -209,15 +211,23 @@ fn rooted_v_counts_that_disagree_fail_on_the_root_and_the_rank() {
             };
             let r = coll.timeout(Duration::from_secs(10)).run(team).err().map(|e| e.to_string());
             a.clear();
-            r
+            let next = Coll::barrier().timeout(Duration::from_secs(10)).run(team).err().map(|e| e.to_string());
+            (r, next)
         });
         let what = if scatter { "scatterv" } else { "gatherv" };
-        for rank in [0, 1] {
-            let e = out[rank].as_deref().unwrap_or("no error");
+        let named = |e: &str| e.contains("do the ranks' counts agree") && e.contains("12") && e.contains('8');
+        let rank1 = out[1].0.as_deref().unwrap_or("no error");
+        assert!(named(rank1), "{what}, rank 1: {rank1}");
+        let root = &out[0];
+        if scatter {
+            let e = root.0.as_deref().or(root.1.as_deref()).unwrap_or("no error");
             assert!(
-                e.contains("do the ranks' counts agree") && e.contains("12") && e.contains('8'),
-                "{what}, rank {rank}: {e}"
+                e.contains("rank 1") || named(e),
+                "{what}, root: its scatterv or the barrier after it must fail naming rank 1: {root:?}"
             );
+        } else {
+            let e = root.0.as_deref().unwrap_or("no error");
+            assert!(named(e), "{what}, root: {e}");
         }
     }
 }

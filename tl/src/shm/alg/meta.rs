@@ -1,7 +1,10 @@
 //! The size round of the v-variants: ranks publish what they will give each
 //! rank and take from each rank, so that every rank walks the same number
 //! of rounds (the longest block decides) and a count that two ranks
-//! disagree on is an error on both sides, not a truncated copy.
+//! disagree on is an error naming both, not a truncated copy: on both
+//! sides, but for scatterv's root, which waits for nobody's table (as a
+//! scatter's root waits for nobody) and learns of it at its next
+//! collective.
 //!
 //! The round carries the data too when every block is short: each rank
 //! writes its blocks after its table, if they fit, before it publishes;
@@ -480,13 +483,23 @@ impl Epoch for SizeRound {
     }
 
     /// With a root, the other ranks wait for the root only, as a gather's
-    /// or scatter's do; the root and alltoallv's ranks wait for everyone.
+    /// or scatter's do; gatherv's root and alltoallv's ranks, which read
+    /// everyone's blocks, wait for everyone. Scatterv's root waits for
+    /// nobody, as a scatter's: its own table says every block's length,
+    /// and a rank that takes another length than the root gives it fails,
+    /// naming both (the root learns of it at its next collective, which
+    /// waits for that rank). Waiting for everyone's table made a small
+    /// scatterv a round trip: 1.8 µs against a scatter's 0.4 on 4 ranks
+    /// sharing 2 cores.
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
         let flag = if self.layout.table_inline { Flag::Inline } else { Flag::Arrive };
-        Some(match self.call.root() {
-            Some(root) if root != team.rank => (flag, std::slice::from_ref(&team.all[root])),
-            _ => (flag, &team.all[..]),
-        })
+        match &self.call {
+            VCall::Scatter { o, .. } if o.root == team.rank => None,
+            _ => Some(match self.call.root() {
+                Some(root) if root != team.rank => (flag, std::slice::from_ref(&team.all[root])),
+                _ => (flag, &team.all[..]),
+            }),
+        }
     }
 
     /// Check the tables against this rank's counts; copy the carried
@@ -497,9 +510,12 @@ impl Epoch for SizeRound {
         let table = |r| layout.table(team, r, e);
         // Every rank takes the longest block from the same tables (the
         // root's, or everyone's), so that all agree on what follows; every
-        // rank waited for those (and the root for everyone's).
+        // rank waited for those (and gatherv's root for everyone's).
         let root = self.call.root();
-        let mut longest = 0u64;
+        // A root's own table is the one the others take the longest block
+        // from (a scatterv's root reads no other).
+        let mut longest =
+            if root == Some(me) { self.gives.iter().chain(&self.takes[..]).copied().max().unwrap_or(0) } else { 0 };
         let waited_for = self.waits_for(team).map_or(&[][..], |(_, ranks)| ranks);
         for &r in waited_for {
             let t = table(r)?;
