@@ -18,6 +18,7 @@
  *
  *   gcc -O2 -march=native -pthread -o /tmp/inline-lines bench/scripts/inline-lines.c
  *   for p in 8 32 40 64 248 1000; do for l in 0 1 2 3; do /tmp/inline-lines $l $p; done; done
+ *   for p in 8 64 256 512 1024 2048 4096; do /tmp/inline-lines 0 $p; done   (twenty-second round)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -29,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#define REGION 2048
+#define REGION 4352 /* a 32-byte head and 4 KiB of payload (the inline regions since the eighteenth round), in whole lines */
 static _Alignas(128) unsigned char regions[2][2][REGION]; /* [rank][parity] */
 static int layout, payload, iters;
 static pthread_barrier_t start;
@@ -134,8 +135,11 @@ int main(int argc, char **argv) {
   layout = atoi(argv[1]);
   payload = atoi(argv[2]);
   iters = argc > 3 ? atoi(argv[3]) : 200000;
-  if (layout < 0 || layout > 3 || payload < 1 || payload > 1024 || iters < 1) {
-    fprintf(stderr, "layout 0-3, payload 1-1024 bytes, iterations > 0\n");
+  /* the most each layout fits in a region */
+  static const int most[4] = {4096, REGION - 8, REGION / 64 * 56, HEAD - 32};
+  if (layout < 0 || layout > 3 || payload < 1 || payload > most[layout] || iters < 1) {
+    fprintf(stderr, "layout 0-3, payload 1 to 4096 (layout 0), %d, %d or %d (layout 3) bytes, iterations > 0\n",
+            most[1], most[2], most[3]);
     return 2;
   }
   pthread_barrier_init(&start, NULL, 2);
