@@ -406,16 +406,15 @@ impl Carry<'_> {
     }
 
     /// Write this rank's blocks into `area`: a gather's one block, or a
-    /// scatter's block for rank j at `j * slot` (they fit), for every rank
-    /// but this one, which takes its own block straight from its input
-    /// (`read`).
+    /// scatter's block for each other rank j in its slot (`slot_of`; they
+    /// fit). This rank takes its own block straight from its input (`read`).
     fn write(&self, team: &ShmTeam, area: MemRef, slot: usize) -> Result<()> {
         match self {
             Carry::Gather { mine, .. } => team.copy(area.range(0, mine.len())?, *mine),
             Carry::Scatter { give: Some((from, blocks)), .. } => {
                 for j in (0..team.size).filter(|&j| j != team.rank) {
                     let block = blocks.of(*from, j)?;
-                    team.copy(area.range(j * slot, block.len())?, block)?;
+                    team.copy(area.range(slot_of(j, team.rank) * slot, block.len())?, block)?;
                 }
                 Ok(())
             }
@@ -443,13 +442,21 @@ impl Carry<'_> {
                 self.copy_own(team)?;
                 for &(g, into) in take.iter().filter(|&&(g, _)| g != me) {
                     let (area, slot) = area_of(g)?;
-                    let at = me.checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
+                    let at = slot_of(me, g).checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
                     team.copy(into, area.range(at, into.len())?)?;
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// Which slot of giver `g`'s carried blocks holds its block for rank `j`
+/// (not `g`: a giver carries no block for itself): the others in rank
+/// order, so that on two ranks a short block lies right after the table,
+/// on the line pair the reader fetches with the table's.
+fn slot_of(j: usize, g: usize) -> usize {
+    if j < g { j } else { j - 1 }
 }
 
 /// Read what this rank takes from `givers` straight from their memory
