@@ -76,12 +76,19 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
 const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
 
 /// Where ranks outnumber cores, single copy starts this many times later
-/// (alltoall(v), allgather(v)) or not at all (bcast, gather(v),
-/// scatter(v)): its epoch ends with every rank waiting for every rank,
+/// (alltoall(v), allgather(v), scatter(v)) or not at all (bcast,
+/// gather(v)): its epoch ends with every rank waiting for every rank,
 /// and there each wait may cost a trip through the scheduler. On 4 ranks
 /// over 2 cores (BENCHMARKS.md, tenth round) single copy was slower below
 /// 256 KiB for all of them (bcast of 4 KiB 4.8 against 0.8 µs), and
-/// gather's, whose root alone copies, at every size measured.
+/// gather's, whose root alone copies, at every size measured (again in
+/// the nineteenth round: 64 KiB blocks 22 against 9 µs, 16 MiB 13.2
+/// against 7.3 ms). Scatter's root copies nothing by single copy, where
+/// staging has it copy every block in: from 128 KiB blocks on 4 ranks
+/// over 2 cores it took 0.4–0.6 of staging's time (512 KiB 99–165
+/// against 209–215 µs, 4 MiB 0.92–1.0 against 1.9–2.0 ms; Open MPI 107
+/// µs and 1.3 ms), on 3 and 8 ranks 0.4–0.5 from 256 KiB (nineteenth
+/// round).
 const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 
 /// Reduce messages from this size up go back to the segment even where
@@ -145,7 +152,7 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
     match (coll, oversubscribed) {
         (Bcast, false) => (from, BCAST_SINGLE_COPY_END.max(from)),
         (Reduce, false) => (from, REDUCE_SINGLE_COPY_END.max(from)),
-        (Alltoall | Alltoallv | Allgather | Allgatherv, true) => {
+        (Alltoall | Alltoallv | Allgather | Allgatherv | Scatter | Scatterv, true) => {
             (from.saturating_mul(OVERSUBSCRIBED_SINGLE_COPY_LATER), u64::MAX)
         }
         (_, true) => NEVER,
@@ -297,6 +304,12 @@ mod tests {
         assert_eq!(alg_at(Alltoall, 64 << 10, true), Some("staged"));
         assert_eq!(alg_at(Alltoall, 256 << 10, true), Some("cma"));
         assert_eq!(alg_at(Gather, 64 << 20, true), Some("staged"));
+        // Scatter's root copies nothing by single copy: later where ranks
+        // outnumber cores, as alltoall, but not never, as gather.
+        assert_eq!(alg_at(Scatter, 64 << 10, true), Some("staged"));
+        assert_eq!(alg_at(Scatter, 256 << 10, true), Some("cma"));
+        assert_eq!(single_copy_range(&config, Scatterv, true), single_copy_range(&config, Alltoallv, true));
+        assert_eq!(single_copy_range(&config, Gatherv, true), (u64::MAX, u64::MAX));
         // Reduce: single copy on two ranks only, from the threshold to 512 KiB.
         let reduce_at = |size, msg: u64| {
             let d = defaults(&config, size, false);
