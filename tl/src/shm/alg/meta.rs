@@ -3,8 +3,10 @@
 //! of rounds (the longest block decides) and a count that two ranks
 //! disagree on is an error naming both, not a truncated copy: on both
 //! sides, but for scatterv's root, which waits for nobody's table (as a
-//! scatter's root waits for nobody) and learns of it at its next
-//! collective.
+//! scatter's root waits for nobody) and learns of it at its first later
+//! collective that waits for that rank (a barrier, or any that reads what
+//! it gives; more scatters from the root run ahead first, as a bcast's
+//! root does, at most a few epochs).
 //!
 //! The round carries the data too when every block is short: each rank
 //! writes its blocks after its table, if they fit, before it publishes;
@@ -494,8 +496,8 @@ impl Epoch for SizeRound {
     /// everyone's blocks, wait for everyone. Scatterv's root waits for
     /// nobody, as a scatter's: its own table says every block's length,
     /// and a rank that takes another length than the root gives it fails,
-    /// naming both (the root learns of it at its next collective, which
-    /// waits for that rank). Waiting for everyone's table made a small
+    /// naming both (the root learns of it at its first later collective
+    /// that waits for that rank). Waiting for everyone's table made a small
     /// scatterv a round trip: 1.8 µs against a scatter's 0.4 on 4 ranks
     /// sharing 2 cores.
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
