@@ -454,11 +454,12 @@ impl Carry<'_> {
 }
 
 /// Which slot of giver `g`'s carried blocks holds its block for rank `j`
-/// (not `g`: a giver carries no block for itself): the others in rank
-/// order, so that on two ranks a short block lies right after the table,
-/// on the line pair the reader fetches with the table's.
+/// (not `g`: a giver carries no block for itself, and no caller asks for
+/// it): the others in rank order, so that on two ranks a short block lies
+/// right after the table, on the line pair the reader fetches with the
+/// table's.
 fn slot_of(j: usize, g: usize) -> usize {
-    if j < g { j } else { j - 1 }
+    if j < g { j } else { j.saturating_sub(1) }
 }
 
 /// Read what this rank takes from `givers` straight from their memory
