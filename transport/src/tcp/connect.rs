@@ -41,6 +41,15 @@ const NAP_MAX: Duration = Duration::from_millis(5);
 /// refused for being slow sees the close and retries.
 const HELLO_WAIT: Duration = Duration::from_secs(5);
 
+/// Incoming connections that may wait for their hello at once, beyond two
+/// per lower endpoint (each connects once, and again after a failure): a
+/// flood of silent connections (a scanner, an attacker) is closed oldest
+/// first instead of holding a descriptor each for `HELLO_WAIT`, so the
+/// process does not run out of descriptors. A peer's hello is read in the
+/// pass that accepts it, so a peer is never among the evicted unless its
+/// hello is late; it then sees the close and retries.
+const SILENT_SPARE: usize = 64;
+
 /// Who this endpoint is, for the handshake.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Me {
@@ -226,6 +235,7 @@ pub(super) fn establish(
             }
         }
 
+        let silent_cap = below.len().saturating_mul(2).saturating_add(SILENT_SPARE);
         for mut hs in std::mem::take(&mut incoming) {
             let why = match hs.read() {
                 Step::Pending if hs.since.elapsed() < HELLO_WAIT => {
@@ -251,6 +261,16 @@ pub(super) fn establish(
             };
             busy = true;
             ferrocoll_core::log_warn!("p2p tcp: endpoint {} refused a connection from {}: {why}", me.ep, hs.peer);
+        }
+        if incoming.len() > silent_cap {
+            // Oldest first: they were accepted first, and waited longest.
+            let evicted = incoming.len() - silent_cap;
+            let first = incoming.drain(..evicted).next().map(|hs| hs.peer);
+            ferrocoll_core::log_warn!(
+                "p2p tcp: endpoint {} closed {evicted} connections still without a hello (the first from {first:?}): \
+                 at most {silent_cap} may wait for theirs",
+                me.ep
+            );
         }
 
         if peers.iter().all(|p| p.ep == me.ep || done.contains_key(&p.ep)) {
@@ -365,6 +385,35 @@ mod tests {
             let zero = establish(&ls[0].0, Me { ep: 0, job: 7 }, &peers, Some(Duration::from_secs(60)));
             assert!(zero.is_ok() && one.join().unwrap().is_ok());
             assert!(closed, "the silent connection was held open while endpoint 1 waited: {r:?}");
+        });
+    }
+
+    #[test]
+    fn a_flood_of_silent_connections_is_closed_oldest_first_while_the_wait_goes_on() {
+        let ls: Vec<_> = (0..2).map(|_| listener()).collect();
+        let peers: Vec<Wanted> = ls.iter().enumerate().map(|(ep, (_, addr))| Wanted { ep, addr: *addr }).collect();
+        let flood = SILENT_SPARE + 2 + 40;
+        thread::scope(|s| {
+            let (l1, peers1) = (&ls[1].0, &peers);
+            let one = s.spawn(move || establish(l1, Me { ep: 1, job: 9 }, peers1, Some(Duration::from_secs(120))));
+            // Silent connections, more than may wait: the oldest are closed
+            // at once, not after HELLO_WAIT each.
+            let silent: Vec<TcpStream> = (0..flood).map(|_| TcpStream::connect(peers[1].addr).unwrap()).collect();
+            let start = Instant::now();
+            let closed = silent
+                .iter()
+                .filter(|c| {
+                    let left = (HELLO_WAIT / 2).saturating_sub(start.elapsed()).max(Duration::from_millis(1));
+                    c.set_read_timeout(Some(left)).unwrap();
+                    let r = (&**c).read(&mut [0u8; 1]);
+                    matches!(r, Ok(0)) || r.is_err_and(|e| e.kind() == ErrorKind::ConnectionReset)
+                })
+                .count();
+            // Endpoint 0 arrives only now; the group completes either way.
+            let zero = establish(&ls[0].0, Me { ep: 0, job: 9 }, &peers, Some(Duration::from_secs(60)));
+            assert!(zero.is_ok() && one.join().unwrap().is_ok());
+            let cap = 2 + SILENT_SPARE; // one endpoint below endpoint 1
+            assert!(closed >= flood - cap, "{closed} of {flood} silent connections closed before HELLO_WAIT / 2");
         });
     }
 
