@@ -8,9 +8,10 @@
 //!   sides check a handshake (magic, version, job hash, both endpoints);
 //!   connections of another job or from an unexpected endpoint, or that
 //!   send no hello within 5 s of their accept, are refused and logged, and
-//!   the wait goes on. `TCP_NODELAY`; every socket is
-//!   non-blocking afterwards and no call waits on I/O. The listener is
-//!   closed once `connect` is done.
+//!   the wait goes on; past 64 (plus two per lower endpoint) connections
+//!   waiting for their hello, the oldest are closed at once. `TCP_NODELAY`;
+//!   every socket is non-blocking afterwards and no call waits on I/O. The
+//!   listener is closed once `connect` is done.
 //! - Address: `UCC_TL_P2P_TCP_ADDR` if set; else the local address that
 //!   routes to `MASTER_ADDR` (listening on every interface); else 127.0.0.1
 //!   (listening on loopback only).
