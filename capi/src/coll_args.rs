@@ -151,8 +151,8 @@ pub(crate) unsafe fn translate(
         }
         if is_v(coll, src) {
             let v: abi::BufferInfoV = if src { field!(p, src.info_v) } else { field!(p, dst.info_v) };
-            let dtype = types::datatype(v.datatype, &format!("coll_args.{name}.info_v.datatype"))?;
-            let mem_type = types::mem_type(v.mem_type, &format!("coll_args.{name}.info_v.mem_type"))?;
+            let dtype = types::datatype(v.datatype, format_args!("coll_args.{name}.info_v.datatype"))?;
+            let mem_type = types::mem_type(v.mem_type, format_args!("coll_args.{name}.info_v.mem_type"))?;
             let info = BufferInfoV {
                 buffer: v.buffer.cast(),
                 counts: v.counts.cast_const().cast(),
@@ -166,8 +166,8 @@ pub(crate) unsafe fn translate(
             Ok(Some(Side::Info(BufferInfo {
                 buffer: i.buffer.cast(),
                 count: i.count,
-                datatype: types::datatype(i.datatype, &format!("coll_args.{name}.info.datatype"))?,
-                mem_type: types::mem_type(i.mem_type, &format!("coll_args.{name}.info.mem_type"))?,
+                datatype: types::datatype(i.datatype, format_args!("coll_args.{name}.info.datatype"))?,
+                mem_type: types::mem_type(i.mem_type, format_args!("coll_args.{name}.info.mem_type"))?,
             })))
         }
     };
@@ -374,6 +374,27 @@ mod tests {
         // SAFETY: as above.
         let e = unsafe { translate(&a, 0, 2, &host) }.err().expect("unknown flags are refused");
         assert!(e.context().contains("unknown bits"), "{e}");
+    }
+
+    /// A bad datatype or memory type is named by the field it came from
+    /// (the name is made only then: a good call formats nothing).
+    #[test]
+    fn a_bad_type_names_its_field() {
+        let mut a = garbage();
+        let (mut x, mut y) = ([1.0f32; 4], [0.0f32; 4]);
+        a.mask = 0;
+        a.coll_type = CollType::Allreduce as u32;
+        a.op = 0;
+        a.src.info = abi::BufferInfo { buffer: x.as_mut_ptr().cast(), count: 4, datatype: 11 << 3, mem_type: 0 };
+        a.dst.info = abi::BufferInfo { buffer: y.as_mut_ptr().cast(), count: 4, datatype: 99 << 3, mem_type: 0 };
+        // SAFETY: an allreduce's fields are set; the rest is garbage that must not be read.
+        let e = unsafe { translate(&a, 0, 2, &host) }.err().expect("datatype 99 is refused");
+        assert!(e.context().starts_with("coll_args.dst.info.datatype 0x318"), "{e}");
+        a.dst.info.datatype = 11 << 3;
+        a.src.info.mem_type = 77;
+        // SAFETY: as above.
+        let e = unsafe { translate(&a, 0, 2, &host) }.err().expect("memory type 77 is refused");
+        assert!(e.context().starts_with("coll_args.src.info.mem_type 77"), "{e}");
     }
 
     #[test]

@@ -159,7 +159,7 @@ unsafe fn memref(p: *mut c_void, len: usize, mem_type: u32, field: &str) -> Resu
     if p.is_null() && len > 0 {
         return Err(crate::guard::null(field));
     }
-    let mt = types::mem_type(mem_type, &format!("{field}'s memory type"))?;
+    let mt = types::mem_type(mem_type, format_args!("{field}'s memory type"))?;
     // SAFETY: forwarded from the caller.
     Ok(unsafe { MemRef::new(p.cast(), len, mt) })
 }

@@ -54,8 +54,9 @@ pub struct ReqHandle {
     /// The collective ended while this thread was posting it: the caller's
     /// callback is owed once the post lets go of the request.
     deferred: AtomicBool,
-    /// Sides running on scratch (scattered device blocks).
-    stages: Arc<StageSet>,
+    /// Sides running on scratch (scattered device blocks), if any (most
+    /// requests have none: nothing allocated for them).
+    stages: Option<Arc<StageSet>>,
     /// The current post is a triggered one (its trigger stages, not the callback).
     triggered: AtomicBool,
 }
@@ -141,16 +142,16 @@ impl ReqHandle {
         let h = h.clone();
         Arc::new(move |s: Status| {
             let mut code = final_code(s);
-            if s == Status::Ok && !h.stages.is_empty() {
+            if let Some(stages) = h.stages.as_ref().filter(|_| s == Status::Ok) {
                 // The results reach the caller's blocks before the status says so
                 // (a triggered post's trigger copied them already, or failed to).
                 // Acquire: pairs with the store before the post.
                 if h.triggered.load(Ordering::Acquire) {
-                    let failed = h.stages.take_failed();
+                    let failed = stages.take_failed();
                     if failed != UCC_OK {
                         code = failed;
                     }
-                } else if let Err(e) = h.stages.scatter() {
+                } else if let Err(e) = stages.scatter() {
                     crate::guard::log_error("collective completion (copying staged blocks back)", &e);
                     code = status_code(e.status());
                 }
@@ -187,7 +188,11 @@ impl ReqHandle {
             let r = {
                 let _posting = Posting::enter(self);
                 // A plain post gathers now; a triggered one when its trigger fires.
-                if triggered { Ok(()) } else { self.stages.gather() }.and_then(|()| f(req))
+                match &self.stages {
+                    Some(stages) if !triggered => stages.gather(),
+                    _ => Ok(()),
+                }
+                .and_then(|()| f(req))
             };
             if let Err(e) = &r {
                 self.status.store(status_code(e.status()), Ordering::Release);
@@ -211,10 +216,10 @@ impl ReqHandle {
     /// Post on `engine`, triggered by `ev` (`ucc_collective_triggered_post`);
     /// staged sides are copied in step with the engine ([`StagingEe`]).
     pub(crate) fn triggered_post(self: &Arc<Self>, engine: &dyn Ee, ev: &Event) -> Result<()> {
-        if self.stages.is_empty() {
+        let Some(stages) = &self.stages else {
             return self.post_with("ucc_collective_triggered_post", true, |r| r.triggered_post(engine, ev));
-        }
-        let staging = StagingEe { inner: engine, stages: self.stages.clone() };
+        };
+        let staging = StagingEe { inner: engine, stages: stages.clone() };
         self.post_with("ucc_collective_triggered_post", true, |r| r.triggered_post(&staging, ev))
     }
 }
@@ -225,8 +230,8 @@ impl ReqHandle {
 /// `args` is a `ucc_coll_args_t` set as UCC requires; its buffers stay
 /// valid while the request lives.
 unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle>> {
-    let mcs = team.ctx.lib.mcs().clone();
-    let resolve = move |p: *const u8| mcs.resolve(p);
+    let mcs = team.ctx.lib.mcs();
+    let resolve = |p: *const u8| mcs.resolve(p);
     team.with_team(|t| {
         // SAFETY: forwarded from the caller.
         let tr = unsafe { coll_args::translate(args, t.rank(), t.size(), &resolve) }?;
@@ -248,7 +253,7 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             id: AtomicU64::new(0),
             user_cb: tr.user_cb,
             deferred: AtomicBool::new(false),
-            stages: Arc::new(StageSet::new(staged)),
+            stages: (!staged.is_empty()).then(|| Arc::new(StageSet::new(staged))),
             triggered: AtomicBool::new(false),
         });
         // SAFETY: the buffers and arrays stay valid while the request lives

@@ -141,11 +141,6 @@ impl StageSet {
         StageSet { staged, failed: AtomicI32::new(UCC_OK) }
     }
 
-    /// Whether there is nothing to stage.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.staged.is_empty()
-    }
-
     /// Gather every source side.
     pub(crate) fn gather(&self) -> Result<()> {
         self.staged.iter().filter(|s| s.is_src()).try_for_each(Staged::gather)

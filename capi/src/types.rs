@@ -2,6 +2,8 @@
 //! collective types) to ferrocoll's types, and back; every unknown value is
 //! `InvalidParam` naming the field it came from.
 
+use std::fmt::Display;
+
 use ferrocoll::{CollType, DataType, Error, MemType, ReduceOp, Result};
 
 /// `UCC_DATATYPE_SHIFT`: a predefined datatype's index sits above 3 flag bits.
@@ -13,7 +15,7 @@ const DT_GENERIC: u64 = 1;
 pub(crate) const DT_PREDEFINED: usize = 18;
 
 /// A `ucc_datatype_t` word (`field` names where it came from).
-pub(crate) fn datatype(word: u64, field: &str) -> Result<DataType> {
+pub(crate) fn datatype(word: u64, field: impl Display) -> Result<DataType> {
     if word & DT_GENERIC != 0 {
         return Err(Error::not_supported(format!(
             "{field} {word:#x} is a user-defined (generic) datatype, which ferrocoll does not support"
@@ -27,7 +29,7 @@ pub(crate) fn datatype(word: u64, field: &str) -> Result<DataType> {
 }
 
 /// A `ucc_memory_type_t` (UNKNOWN included: ferrocoll resolves it).
-pub(crate) fn mem_type(v: u32, field: &str) -> Result<MemType> {
+pub(crate) fn mem_type(v: u32, field: impl Display) -> Result<MemType> {
     MemType::CONCRETE
         .iter()
         .chain(&[MemType::Unknown])
@@ -37,7 +39,7 @@ pub(crate) fn mem_type(v: u32, field: &str) -> Result<MemType> {
 }
 
 /// A `ucc_reduction_op_t`.
-pub(crate) fn reduce_op(v: u32, field: &str) -> Result<ReduceOp> {
+pub(crate) fn reduce_op(v: u32, field: impl Display) -> Result<ReduceOp> {
     let op = ReduceOp::ALL
         .get(v as usize)
         .copied()
@@ -53,7 +55,7 @@ pub(crate) fn reduce_op(v: u32, field: &str) -> Result<ReduceOp> {
 }
 
 /// A `ucc_coll_type_t` (exactly one collective).
-pub(crate) fn coll_type(v: u32, field: &str) -> Result<CollType> {
+pub(crate) fn coll_type(v: u32, field: impl Display) -> Result<CollType> {
     CollType::ALL
         .iter()
         .copied()

@@ -388,8 +388,10 @@ impl Transport for ShmTransport {
     }
 
     fn take_causes(&self) -> Vec<(usize, usize)> {
-        // Acquire: see maybe_scan. One load on the fast path: the list is rarely touched.
-        if !self.shared.news.swap(false, Ordering::Acquire) {
+        // Acquire: see maybe_scan. One plain load on the fast path (every
+        // progress call comes here; the list is rarely touched): the swap,
+        // a locked instruction, only when there is news.
+        if !self.shared.news.load(Ordering::Relaxed) || !self.shared.news.swap(false, Ordering::Acquire) {
             return Vec::new();
         }
         std::mem::take(&mut *lock(&self.shared.causes))
