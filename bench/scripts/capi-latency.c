@@ -72,30 +72,13 @@ static int timed(const char *name, ucc_coll_args_t *a, ucc_team_h team, ucc_cont
 
 static int body(int rank, int size)
 {
-    ucc_lib_config_h lib_config;
-    ucc_lib_h        lib;
-    ucc_context_h    ctx;
-    ucc_team_h       team;
-    struct oob_info  oob = {g_ctx_oob, rank, size, 0};
-    struct oob_info  results = {g_team_oob, rank, size, 0};
+    ucc_lib_h       lib;
+    ucc_context_h   ctx;
+    ucc_team_h      team;
+    struct oob_info oob     = {g_ctx_oob, rank, size, 0};
+    struct oob_info results = {g_team_oob, rank, size, 0};
 
-    CHECK_OK(ucc_lib_config_read(NULL, NULL, &lib_config));
-    ucc_lib_params_t lp;
-    lp.mask        = UCC_LIB_PARAM_FIELD_THREAD_MODE;
-    lp.thread_mode = UCC_THREAD_SINGLE;
-    CHECK_OK(ucc_init(&lp, lib_config, &lib));
-    ucc_lib_config_release(lib_config);
-    ucc_context_params_t cp;
-    cp.mask = UCC_CONTEXT_PARAM_FIELD_OOB;
-    cp.oob  = oob_of(&oob);
-    CHECK_OK(ucc_context_create(lib, &cp, NULL, &ctx));
-    ucc_team_params_t tp;
-    tp.mask                  = UCC_TEAM_PARAM_FIELD_EP_MAP;
-    tp.ep_map.type           = UCC_EP_MAP_STRIDED;
-    tp.ep_map.ep_num         = (uint64_t)size;
-    tp.ep_map.strided.start  = 0;
-    tp.ep_map.strided.stride = 1;
-    if (create_team(ctx, &tp, &team)) return 1;
+    if (open_world(&oob, &lib, &ctx, &team)) return 1;
 
     float           src[2] = {1, 2}, dst[2];
     ucc_coll_args_t a;

@@ -284,30 +284,13 @@ static int mem_maps(int rank, int size, ucc_team_h team, ucc_context_h ctx)
 
 static int body(int rank, int size)
 {
-    ucc_lib_config_h lib_config;
-    ucc_lib_h        lib;
-    ucc_context_h    ctx;
-    ucc_team_h       team;
-    struct oob_info  oob = {g_ctx_oob, rank, size, 0};
+    ucc_lib_h       lib;
+    ucc_context_h   ctx;
+    ucc_team_h      team;
+    struct oob_info oob = {g_ctx_oob, rank, size, 0};
 
     if (helpers()) return 1;
-    CHECK_OK(ucc_lib_config_read(NULL, NULL, &lib_config));
-    ucc_lib_params_t lp;
-    lp.mask        = UCC_LIB_PARAM_FIELD_THREAD_MODE;
-    lp.thread_mode = UCC_THREAD_SINGLE;
-    CHECK_OK(ucc_init(&lp, lib_config, &lib));
-    ucc_lib_config_release(lib_config);
-    ucc_context_params_t cp;
-    cp.mask = UCC_CONTEXT_PARAM_FIELD_OOB;
-    cp.oob  = oob_of(&oob);
-    CHECK_OK(ucc_context_create(lib, &cp, NULL, &ctx));
-    ucc_team_params_t tp;
-    tp.mask          = UCC_TEAM_PARAM_FIELD_EP_MAP;
-    tp.ep_map.type   = UCC_EP_MAP_STRIDED;
-    tp.ep_map.ep_num = (uint64_t)size;
-    tp.ep_map.strided.start  = 0;
-    tp.ep_map.strided.stride = 1;
-    if (create_team(ctx, &tp, &team)) return 1;
+    if (open_world(&oob, &lib, &ctx, &team)) return 1;
 
     /* Attributes, and what ferrocoll does not offer. */
     ucc_context_attr_t ca;

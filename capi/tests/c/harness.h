@@ -235,6 +235,31 @@ static inline int create_team(ucc_context_h ctx, const ucc_team_params_t *p, ucc
     return 0;
 }
 
+/* A library (UCC_THREAD_SINGLE, the environment's configuration), a
+ * context over the OOB and a team of every rank in order: what UCC's
+ * perftest and the benchmark-like programs start from. */
+static inline int open_world(struct oob_info *oob, ucc_lib_h *lib, ucc_context_h *ctx, ucc_team_h *team)
+{
+    ucc_lib_config_h lib_config;
+    CHECK_OK(ucc_lib_config_read(NULL, NULL, &lib_config));
+    ucc_lib_params_t lp;
+    lp.mask        = UCC_LIB_PARAM_FIELD_THREAD_MODE;
+    lp.thread_mode = UCC_THREAD_SINGLE;
+    CHECK_OK(ucc_init(&lp, lib_config, lib));
+    ucc_lib_config_release(lib_config);
+    ucc_context_params_t cp;
+    cp.mask = UCC_CONTEXT_PARAM_FIELD_OOB;
+    cp.oob  = oob_of(oob);
+    CHECK_OK(ucc_context_create(*lib, &cp, NULL, ctx));
+    ucc_team_params_t tp;
+    tp.mask                  = UCC_TEAM_PARAM_FIELD_EP_MAP;
+    tp.ep_map.type           = UCC_EP_MAP_STRIDED;
+    tp.ep_map.ep_num         = (uint64_t)oob->size;
+    tp.ep_map.strided.start  = 0;
+    tp.ep_map.strided.stride = 1;
+    return create_team(*ctx, &tp, team);
+}
+
 static inline int destroy_team(ucc_team_h team)
 {
     ucc_status_t st;
