@@ -306,15 +306,6 @@ impl TaskSlot {
         self.recorded_by.store(id, Ordering::Relaxed);
     }
 
-    /// Drop the completion callback of a finished slot (parked for a later
-    /// request: the callback may hold its request's handle).
-    pub fn forget_callback(&self) {
-        let mut inner = self.inner.lock();
-        if !matches!(inner.state, SlotState::Running { .. }) {
-            inner.on_complete = None;
-        }
-    }
-
     /// The queue let go of the slot (context destruction).
     pub(super) fn leave_queue(&self) {
         self.inner.lock().queued = false;
@@ -480,7 +471,10 @@ impl TaskSlot {
                 // Release: a reader that sees the outcome sees the task's
                 // results (written before its future returned Ready).
                 self.outcome.store(if status == Status::Ok { SUCCEEDED } else { FAILED }, Ordering::Release);
-                let (cb, desc) = (inner.on_complete.clone(), (status == Status::TimedOut).then(|| inner.desc.clone()));
+                // Taken, not cloned: it is called once a post, and the next post
+                // re-arms the slot with its own (no reference counted, and what
+                // the callback holds, a C request's handle, is let go at once).
+                let (cb, desc) = (inner.on_complete.take(), (status == Status::TimedOut).then(|| inner.desc.clone()));
                 drop(guard);
                 if let Some(cb) = cb {
                     cb(status);
@@ -529,7 +523,7 @@ impl TaskSlot {
             inner.state = SlotState::Done(Some(e));
             // Release: see poll.
             self.outcome.store(FAILED, Ordering::Release);
-            let cb = inner.on_complete.clone();
+            let cb = inner.on_complete.take();
             drop(inner);
             if let Some(cb) = cb {
                 cb(status);
@@ -635,5 +629,32 @@ mod tests {
         slot.cancel(|_| Error::invalid_param("cancelled"));
         assert!(dropped.load(Ordering::SeqCst));
         assert_eq!(slot.status().unwrap_err().status(), Status::InvalidParam);
+    }
+
+    /// A slot calls its completion callback once and lets go of it then:
+    /// what the callback holds (a C request's handle) is not kept alive by
+    /// a finished slot, which a parked plan or the flight recorder may hold.
+    #[test]
+    fn a_finished_slot_lets_go_of_its_callback() {
+        for cancelled in [false, true] {
+            let held = Arc::new(std::sync::atomic::AtomicU32::new(0));
+            let calls = held.clone();
+            let cb: CompletionCallback = Arc::new(move |_| {
+                calls.fetch_add(1, Ordering::SeqCst);
+            });
+            let fut: TaskFuture =
+                if cancelled { Box::pin(std::future::pending()) } else { Box::pin(std::future::ready(Ok(()))) };
+            let slot = TaskSlot::new(fut, desc("t"), Arc::default(), None, Some(cb), None);
+            if cancelled {
+                assert!(!slot.poll(&no_watchdog()));
+                slot.cancel(|_| Error::invalid_param("cancelled"));
+            } else {
+                assert!(slot.poll(&no_watchdog()));
+            }
+            assert_eq!(held.load(Ordering::SeqCst), 1, "called once (cancelled: {cancelled})");
+            assert_eq!(Arc::strong_count(&held), 1, "the callback was dropped (cancelled: {cancelled})");
+            slot.cancel(|_| Error::invalid_param("again"));
+            assert_eq!(held.load(Ordering::SeqCst), 1, "never called twice (cancelled: {cancelled})");
+        }
     }
 }

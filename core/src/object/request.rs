@@ -224,9 +224,8 @@ impl<'a> Request<'a> {
             slot.forget_spent();
             return self.team.plans.release(plan);
         }
-        if self.on_complete.is_some() {
-            slot.forget_callback();
-        }
+        // Its completion callback, which may hold its request's handle, is
+        // gone already: a slot lets go of it when it calls it.
         plan.parked = Some(slot);
         self.team.plans.park(plan);
     }
