@@ -10,7 +10,7 @@ use ferrocoll::{Config, Error, Result};
 use crate::abi::*;
 use crate::config::{self, ContextConfigHandle, LibConfigHandle, lock, opt_str, req_str};
 use crate::guard::{ffi, ffi_void, non_null};
-use crate::handle::{borrow, publish, retire};
+use crate::handle::{borrow, publish, retire_quietly};
 use crate::lib_api::{LibHandle, put};
 
 /// `ucc_lib_config_read`.
@@ -43,8 +43,8 @@ pub unsafe extern "C" fn ucc_lib_config_read(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ucc_lib_config_release(config: *mut LibConfigHandle) {
     ffi_void("ucc_lib_config_release", || {
-        // SAFETY: see handle::retire.
-        unsafe { retire(config, "config") }.map(drop)
+        // SAFETY: see handle::retire_quietly.
+        unsafe { retire_quietly(config, "config") }
     })
 }
 
@@ -176,8 +176,8 @@ pub unsafe extern "C" fn ucc_context_config_read(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ucc_context_config_release(config: *mut ContextConfigHandle) {
     ffi_void("ucc_context_config_release", || {
-        // SAFETY: see handle::retire.
-        unsafe { retire(config, "config") }.map(drop)
+        // SAFETY: see handle::retire_quietly.
+        unsafe { retire_quietly(config, "config") }
     })
 }
 

@@ -108,6 +108,28 @@ pub(crate) unsafe fn borrow<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>>
 /// # Safety
 /// As [`borrow`].
 pub(crate) unsafe fn retire<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>> {
+    // SAFETY: forwarded.
+    let arc = unsafe { take_back(p, arg) }?;
+    quarantine(arc.clone());
+    Ok(arc)
+}
+
+/// [`retire`] for a caller that needs nothing more of the handle: C's
+/// reference goes to the quarantine as it is (no count taken and dropped).
+///
+/// # Safety
+/// As [`borrow`].
+pub(crate) unsafe fn retire_quietly<H: Handle>(p: *const H, arg: &str) -> Result<()> {
+    // SAFETY: forwarded.
+    quarantine(unsafe { take_back(p, arg) }?);
+    Ok(())
+}
+
+/// Mark `p` destroyed and take back the reference `publish` handed to C.
+///
+/// # Safety
+/// As [`borrow`].
+unsafe fn take_back<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>> {
     check(p, arg)?;
     // SAFETY: checked live just above, and the memory stays allocated (see `borrow`).
     let word = unsafe { &*p.cast::<u8>().add(H::MAGIC_OFFSET).cast::<AtomicU64>() };
@@ -117,9 +139,7 @@ pub(crate) unsafe fn retire<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>>
         return Err(Error::invalid_param(format!("{arg} = {p:p} was already destroyed or finalized ({})", H::WHAT)));
     }
     // SAFETY: the winner of the exchange owns the reference `publish` handed to C.
-    let arc = unsafe { Arc::from_raw(p) };
-    quarantine(arc.clone());
-    Ok(arc)
+    Ok(unsafe { Arc::from_raw(p) })
 }
 
 /// Keep `h` alive for a while (see the module docs).
@@ -191,5 +211,22 @@ mod tests {
         assert_eq!(e.context(), "team (thing_h) is NULL");
         // SAFETY: o is live.
         assert!(unsafe { retire(o, "o") }.is_ok());
+    }
+
+    /// A handle retired without a reference back is as dead as one retired
+    /// with it: its memory kept, a second destroy refused, never freed early.
+    #[test]
+    fn retired_quietly_is_dead_and_kept() {
+        let p = publish(Thing { magic: AtomicU64::new(0), value: 9 });
+        // SAFETY: p is a live handle.
+        let held = unsafe { borrow(p, "t") }.unwrap();
+        // SAFETY: p is a live handle, destroyed once here.
+        assert!(unsafe { retire_quietly(p, "t") }.is_ok());
+        assert_eq!(held.value, 9, "a call that borrowed it still reads live memory");
+        // SAFETY: p is quarantined, so still readable.
+        let e = unsafe { retire_quietly(p, "t") }.expect_err("a second destroy fails");
+        assert!(e.context().contains("already destroyed"), "{e}");
+        // C's reference went to the quarantine, the borrow's is ours: two.
+        assert_eq!(Arc::strong_count(&held), 2);
     }
 }

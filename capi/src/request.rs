@@ -26,7 +26,7 @@ use ferrocoll::{CollBuffer, Ee, Error, Event, Request, Result, Status};
 use crate::abi::*;
 use crate::coll_args::{self, UserCb};
 use crate::guard::{ffi, non_null, status_code};
-use crate::handle::{Handle, borrow, publish_arc, retire};
+use crate::handle::{Handle, borrow, publish_arc, retire_quietly};
 use crate::lib_api::put;
 use crate::staging::{StageSet, Staged, StagingEe};
 use crate::team::TeamHandle;
@@ -331,7 +331,7 @@ pub unsafe extern "C" fn ucc_collective_init_and_post(
         if let Err(e) = h.post("ucc_collective_init_and_post") {
             // A failed post ran no callback: the handle is still only ours to take back.
             // SAFETY: published just above.
-            let _ = unsafe { retire(p, "request") };
+            let _ = unsafe { retire_quietly(p, "request") };
             // Its request holds the completion callback, which holds the handle.
             let req = h.lock().req.take();
             drop(req);
@@ -359,8 +359,8 @@ pub unsafe extern "C" fn ucc_collective_finalize(request: *mut ReqHandle) -> Ucc
                     "the request is in progress: wait until ucc_collective_test is no longer UCC_INPROGRESS",
                 ));
             }
-            // SAFETY: see handle::retire (under the lock, so a racing post cannot start it meanwhile).
-            unsafe { retire(request, "request") }?;
+            // SAFETY: see handle::retire_quietly (under the lock, so a racing post cannot start it meanwhile).
+            unsafe { retire_quietly(request, "request") }?;
             st.req.take()
         };
         // Dropped without the lock: the request's drop releases its task.
