@@ -61,7 +61,7 @@ macro_rules! field {
 }
 
 /// Which sides this rank's collective reads: (src, dst).
-fn sides(coll: CollType, in_place: bool, is_root: bool) -> (bool, bool) {
+pub(crate) fn sides(coll: CollType, in_place: bool, is_root: bool) -> (bool, bool) {
     use CollType::*;
     match coll {
         Barrier | Fanin | Fanout => (false, false),
@@ -73,7 +73,7 @@ fn sides(coll: CollType, in_place: bool, is_root: bool) -> (bool, bool) {
 }
 
 /// Whether side `src` (else dst) of `coll` is a v-buffer (`info_v`).
-fn is_v(coll: CollType, src: bool) -> bool {
+pub(crate) fn is_v(coll: CollType, src: bool) -> bool {
     use CollType::*;
     match coll {
         Alltoallv => true,

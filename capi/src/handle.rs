@@ -9,7 +9,10 @@
 //!   behaviour;
 //! - destroying twice is `InvalidParam`: a destroyed handle's memory is kept
 //!   (with its payload released) in a quarantine of the last
-//!   [`QUARANTINE`] destroyed handles, so its word still reads "dead";
+//!   [`QUARANTINE`] destroyed handles, so its word still reads "dead" (a
+//!   finalized request handle that its team keeps for the same call,
+//!   `spares.rs`, reads "dead" until an init of that call hands it out
+//!   again: from then on it is the new request's);
 //! - a call racing with a destroy of the same handle on another thread
 //!   finishes on live memory.
 //!
@@ -125,11 +128,13 @@ pub(crate) unsafe fn retire_quietly<H: Handle>(p: *const H, arg: &str) -> Result
     Ok(())
 }
 
-/// Mark `p` destroyed and take back the reference `publish` handed to C.
+/// Mark `p` destroyed and take back the reference `publish` handed to C,
+/// for a caller that keeps the handle (then [`quarantine`]s it, or
+/// publishes it again).
 ///
 /// # Safety
 /// As [`borrow`].
-unsafe fn take_back<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>> {
+pub(crate) unsafe fn take_back<H: Handle>(p: *const H, arg: &str) -> Result<Arc<H>> {
     check(p, arg)?;
     // SAFETY: checked live just above, and the memory stays allocated (see `borrow`).
     let word = unsafe { &*p.cast::<u8>().add(H::MAGIC_OFFSET).cast::<AtomicU64>() };

@@ -25,6 +25,7 @@
 #![allow(non_upper_case_globals)]
 
 pub mod abi;
+mod call_key;
 mod coll_args;
 mod config;
 mod config_api;
@@ -37,6 +38,7 @@ mod mc;
 mod mem_map;
 mod oob;
 mod request;
+mod spares;
 mod staging;
 mod team;
 #[cfg(test)]

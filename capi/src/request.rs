@@ -24,10 +24,12 @@ use ferrocoll::core::args::CompletionCallback;
 use ferrocoll::{CollBuffer, Ee, Error, Event, Request, Result, Status};
 
 use crate::abi::*;
+use crate::call_key::{CallKey, call_key};
 use crate::coll_args::{self, UserCb};
 use crate::guard::{ffi, non_null, status_code};
-use crate::handle::{Handle, borrow, publish_arc, retire_quietly};
+use crate::handle::{Handle, borrow, publish_arc, quarantine, retire_quietly, take_back};
 use crate::lib_api::put;
+use crate::spares::Spares;
 use crate::staging::{StageSet, Staged, StagingEe};
 use crate::team::TeamHandle;
 
@@ -59,6 +61,9 @@ pub struct ReqHandle {
     stages: Option<Arc<StageSet>>,
     /// The current post is a triggered one (its trigger stages, not the callback).
     triggered: AtomicBool,
+    /// The call's key and its team's kept handles, when finalize may keep
+    /// this handle for a later init of the same call (`spares.rs`).
+    spare_of: Option<(CallKey, Arc<Spares>)>,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 8 (repr(C): i32, u32, then it).
@@ -133,6 +138,15 @@ fn final_code(s: Status) -> UccStatus {
 }
 
 impl ReqHandle {
+    /// Let go of a finalized handle that was kept (`spares.rs`): its
+    /// request is released (it holds the completion callback, which holds
+    /// the handle), its memory quarantined.
+    pub(crate) fn give_up(h: Arc<ReqHandle>) {
+        let req = h.lock().req.take();
+        drop(req);
+        quarantine(h);
+    }
+
     fn lock(&self) -> MutexGuard<'_, ReqState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -230,6 +244,13 @@ impl ReqHandle {
 /// `args` is a `ucc_coll_args_t` set as UCC requires; its buffers stay
 /// valid while the request lives.
 unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle>> {
+    // SAFETY: forwarded from the caller.
+    let key = team.rank().and_then(|rank| unsafe { call_key(args, rank) });
+    if let Some(h) = key.as_ref().and_then(|k| team.spares.take(k)) {
+        // Finalized after a post that succeeded, and renewed: a new request.
+        h.status.store(UCC_OPERATION_INITIALIZED, Ordering::Release);
+        return Ok(h);
+    }
     let mcs = team.ctx.lib.mcs();
     let resolve = |p: *const u8| mcs.resolve(p);
     team.with_team(|t| {
@@ -253,6 +274,7 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             id: AtomicU64::new(0),
             user_cb: tr.user_cb,
             deferred: AtomicBool::new(false),
+            spare_of: key.filter(|_| staged.is_empty()).map(|k| (k, team.spares.clone())),
             stages: (!staged.is_empty()).then(|| Arc::new(StageSet::new(staged))),
             triggered: AtomicBool::new(false),
         });
@@ -359,8 +381,16 @@ pub unsafe extern "C" fn ucc_collective_finalize(request: *mut ReqHandle) -> Ucc
                     "the request is in progress: wait until ucc_collective_test is no longer UCC_INPROGRESS",
                 ));
             }
-            // SAFETY: see handle::retire_quietly (under the lock, so a racing post cannot start it meanwhile).
-            unsafe { retire_quietly(request, "request") }?;
+            // SAFETY: see handle::take_back (under the lock, so a racing post cannot start it meanwhile).
+            let c_ref = unsafe { take_back(request, "request") }?;
+            if let Some((key, spares)) = &h.spare_of {
+                if st.req.as_mut().is_some_and(Request::renew) {
+                    drop(st);
+                    spares.keep(*key, c_ref);
+                    return Ok(UCC_OK);
+                }
+            }
+            quarantine(c_ref);
             st.req.take()
         };
         // Dropped without the lock: the request's drop releases its task.

@@ -20,6 +20,7 @@ use crate::guard::{ffi, non_null};
 use crate::handle::{Handle, borrow, publish, retire};
 use crate::lib_api::put;
 use crate::oob::{Fixed, RawOob};
+use crate::spares::Spares;
 
 /// Where UCC's own team object keeps the team size, which UCC's MPI test
 /// reads through the opaque handle.
@@ -60,6 +61,8 @@ pub struct TeamHandle {
     /// `ep` from the parameters, checked once the rank is known.
     ep_hint: Option<u64>,
     state: Mutex<State>,
+    /// Finalized requests kept for a later call equal to theirs (`spares.rs`).
+    pub(crate) spares: Arc<Spares>,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 0.
@@ -75,6 +78,11 @@ unsafe impl Handle for TeamHandle {
 const _: () = assert!(std::mem::offset_of!(TeamHandle, size) == SIZE_OFFSET);
 
 impl TeamHandle {
+    /// This member's team rank, once known.
+    pub(crate) fn rank(&self) -> Option<usize> {
+        self.rank.get().map(|&r| r as usize)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -334,6 +342,7 @@ pub unsafe extern "C" fn ucc_team_create_post(
             ctx: ctx.clone(),
             ep_hint: ep_hint.filter(|_| oob.is_none()),
             state: Mutex::new(State::Failed(Error::internal("team not started"))),
+            spares: Arc::default(),
         };
         let state = match (eps, oob) {
             (Some(eps), _) => State::Creating(h.create(eps)?),
@@ -375,6 +384,7 @@ pub unsafe extern "C" fn ucc_team_destroy(team: *mut TeamHandle) -> UccStatus {
     ffi("ucc_team_destroy", || {
         // SAFETY: see handle::retire.
         let h = unsafe { retire(team, "team") }?;
+        h.spares.close();
         let old = std::mem::replace(&mut *h.state(), State::Failed(Error::invalid_param("the team was destroyed")));
         drop(old);
         Ok(UCC_OK)

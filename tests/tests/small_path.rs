@@ -575,3 +575,52 @@ fn a_repeated_v_call_reuses_its_plan() {
         assert!(got <= most, "{got} allocations per repeated one-shot {name} (at most {most})");
     }
 }
+
+/// A finished one-shot request renewed in place (what the C interface does
+/// with a finalized handle whose call comes again) posts again and reads
+/// the data its buffers hold then, on two shm ranks; a request that was
+/// never posted is not renewed.
+#[test]
+fn a_renewed_request_posts_again_with_fresh_data() {
+    use ferrocoll::{BufferInfo, CollArgs, CollBuffer, CollType, DataType, MemType};
+    let mut c = Config::new();
+    c.set("TLS", "shm,self");
+    let out = world::run(2, &c, |team, _| {
+        let me = team.rank() as f32;
+        let (mut src, mut dst) = ([0.0f32; 3], [0.0f32; 3]);
+        let info = |p: *mut f32| BufferInfo {
+            buffer: p.cast(),
+            count: 3,
+            datatype: DataType::Float32,
+            mem_type: MemType::Host,
+        };
+        let mut args = CollArgs::new(CollType::Allreduce);
+        args.src = CollBuffer::Info(info(src.as_mut_ptr()));
+        args.dst = CollBuffer::Info(info(dst.as_mut_ptr()));
+        // SAFETY: both arrays outlive the request, and are only touched
+        // here between its posts.
+        let mut req = unsafe { team.collective_init(&args) }?;
+        if req.renew() {
+            return Err(ferrocoll::Error::internal("a request never posted was renewed"));
+        }
+        for round in 0..50 {
+            let x = round as f32;
+            src[0] = x + me;
+            req.run()?;
+            if dst[0] != 2.0 * x + 1.0 {
+                return Err(ferrocoll::Error::internal(format!("round {round}: {}", dst[0])));
+            }
+            if !req.renew() {
+                return Err(ferrocoll::Error::internal(format!("round {round}: not renewed")));
+            }
+            if req.test()? != Status::OperationInitialized {
+                return Err(ferrocoll::Error::internal("a renewed request is not a new one"));
+            }
+        }
+        drop(req);
+        Ok(())
+    });
+    for (rank, r) in out.into_iter().enumerate() {
+        r.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+    }
+}

@@ -308,7 +308,7 @@ impl PlanCache {
     /// parked (not parkable, the team destroyed, every entry held) is
     /// dropped here.
     pub(crate) fn park(&self, mut plan: Box<Plan>) {
-        if !(parkable(&plan.init) && plan.task.as_ref().is_some_and(|t| t.reusable())) {
+        if !plan.reusable() {
             return self.release(plan);
         }
         let (raw, call) = (plan.raw.as_ref().map_or(0, |r| r.hint), plan.call_hint);
@@ -396,6 +396,14 @@ impl Drop for PlanCache {
         for e in &self.entries {
             drop(e.take());
         }
+    }
+}
+
+impl Plan {
+    /// Whether a later request with the same call may run this plan again
+    /// (see the module docs): parked, or renewed in place (`Request::renew`).
+    pub(crate) fn reusable(&self) -> bool {
+        parkable(&self.init) && self.task.as_ref().is_some_and(|t| t.reusable())
     }
 }
 

@@ -352,6 +352,24 @@ impl<'a> Request<'a> {
         TaskDesc { coll: i.coll.name(), seq, team: self.team.desc.clone(), via: self.plan.selected.clone(), call }
     }
 
+    /// Make this finished request a new one for the same call, as dropping
+    /// it and initialising its arguments again would (its plan taken back
+    /// from the team's plan cache): its next post re-arms its slot. For a
+    /// caller that keeps a finished request for a later call equal to its
+    /// own (the C interface, whose `ucc_collective_init` may hand out a
+    /// finalized handle again). Only what the plan cache would park: its
+    /// last post succeeded, never on an engine, its plan reusable (host
+    /// memory, no active set, no callback in the arguments, a task that may
+    /// run again). Returns whether it did; if not, nothing changed.
+    pub fn renew(&mut self) -> bool {
+        let finished = self.slot.as_ref().is_some_and(|s| matches!(s.status(), Ok(Status::Ok)));
+        if self.finalized || self.triggered || !finished || !self.plan.reusable() {
+            return false;
+        }
+        self.spare = self.slot.take();
+        true
+    }
+
     /// Refuse a post of a finalized request, of one in progress, of a
     /// non-persistent one that already ran, and of one that failed.
     fn check_postable(&self) -> Result<()> {

@@ -608,7 +608,12 @@ static inline ucc_status_t ucc_collective_test(ucc_coll_req_h request)
 }
 
 /* Release a request that is not in progress (it may be called from the
- * request's own completion callback). */
+ * request's own completion callback). A second finalize of the handle is
+ * refused (UCC_ERR_INVALID_PARAM). ferrocoll keeps the handles of a few
+ * finalized requests per team and hands one out again to a later
+ * ucc_collective_init of the same call (same collective, buffers, counts,
+ * flags, callback), which then costs little: from that init on, the
+ * pointer is the new request's, as freed memory would be. */
 ucc_status_t ucc_collective_finalize(ucc_coll_req_h request);
 
 /* ------------------------------------------------------------------ */
