@@ -213,7 +213,9 @@ impl ReqHandle {
             }
             r
         };
-        if self.deferred.swap(false, Ordering::AcqRel) {
+        // Only this thread sets it, during this post (see `completion`): a
+        // plain look first spares the locked swap on every post.
+        if self.deferred.load(Ordering::Acquire) && self.deferred.swap(false, Ordering::AcqRel) {
             if let Some(cb) = self.user_cb {
                 // The request's lock is released.
                 run_deferred(cb, self.status.load(Ordering::Acquire));

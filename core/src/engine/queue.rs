@@ -1,6 +1,7 @@
 //! The progress queue: the tasks in flight on one context, polled by
 //! every `Context::progress` (see `task.rs` for the slots it holds).
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::task::{TaskDesc, TaskSlot, WatchdogConfig};
@@ -10,19 +11,55 @@ use crate::error::Error;
 #[derive(Default)]
 pub struct ProgressQueue {
     tasks: Mutex<Vec<Arc<TaskSlot>>>,
+    /// What `tasks` holds ([`EMPTY`], [`SELF_DRIVEN`] or [`TRANSPORTED`]),
+    /// written under its lock whenever it changes, read without it as a hint.
+    holds: AtomicU8,
+}
+
+/// No task.
+const EMPTY: u8 = 0;
+/// Tasks that all [progress themselves](TaskSlot::self_driven).
+const SELF_DRIVEN: u8 = 1;
+/// At least one task that moves through the context's transports.
+const TRANSPORTED: u8 = 2;
+
+/// What a queue of `tasks` holds.
+fn holding(tasks: &[Arc<TaskSlot>]) -> u8 {
+    if tasks.is_empty() {
+        EMPTY
+    } else if tasks.iter().all(|t| t.self_driven()) {
+        SELF_DRIVEN
+    } else {
+        TRANSPORTED
+    }
 }
 
 impl ProgressQueue {
     /// Add a posted task, unless the queue holds it already (see [`TaskSlot::enqueue`]).
     pub fn push(&self, slot: Arc<TaskSlot>) {
         if slot.enqueue() {
-            self.lock().push(slot);
+            self.push_polled(slot);
         }
     }
 
     /// Add a task whose poll at post marked it queued (`Polled::Pending { push: true }`).
     pub fn push_polled(&self, slot: Arc<TaskSlot>) {
-        self.lock().push(slot);
+        let mut tasks = self.lock();
+        let now = if slot.self_driven() { SELF_DRIVEN } else { TRANSPORTED };
+        // Relaxed, and a load and a store: only written under the lock; read
+        // as a hint (see `only_self_driven`).
+        if self.holds.load(Ordering::Relaxed) < now {
+            self.holds.store(now, Ordering::Relaxed);
+        }
+        tasks.push(slot);
+    }
+
+    /// Whether the queue holds tasks and every one of them progresses
+    /// itself: then the context's transports carry none of them. A hint,
+    /// read without the lock: a task that another thread is pushing at the
+    /// same time may be missed by this look.
+    pub fn only_self_driven(&self) -> bool {
+        self.holds.load(Ordering::Relaxed) == SELF_DRIVEN
     }
 
     /// Number of tasks in flight.
@@ -56,12 +93,18 @@ impl ProgressQueue {
         // Tasks posted while we polled go after the ones already running.
         let posted_meanwhile = std::mem::replace(&mut *tasks, taken);
         tasks.extend(posted_meanwhile);
+        // Relaxed: under the lock (see `holds`).
+        self.holds.store(holding(&tasks), Ordering::Relaxed);
         finished
     }
 
     /// Cancel every task (context destruction).
     pub fn cancel_all(&self, reason: &dyn Fn(&TaskDesc) -> Error) {
-        let tasks = std::mem::take(&mut *self.lock());
+        let tasks = {
+            let mut queued = self.lock();
+            self.holds.store(EMPTY, Ordering::Relaxed);
+            std::mem::take(&mut *queued)
+        };
         for t in tasks {
             t.cancel(reason);
             t.leave_queue();

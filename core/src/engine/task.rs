@@ -160,6 +160,9 @@ pub struct TaskSlot {
     /// The flight recorder that holds it (its address; 0: none), so that
     /// recording its next post needs no lock (see `recorder.rs`).
     recorded_by: AtomicUsize,
+    /// Its task [progresses itself](crate::backend::CollTask::progresses_itself):
+    /// nothing of it moves through the context's transports.
+    self_driven: bool,
 }
 
 /// What one post puts in a slot.
@@ -179,6 +182,8 @@ pub struct SlotPost {
     /// Keep the future once it finished successfully, for the next post
     /// to run in (see `CollTask::recycles_futures`).
     pub keep_spent: bool,
+    /// Its task progresses itself (see `CollTask::progresses_itself`).
+    pub self_driven: bool,
 }
 
 fn running(fut: TaskFuture, timeout: Option<Duration>) -> SlotState {
@@ -201,12 +206,12 @@ impl TaskSlot {
         on_complete: Option<CompletionCallback>,
         watch: Option<BoardWatch>,
     ) -> Arc<TaskSlot> {
-        TaskSlot::of(SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent: false })
+        TaskSlot::of(SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent: false, self_driven: false })
     }
 
     /// A running task, from one post.
     pub fn of(post: SlotPost) -> Arc<TaskSlot> {
-        let SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent } = post;
+        let SlotPost { fut, desc, diag, timeout, on_complete, watch, keep_spent, self_driven } = post;
         Arc::new(TaskSlot {
             inner: SlotLock::new(SlotInner {
                 state: running(fut, timeout),
@@ -221,6 +226,7 @@ impl TaskSlot {
             }),
             outcome: AtomicU8::new(RUNNING),
             recorded_by: AtomicUsize::new(0),
+            self_driven,
         })
     }
 
@@ -241,6 +247,7 @@ impl TaskSlot {
             }),
             outcome: AtomicU8::new(outcome),
             recorded_by: AtomicUsize::new(0),
+            self_driven: false,
         })
     }
 
@@ -292,6 +299,11 @@ impl TaskSlot {
         let spent = self.inner.lock().spent.take();
         // Dropped outside the lock.
         drop(spent);
+    }
+
+    /// Whether its task progresses itself (see [`SlotPost::self_driven`]).
+    pub fn self_driven(&self) -> bool {
+        self.self_driven
     }
 
     /// The flight recorder that holds it (see `recorder.rs`).
@@ -656,5 +668,43 @@ mod tests {
             slot.cancel(|_| Error::invalid_param("again"));
             assert_eq!(held.load(Ordering::SeqCst), 1, "never called twice (cancelled: {cancelled})");
         }
+    }
+
+    /// The queue says when every task in it progresses itself (what lets a
+    /// context's progress skip the transports), and stops saying so once a
+    /// task that needs them is queued, until that one has finished.
+    #[test]
+    fn the_queue_knows_when_its_tasks_progress_themselves() {
+        let slot = |self_driven: bool, done: Arc<std::sync::atomic::AtomicBool>| {
+            let fut: TaskFuture = Box::pin(std::future::poll_fn(move |_| {
+                if done.load(Ordering::SeqCst) { std::task::Poll::Ready(Ok(())) } else { std::task::Poll::Pending }
+            }));
+            TaskSlot::of(SlotPost {
+                fut,
+                desc: desc("t"),
+                diag: Arc::default(),
+                timeout: None,
+                on_complete: None,
+                watch: None,
+                keep_spent: false,
+                self_driven,
+            })
+        };
+        let q = ProgressQueue::default();
+        assert!(!q.only_self_driven(), "an empty queue");
+        let shm_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let p2p_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        q.push(slot(true, shm_done.clone()));
+        assert!(q.only_self_driven());
+        q.push(slot(false, p2p_done.clone()));
+        assert!(!q.only_self_driven(), "a transported task is queued");
+        assert_eq!(q.progress(&no_watchdog()), 0);
+        assert!(!q.only_self_driven(), "still queued");
+        p2p_done.store(true, Ordering::SeqCst);
+        assert_eq!(q.progress(&no_watchdog()), 1);
+        assert!(q.only_self_driven(), "the transported task finished");
+        shm_done.store(true, Ordering::SeqCst);
+        assert_eq!(q.progress(&no_watchdog()), 1);
+        assert!(!q.only_self_driven(), "empty again");
     }
 }

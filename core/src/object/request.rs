@@ -307,6 +307,7 @@ impl<'a> Request<'a> {
     fn new_slot(&self, fut: TaskFuture, seq: u64, diag: Arc<TaskDiag>, keep_spent: bool) -> Arc<TaskSlot> {
         TaskSlot::of(SlotPost {
             keep_spent,
+            self_driven: self.plan.task.as_ref().is_some_and(|t| t.progresses_itself()),
             fut,
             desc: self.desc(seq),
             diag,
@@ -454,7 +455,7 @@ impl<'a> Request<'a> {
             }
             polls = polls.wrapping_add(1);
             if polls.is_multiple_of(every) || (self_driven && backoff.yields_next()) {
-                ctx.progress()?;
+                ctx.progress_all()?;
             }
             backoff.snooze();
         }

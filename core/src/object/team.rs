@@ -289,7 +289,7 @@ impl Team {
     /// (`UCC_TEAM_CREATE_TIMEOUT`).
     pub fn create_test(&self) -> Result<Status> {
         let inner = &self.inner;
-        inner.ctx.progress()?;
+        inner.ctx.progress_all()?;
         let mut state = inner.state();
         let TeamState::Creating { pending, done, started, diag } = &mut *state else {
             return match &*state {
