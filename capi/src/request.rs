@@ -11,6 +11,10 @@
 //! poll, or a zero-size collective), the caller's callback runs after the
 //! post has let go of the request, so it never re-enters it.
 //!
+//! A finalized handle whose call may come again is kept by its team
+//! ([`crate::spares`]) and handed out, alive, by the next init of the same
+//! call, its request renewed: such a loop translates nothing again.
+//!
 //! Sides staged through scratch ([`crate::staging`]) are gathered at each
 //! post and scattered back in the completion callback, before the status
 //! word turns to `UCC_OK`; a triggered post does both in its trigger.
