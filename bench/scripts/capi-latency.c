@@ -22,19 +22,6 @@ static double now_us(void)
     return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
 }
 
-/* One collective to completion, as ucc_perftest's loop does (no yield). */
-static int once(ucc_coll_args_t *a, ucc_team_h team, ucc_context_h ctx)
-{
-    ucc_coll_req_h req;
-    ucc_status_t   st;
-    CHECK_OK(ucc_collective_init(a, &req, team));
-    CHECK_OK(ucc_collective_post(req));
-    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
-    CHECK_STATUS(st, UCC_OK);
-    CHECK_OK(ucc_collective_finalize(req));
-    return 0;
-}
-
 static int iterations = 20000;
 
 /* Mean microseconds of `a` on this rank. */
@@ -47,10 +34,10 @@ static int timed(const char *name, ucc_coll_args_t *a, ucc_team_h team, ucc_cont
     double total = 0;
     for (int i = -100; i < iterations; i++) {
         double t0 = now_us();
-        if (once(a, team, ctx)) return 1;
+        if (run_coll_spinning(a, team, ctx)) return 1;
         if (i >= 0) total += now_us() - t0;
-        if (once(&barrier, team, ctx)) return 1;
-        if ((i & 1) && once(&barrier, team, ctx)) return 1;
+        if (run_coll_spinning(&barrier, team, ctx)) return 1;
+        if ((i & 1) && run_coll_spinning(&barrier, team, ctx)) return 1;
     }
     double mine = total / iterations, all[OOB_MAX_RANKS];
     void  *req;
@@ -96,10 +83,7 @@ static int body(int rank, int size)
     a.coll_type = UCC_COLL_TYPE_BARRIER;
     if (timed("barrier", &a, team, ctx, rank, size, &results)) return 1;
 
-    if (destroy_team(team)) return 1;
-    CHECK_OK(ucc_context_destroy(ctx));
-    CHECK_OK(ucc_finalize(lib));
-    return 0;
+    return close_world(lib, ctx, team);
 }
 
 int main(int argc, char **argv)

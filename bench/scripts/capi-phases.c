@@ -51,19 +51,6 @@ static double now_ns(void)
 
 static int iterations = 100000;
 
-/* A collective to completion, untimed. */
-static int once(ucc_coll_args_t *a, ucc_team_h team, ucc_context_h ctx)
-{
-    ucc_coll_req_h req;
-    ucc_status_t   st;
-    CHECK_OK(ucc_collective_init(a, &req, team));
-    CHECK_OK(ucc_collective_post(req));
-    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
-    CHECK_STATUS(st, UCC_OK);
-    CHECK_OK(ucc_collective_finalize(req));
-    return 0;
-}
-
 static int body(int rank, int size)
 {
     ucc_lib_h       lib;
@@ -114,7 +101,7 @@ static int body(int rank, int size)
             phase[3] += c4 - c3;
             progress_calls += n;
         }
-        if (size > 1 && once(&barrier, team, ctx)) return 1;
+        if (size > 1 && run_coll_spinning(&barrier, team, ctx)) return 1;
     }
     double ns_per_tick = (now_ns() - ns_start) / (double)(ticks() - t_start);
     double k           = ns_per_tick / iterations;
@@ -123,10 +110,7 @@ static int body(int rank, int size)
            rank, size, phase[0] * k, phase[1] * k, phase[2] * k, (double)progress_calls / iterations, phase[3] * k,
            (phase[0] + phase[1] + phase[2] + phase[3]) * k);
 
-    if (destroy_team(team)) return 1;
-    CHECK_OK(ucc_context_destroy(ctx));
-    CHECK_OK(ucc_finalize(lib));
-    return 0;
+    return close_world(lib, ctx, team);
 }
 
 int main(int argc, char **argv)

@@ -223,6 +223,21 @@ static inline int run_coll(ucc_coll_args_t *args, ucc_team_h team, ucc_context_h
     return 0;
 }
 
+/* Run a collective to completion as ucc_perftest's loop does: init, post,
+ * test + progress without yielding, finalize (for the benchmarks, whose
+ * ranks have a core each). */
+static inline int run_coll_spinning(ucc_coll_args_t *args, ucc_team_h team, ucc_context_h ctx)
+{
+    ucc_coll_req_h req;
+    ucc_status_t   st;
+    CHECK_OK(ucc_collective_init(args, &req, team));
+    CHECK_OK(ucc_collective_post(req));
+    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
+    CHECK_STATUS(st, UCC_OK);
+    CHECK_OK(ucc_collective_finalize(req));
+    return 0;
+}
+
 static inline int create_team(ucc_context_h ctx, const ucc_team_params_t *p, ucc_team_h *team)
 {
     ucc_status_t st;
@@ -266,6 +281,15 @@ static inline int destroy_team(ucc_team_h team)
     while ((st = ucc_team_destroy(team)) == UCC_INPROGRESS) {
     }
     CHECK_OK(st);
+    return 0;
+}
+
+/* Destroy what open_world made. */
+static inline int close_world(ucc_lib_h lib, ucc_context_h ctx, ucc_team_h team)
+{
+    if (destroy_team(team)) return 1;
+    CHECK_OK(ucc_context_destroy(ctx));
+    CHECK_OK(ucc_finalize(lib));
     return 0;
 }
 
