@@ -18,6 +18,6 @@ pub use board::{BoardWatch, CallBoard, Posted};
 pub use diag::TaskDiag;
 pub use future::{PostFuture, TaskFuture, downcast_spent};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
-pub use queue::ProgressQueue;
+pub use queue::{Holds, ProgressQueue};
 pub use recorder::{FlightRecorder, TeamIdentity};
 pub use task::{Call, Polled, SlotPost, TaskDesc, TaskSlot, WatchdogConfig};

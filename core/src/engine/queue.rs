@@ -11,26 +11,43 @@ use crate::error::Error;
 #[derive(Default)]
 pub struct ProgressQueue {
     tasks: Mutex<Vec<Arc<TaskSlot>>>,
-    /// What `tasks` holds ([`EMPTY`], [`SELF_DRIVEN`] or [`TRANSPORTED`]),
-    /// written under its lock whenever it changes, read without it as a hint.
+    /// What `tasks` holds (a [`Holds`] as a byte), written under its lock
+    /// whenever it changes, read without it as a hint.
     holds: AtomicU8,
 }
 
-/// No task.
-const EMPTY: u8 = 0;
-/// Tasks that all [progress themselves](TaskSlot::self_driven).
-const SELF_DRIVEN: u8 = 1;
-/// At least one task that moves through the context's transports.
-const TRANSPORTED: u8 = 2;
+/// What a progress queue holds, which decides what a context's progress
+/// must do besides polling it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Holds {
+    /// No task.
+    Nothing = 0,
+    /// Tasks that all [progress themselves](TaskSlot::self_driven): the
+    /// context's transports carry none of them.
+    SelfDriven = 1,
+    /// At least one task that moves through the context's transports.
+    Transported = 2,
+}
 
-/// What a queue of `tasks` holds.
-fn holding(tasks: &[Arc<TaskSlot>]) -> u8 {
-    if tasks.is_empty() {
-        EMPTY
-    } else if tasks.iter().all(|t| t.self_driven()) {
-        SELF_DRIVEN
-    } else {
-        TRANSPORTED
+impl Holds {
+    /// What a queue of `tasks` holds.
+    fn of(tasks: &[Arc<TaskSlot>]) -> Holds {
+        if tasks.is_empty() {
+            Holds::Nothing
+        } else if tasks.iter().all(|t| t.self_driven()) {
+            Holds::SelfDriven
+        } else {
+            Holds::Transported
+        }
+    }
+
+    fn from_byte(b: u8) -> Holds {
+        match b {
+            0 => Holds::Nothing,
+            1 => Holds::SelfDriven,
+            _ => Holds::Transported,
+        }
     }
 }
 
@@ -45,21 +62,20 @@ impl ProgressQueue {
     /// Add a task whose poll at post marked it queued (`Polled::Pending { push: true }`).
     pub fn push_polled(&self, slot: Arc<TaskSlot>) {
         let mut tasks = self.lock();
-        let now = if slot.self_driven() { SELF_DRIVEN } else { TRANSPORTED };
+        let now = if slot.self_driven() { Holds::SelfDriven } else { Holds::Transported };
         // Relaxed, and a load and a store: only written under the lock; read
-        // as a hint (see `only_self_driven`).
-        if self.holds.load(Ordering::Relaxed) < now {
-            self.holds.store(now, Ordering::Relaxed);
+        // as a hint (see `holds`).
+        if self.holds.load(Ordering::Relaxed) < now as u8 {
+            self.holds.store(now as u8, Ordering::Relaxed);
         }
         tasks.push(slot);
     }
 
-    /// Whether the queue holds tasks and every one of them progresses
-    /// itself: then the context's transports carry none of them. A hint,
-    /// read without the lock: a task that another thread is pushing at the
-    /// same time may be missed by this look.
-    pub fn only_self_driven(&self) -> bool {
-        self.holds.load(Ordering::Relaxed) == SELF_DRIVEN
+    /// What the queue holds, as of the last push or progress: a hint, read
+    /// without the lock (a task that another thread is pushing at the same
+    /// time may be missed by this look, and seen by the next).
+    pub fn holds(&self) -> Holds {
+        Holds::from_byte(self.holds.load(Ordering::Relaxed))
     }
 
     /// Number of tasks in flight.
@@ -94,7 +110,7 @@ impl ProgressQueue {
         let posted_meanwhile = std::mem::replace(&mut *tasks, taken);
         tasks.extend(posted_meanwhile);
         // Relaxed: under the lock (see `holds`).
-        self.holds.store(holding(&tasks), Ordering::Relaxed);
+        self.holds.store(Holds::of(&tasks) as u8, Ordering::Relaxed);
         finished
     }
 
@@ -102,7 +118,7 @@ impl ProgressQueue {
     pub fn cancel_all(&self, reason: &dyn Fn(&TaskDesc) -> Error) {
         let tasks = {
             let mut queued = self.lock();
-            self.holds.store(EMPTY, Ordering::Relaxed);
+            self.holds.store(Holds::Nothing as u8, Ordering::Relaxed);
             std::mem::take(&mut *queued)
         };
         for t in tasks {

@@ -563,8 +563,8 @@ fn divergence(watch: &Option<BoardWatch>) -> Option<Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ProgressQueue;
     use crate::engine::join::yield_now;
+    use crate::engine::{Holds, ProgressQueue};
 
     fn no_watchdog() -> WatchdogConfig {
         WatchdogConfig { warn_after: None }
@@ -691,20 +691,20 @@ mod tests {
             })
         };
         let q = ProgressQueue::default();
-        assert!(!q.only_self_driven(), "an empty queue");
+        assert_eq!(q.holds(), Holds::Nothing);
         let shm_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let p2p_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         q.push(slot(true, shm_done.clone()));
-        assert!(q.only_self_driven());
+        assert_eq!(q.holds(), Holds::SelfDriven);
         q.push(slot(false, p2p_done.clone()));
-        assert!(!q.only_self_driven(), "a transported task is queued");
+        assert_eq!(q.holds(), Holds::Transported, "a transported task is queued");
         assert_eq!(q.progress(&no_watchdog()), 0);
-        assert!(!q.only_self_driven(), "still queued");
+        assert_eq!(q.holds(), Holds::Transported, "still queued");
         p2p_done.store(true, Ordering::SeqCst);
         assert_eq!(q.progress(&no_watchdog()), 1);
-        assert!(q.only_self_driven(), "the transported task finished");
+        assert_eq!(q.holds(), Holds::SelfDriven, "the transported task finished");
         shm_done.store(true, Ordering::SeqCst);
         assert_eq!(q.progress(&no_watchdog()), 1);
-        assert!(!q.only_self_driven(), "empty again");
+        assert_eq!(q.holds(), Holds::Nothing, "empty again");
     }
 }

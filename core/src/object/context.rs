@@ -10,7 +10,7 @@ use super::library::{Lib, LibInner};
 use super::settings::Settings;
 use crate::backend::{TlComponent, TlContext, TlContextParams, TlPeer};
 use crate::config::Config;
-use crate::engine::ProgressQueue;
+use crate::engine::{Holds, ProgressQueue};
 use crate::error::{Error, Result, Status};
 use crate::oob::{Oob, allgather_blocking};
 use crate::topo::ProcInfo;
@@ -49,10 +49,10 @@ pub(crate) struct TlEntry {
     pub(crate) context: Arc<dyn TlContext>,
 }
 
-/// How often a user's progress call runs the transports while every task
-/// in flight progresses itself: often enough that what they carry for no
+/// How often a user's progress call runs the transports while no task in
+/// flight moves through them: often enough that what they carry for no
 /// task yet (a peer's early messages, a connection, a failure) still moves
-/// within microseconds.
+/// within microseconds of a caller that keeps progressing.
 const TRANSPORTS_EVERY: u32 = 16;
 
 pub(crate) struct ContextInner {
@@ -96,20 +96,27 @@ impl ContextInner {
     }
 
     /// A user's progress (`Context::progress`, `ucc_context_progress`):
-    /// every queued task is polled; the TLs' transports too, unless every
-    /// task in flight progresses itself — then only every
-    /// [`TRANSPORTS_EVERY`]th call. A caller that spins on the status of a
-    /// small shm collective (as C callers do, with `ucc_collective_test` and
-    /// this) then looks at its flag again sooner: the transports' work took
+    /// every queued task is polled; the TLs' transports too, unless no task
+    /// in flight moves through them (none, or only tasks that progress
+    /// themselves) — then only every [`TRANSPORTS_EVERY`]th call. A caller
+    /// that spins on the status of a small shm collective (as C callers do,
+    /// with `ucc_collective_test` and this) then looks at its flag again
+    /// sooner, and an idle context's progress, which Open MPI calls from
+    /// every wait of its own, costs little: the transports' work took
     /// longer than a flag takes to cross between cores.
     pub(crate) fn progress(&self) -> Result<()> {
-        if self.queue.only_self_driven() {
+        let holds = self.queue.holds();
+        if holds != Holds::Transported {
             // Relaxed, and a load and a store: only how often matters.
             let n = self.skipped.load(Ordering::Relaxed).wrapping_add(1);
             self.skipped.store(n, Ordering::Relaxed);
             if !n.is_multiple_of(TRANSPORTS_EVERY) {
                 self.check_alive()?;
-                return self.poll_queue();
+                if holds == Holds::SelfDriven {
+                    self.queue.progress(&self.settings.watchdog);
+                }
+                crate::engine::recorder::dump_if_requested();
+                return Ok(());
             }
         }
         self.progress_all()
@@ -121,10 +128,6 @@ impl ContextInner {
         for tl in &self.tls {
             tl.context.progress()?;
         }
-        self.poll_queue()
-    }
-
-    fn poll_queue(&self) -> Result<()> {
         self.queue.progress(&self.settings.watchdog);
         crate::engine::recorder::dump_if_requested();
         Ok(())
