@@ -182,4 +182,30 @@ mod tests {
             assert_eq!(unsafe { ucc_collective_finalize(h) }, UCC_ERR_INVALID_PARAM);
         }
     }
+
+    /// A kept handle outlives its context when the caller destroys the
+    /// context first (out of UCC's order): handed out again, its post fails
+    /// naming the destroyed context, and the team's destroy gives it up.
+    #[test]
+    fn kept_handles_survive_their_context_being_destroyed_first() {
+        let s = Single::new(std::ptr::null());
+        let team = s.team();
+        let (mut src, mut dst) = ([1, 2, 3, 4], [0; 4]);
+        let a = allreduce(&mut src, &mut dst);
+        let kept = run(&a, team);
+        // SAFETY: the test's live context, destroyed once.
+        assert_eq!(unsafe { crate::context::ucc_context_destroy(s.ctx) }, UCC_OK);
+        let mut req = std::ptr::null_mut();
+        // SAFETY: the arguments above; a live team whose context is gone.
+        assert_eq!(unsafe { ucc_collective_init(&a, &mut req, team) }, UCC_OK);
+        assert_eq!(req, kept, "the kept handle, handed out again");
+        // SAFETY: the live request just made.
+        assert_eq!(unsafe { ucc_collective_post(req) }, UCC_ERR_INVALID_PARAM, "its context is gone");
+        // SAFETY: as above; its post failed, so it is not in progress.
+        assert_eq!(unsafe { ucc_collective_finalize(req) }, UCC_OK);
+        // SAFETY: the team made above, destroyed once.
+        assert_eq!(unsafe { ucc_team_destroy(team) }, UCC_OK);
+        // SAFETY: the request's handle, finalized and quarantined (still readable).
+        assert_eq!(unsafe { ucc_collective_finalize(kept) }, UCC_ERR_INVALID_PARAM);
+    }
 }
