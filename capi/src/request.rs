@@ -21,10 +21,11 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrocoll::core::args::CompletionCallback;
+use ferrocoll::core::engine::{SlotGuard, SlotLock};
 use ferrocoll::{CollBuffer, Ee, Error, Event, Request, Result, Status};
 
 use crate::abi::*;
@@ -52,7 +53,9 @@ pub struct ReqHandle {
     status: AtomicI32,
     _pad: u32,
     magic: AtomicU64,
-    state: Mutex<ReqState>,
+    /// Taken by every post and finalize: a lock of one atomic operation
+    /// (`SlotLock`), as the collective's own slot.
+    state: SlotLock<ReqState>,
     /// ferrocoll's request id (carried by the events of triggered posts).
     pub(crate) id: AtomicU64,
     /// The caller's callback.
@@ -151,8 +154,8 @@ impl ReqHandle {
         quarantine(h);
     }
 
-    fn lock(&self) -> MutexGuard<'_, ReqState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> SlotGuard<'_, ReqState> {
+        self.state.lock()
     }
 
     /// The completion callback ferrocoll calls (once per post).
@@ -276,7 +279,7 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             status: AtomicI32::new(UCC_OPERATION_INITIALIZED),
             _pad: 0,
             magic: AtomicU64::new(0),
-            state: Mutex::new(ReqState { req: None, _keep: tr.keep }),
+            state: SlotLock::new(ReqState { req: None, _keep: tr.keep }),
             id: AtomicU64::new(0),
             user_cb: tr.user_cb,
             deferred: AtomicBool::new(false),

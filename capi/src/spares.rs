@@ -22,7 +22,9 @@
 //! again; from then on the pointer is the new request's (as with any
 //! allocator that reuses freed memory).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use ferrocoll::core::engine::{SlotGuard, SlotLock};
 
 use crate::call_key::CallKey;
 use crate::request::ReqHandle;
@@ -34,7 +36,9 @@ pub(crate) const KEPT: usize = 4;
 /// A team's kept handles.
 #[derive(Default)]
 pub(crate) struct Spares {
-    kept: Mutex<Kept>,
+    /// Taken by an init and a finalize of every call with a key: a lock of
+    /// one atomic operation (`SlotLock`).
+    kept: SlotLock<Kept>,
 }
 
 #[derive(Default)]
@@ -94,8 +98,8 @@ impl Spares {
         self.lock().handles.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> SlotGuard<'_, Kept> {
+        self.kept.lock()
     }
 }
 

@@ -20,4 +20,5 @@ pub use future::{PostFuture, TaskFuture, downcast_spent};
 pub use join::{BoxFuture, TryJoinAll, block_on, try_join_all, try_join2, yield_now};
 pub use queue::{Holds, ProgressQueue};
 pub use recorder::{FlightRecorder, TeamIdentity};
+pub use slot_lock::{SlotGuard, SlotLock};
 pub use task::{Call, Polled, SlotPost, TaskDesc, TaskSlot, WatchdogConfig};

@@ -9,6 +9,10 @@
 //! waits for the core's pending stores. Here a contender spins, then
 //! yields its core (`Backoff`), and never sleeps, so there is nobody to
 //! wake: the release is a store.
+//!
+//! The C interface takes it for its request handles and a team's kept
+//! handles (`capi/src/request.rs`, `capi/src/spares.rs`), on every
+//! collective, for the same reason.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -18,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::backoff::Backoff;
 
 /// A value behind a lock taken with one atomic operation (see the module docs).
-pub(super) struct SlotLock<T> {
+pub struct SlotLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,
 }
@@ -29,7 +33,7 @@ pub(super) struct SlotLock<T> {
 unsafe impl<T: Send> Sync for SlotLock<T> {}
 
 /// The lock held: the value, until dropped.
-pub(super) struct SlotGuard<'a, T> {
+pub struct SlotGuard<'a, T> {
     lock: &'a SlotLock<T>,
     /// What the guard lends, for the auto traits: shared between threads
     /// only if `T: Sync` (as a `&mut T` is), not whenever the lock is.
@@ -37,12 +41,13 @@ pub(super) struct SlotGuard<'a, T> {
 }
 
 impl<T> SlotLock<T> {
-    pub(super) fn new(value: T) -> Self {
+    /// A lock around `value`.
+    pub fn new(value: T) -> Self {
         SlotLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value) }
     }
 
     /// Take the lock, waiting for its holder if there is one.
-    pub(super) fn lock(&self) -> SlotGuard<'_, T> {
+    pub fn lock(&self) -> SlotGuard<'_, T> {
         // Acquire: pairs with the Release in the guard's drop, so that what
         // the last holder wrote is seen here.
         if self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
@@ -63,6 +68,12 @@ impl<T> SlotLock<T> {
                 return;
             }
         }
+    }
+}
+
+impl<T: Default> Default for SlotLock<T> {
+    fn default() -> Self {
+        SlotLock::new(T::default())
     }
 }
 
