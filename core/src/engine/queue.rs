@@ -1,16 +1,19 @@
 //! The progress queue: the tasks in flight on one context, polled by
 //! every `Context::progress` (see `task.rs` for the slots it holds).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::slot_lock::{SlotGuard, SlotLock};
 use super::task::{TaskDesc, TaskSlot, WatchdogConfig};
 use crate::error::Error;
 
 /// The tasks in flight on one context.
 #[derive(Default)]
 pub struct ProgressQueue {
-    tasks: Mutex<Vec<Arc<TaskSlot>>>,
+    /// Taken twice by every progress and once by every push of a task
+    /// still running after its post: a lock of one atomic operation.
+    tasks: SlotLock<Vec<Arc<TaskSlot>>>,
     /// What `tasks` holds (a [`Holds`] as a byte), written under its lock
     /// whenever it changes, read without it as a hint.
     holds: AtomicU8,
@@ -88,9 +91,8 @@ impl ProgressQueue {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Arc<TaskSlot>>> {
-        // Poisoned only if a push panicked; a Vec of Arcs stays consistent.
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> SlotGuard<'_, Vec<Arc<TaskSlot>>> {
+        self.tasks.lock()
     }
 
     /// Poll every task once; finished tasks leave the queue. Returns how many finished.

@@ -10,9 +10,9 @@
 //! yields its core (`Backoff`), and never sleeps, so there is nobody to
 //! wake: the release is a store.
 //!
-//! The C interface takes it for its request handles and a team's kept
-//! handles (`capi/src/request.rs`, `capi/src/spares.rs`), on every
-//! collective, for the same reason.
+//! The progress queue (`queue.rs`) and the C interface's request handles
+//! and kept handles (`capi/src/request.rs`, `capi/src/spares.rs`) take it
+//! on every collective too, for the same reason.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
