@@ -3,7 +3,8 @@
  * library configured under the "OMPI" prefix, one context per process over
  * an OOB, teams made from endpoint maps with no team OOB, every collective
  * run blocking (test + progress) and checked, non-blocking collectives
- * whose callback finalizes its own request, and bad input refused.
+ * whose callback finalizes its own request, loops of the same calls on
+ * the same buffers (blocking and non-blocking), and bad input refused.
  */
 #include "harness.h"
 
@@ -328,6 +329,59 @@ static int nonblocking(int rank, int size, ucc_team_h team, ucc_context_h ctx)
     return 0;
 }
 
+/* A loop of the same calls on the same buffers, as an application's time
+ * steps make them: blocking allreduces and bcasts with the barriers
+ * between them, then non-blocking allreduces whose callback finalizes
+ * its request. The library may hand a finalized request's handle out
+ * again for the same call: each result is checked against data that
+ * changes every step, and a request finalized by its callback is
+ * refused a second finalize until the next init. */
+static int repeated_calls(int rank, int size, ucc_team_h team, ucc_context_h ctx)
+{
+    enum { STEPS = 40 };
+    int32_t         src[N], dst[N], buf[N];
+    ucc_coll_args_t sum, bcast, barrier, nb_sum;
+    struct nb       nb;
+    coll_args_init(&sum, UCC_COLL_TYPE_ALLREDUCE);
+    info(&sum.src.info, src, N, UCC_DT_INT32);
+    info(&sum.dst.info, dst, N, UCC_DT_INT32);
+    sum.op = UCC_OP_SUM;
+    coll_args_init(&bcast, UCC_COLL_TYPE_BCAST);
+    info(&bcast.src.info, buf, N, UCC_DT_INT32);
+    bcast.root = (uint64_t)size - 1;
+    coll_args_init(&barrier, UCC_COLL_TYPE_BARRIER);
+    nb_sum         = sum;
+    nb_sum.mask    = UCC_COLL_ARGS_FIELD_CB;
+    nb_sum.cb.cb   = completion;
+    nb_sum.cb.data = &nb;
+    for (int step = 0; step < STEPS; step++) {
+        for (int i = 0; i < N; i++) src[i] = val(rank, i) + step, dst[i] = -1;
+        for (int i = 0; i < N; i++) buf[i] = rank == size - 1 ? val(step, i) : -1;
+        if (run_blocking(&sum, team, ctx) || run_blocking(&bcast, team, ctx) || run_blocking(&barrier, team, ctx))
+            return 1;
+        for (int i = 0; i < N; i++) {
+            int32_t want = 0;
+            for (int r = 0; r < size; r++) want += val(r, i) + step;
+            if (dst[i] != want) FAIL("step %d: allreduce[%d] = %d, want %d", step, i, dst[i], want);
+            if (buf[i] != val(step, i)) FAIL("step %d: bcast[%d] = %d, want %d", step, i, buf[i], val(step, i));
+        }
+        for (int i = 0; i < N; i++) src[i] = val(rank, i) * (step + 2), dst[i] = -1;
+        nb.done = 0;
+        CHECK_OK(ucc_collective_init(&nb_sum, &nb.req, team));
+        CHECK_OK(ucc_collective_post(nb.req));
+        while (!nb.done) CHECK_OK(ucc_context_progress(ctx));
+        CHECK_STATUS(nb.status, UCC_OK);
+        CHECK_STATUS(nb.finalize, UCC_OK);
+        CHECK_STATUS(ucc_collective_finalize(nb.req), UCC_ERR_INVALID_PARAM);
+        for (int i = 0; i < N; i++) {
+            int32_t want = 0;
+            for (int r = 0; r < size; r++) want += val(r, i) * (step + 2);
+            if (dst[i] != want) FAIL("step %d: non-blocking allreduce[%d] = %d, want %d", step, i, dst[i], want);
+        }
+    }
+    return 0;
+}
+
 static uint64_t reversed(uint64_t ep, void *cb_ctx)
 {
     return (uint64_t)*(int *)cb_ctx - 1 - ep;
@@ -511,6 +565,7 @@ static int body(int rank, int size)
     if (every_collective(rank, size, world, ctx)) return 1;
     if (every_collective(size - 1 - rank, size, rev, ctx)) return 1;
     if (nonblocking(rank, size, world, ctx)) return 1;
+    if (repeated_calls(rank, size, world, ctx)) return 1;
 
     /* An array map over the even ranks only (the odd ones take no part). */
     if (size >= 4 && rank % 2 == 0) {
