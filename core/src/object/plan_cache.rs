@@ -294,8 +294,17 @@ impl PlanCache {
     }
 
     /// Let `plan` go without parking it, giving back the entry it holds.
-    pub(crate) fn release(&self, plan: Box<Plan>) {
-        if let Some(e) = plan.held.and_then(|i| self.entries.get(i)) {
+    pub(crate) fn release(&self, mut plan: Box<Plan>) {
+        self.unhold(&mut plan);
+    }
+
+    /// Free the entry `plan` was taken from, if it holds one: for a plan
+    /// that goes (`release`), or that its request keeps for longer than a
+    /// collective (`Request::renew`: a C handle kept for its call), which
+    /// would otherwise keep the entry from other calls. It parks later as
+    /// a new plan would.
+    pub(crate) fn unhold(&self, plan: &mut Plan) {
+        if let Some(e) = plan.held.take().and_then(|i| self.entries.get(i)) {
             // Release: no one else writes an entry held.
             e.plan.store(std::ptr::null_mut(), Ordering::Release);
         }
@@ -506,6 +515,19 @@ mod tests {
         let i = taken.held.expect("held");
         c.release(taken);
         assert_eq!(states(&c)[i], "free");
+        // Kept by its request (renewed): the entry is free, and the plan
+        // parks later as a new one, into a free entry.
+        let holds = |c: &PlanCache| states(c).iter().filter(|s| **s == "held").count();
+        let before = holds(&c);
+        let mut kept = c.take(&init).expect("a parked plan");
+        let i = kept.held.expect("held");
+        assert_eq!(holds(&c), before + 1);
+        c.unhold(&mut kept);
+        assert_eq!((kept.held, states(&c)[i], holds(&c)), (None, "free", before));
+        let plans = |c: &PlanCache| states(c).iter().filter(|s| **s == "plan").count();
+        let parked = plans(&c);
+        c.park(kept);
+        assert_eq!((plans(&c), holds(&c)), (parked + 1, before), "parked into a free entry: {:?}", states(&c));
     }
 
     #[test]

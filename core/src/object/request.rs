@@ -368,6 +368,9 @@ impl<'a> Request<'a> {
             return false;
         }
         self.spare = self.slot.take();
+        // The cache entry its plan came from, if any, is not held for as
+        // long as the caller keeps the request.
+        self.team.plans.unhold(&mut self.plan);
         true
     }
 
