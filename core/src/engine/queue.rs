@@ -58,12 +58,16 @@ impl ProgressQueue {
     /// Add a posted task, unless the queue holds it already (see [`TaskSlot::enqueue`]).
     pub fn push(&self, slot: Arc<TaskSlot>) {
         if slot.enqueue() {
-            self.push_polled(slot);
+            self.append(slot);
         }
     }
 
     /// Add a task whose poll at post marked it queued (`Polled::Pending { push: true }`).
     pub fn push_polled(&self, slot: Arc<TaskSlot>) {
+        self.append(slot);
+    }
+
+    fn append(&self, slot: Arc<TaskSlot>) {
         let mut tasks = self.lock();
         let now = if slot.self_driven() { Holds::SelfDriven } else { Holds::Transported };
         // Relaxed, and a load and a store: only written under the lock; read
@@ -98,8 +102,14 @@ impl ProgressQueue {
     /// Poll every task once; finished tasks leave the queue. Returns how many finished.
     ///
     /// The queue lock is not held while polling, so tasks may be posted (and
-    /// other threads may progress other tasks) meanwhile.
+    /// other threads may progress other tasks) meanwhile. An empty queue
+    /// (as [`ProgressQueue::holds`] last said) is not even locked: an idle
+    /// context's progress, which some callers make all the time, costs no
+    /// locked instruction here.
     pub fn progress(&self, watchdog: &WatchdogConfig) -> usize {
+        if self.holds() == Holds::Nothing {
+            return 0;
+        }
         let mut taken = std::mem::take(&mut *self.lock());
         if taken.is_empty() {
             return 0;

@@ -105,32 +105,35 @@ impl ContextInner {
     /// every wait of its own, costs little: the transports' work took
     /// longer than a flag takes to cross between cores.
     pub(crate) fn progress(&self) -> Result<()> {
-        let holds = self.queue.holds();
-        if holds != Holds::Transported {
-            // Relaxed, and a load and a store: only how often matters.
-            let n = self.skipped.load(Ordering::Relaxed).wrapping_add(1);
-            self.skipped.store(n, Ordering::Relaxed);
-            if !n.is_multiple_of(TRANSPORTS_EVERY) {
-                self.check_alive()?;
-                if holds == Holds::SelfDriven {
-                    self.queue.progress(&self.settings.watchdog);
-                }
-                crate::engine::recorder::dump_if_requested();
-                return Ok(());
-            }
-        }
-        self.progress_all()
+        let transports = self.queue.holds() == Holds::Transported || self.transports_due();
+        self.step(transports)
     }
 
     /// Progress every TL's transports, then poll every queued task.
     pub(crate) fn progress_all(&self) -> Result<()> {
+        self.step(true)
+    }
+
+    /// One progress: the transports if asked, then the queue.
+    fn step(&self, transports: bool) -> Result<()> {
         self.check_alive()?;
-        for tl in &self.tls {
-            tl.context.progress()?;
+        if transports {
+            for tl in &self.tls {
+                tl.context.progress()?;
+            }
         }
         self.queue.progress(&self.settings.watchdog);
         crate::engine::recorder::dump_if_requested();
         Ok(())
+    }
+
+    /// Whether this user progress, with no task in flight that moves
+    /// through the transports, is the [`TRANSPORTS_EVERY`]th since they last ran.
+    fn transports_due(&self) -> bool {
+        // Relaxed, and a load and a store: only how often matters.
+        let n = self.skipped.load(Ordering::Relaxed).wrapping_add(1);
+        self.skipped.store(n, Ordering::Relaxed);
+        n.is_multiple_of(TRANSPORTS_EVERY)
     }
 
     pub(crate) fn next_team_index(&self, key: u64) -> u64 {
