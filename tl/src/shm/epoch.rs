@@ -322,6 +322,18 @@ impl ShmTeam {
         }
     }
 
+    /// Every rank has finished `epoch`, as a rank that saw them all arrive
+    /// at `epoch + 1` says (the release of `fanin_fanout`): what this rank
+    /// would have learnt waiting for each itself. A rank's later `begin`
+    /// then reads none of their control lines, which their owners wrote
+    /// last: a line's trip each, on the path of a rooted collective's other
+    /// ranks, which wait for the root alone (`poll_begin`).
+    pub(crate) fn learn_all_finished(&self, epoch: u64) {
+        for r in 0..self.size {
+            self.learn_finished(r, epoch);
+        }
+    }
+
     /// Whether every rank is known to have finished `epoch`.
     fn all_known_finished(&self, epoch: u64) -> bool {
         // Relaxed: see `learn_finished`.
@@ -329,7 +341,7 @@ impl ShmTeam {
     }
 
     /// Whether rank `r` is known to have finished `epoch`.
-    fn known_finished(&self, r: usize, epoch: u64) -> bool {
+    pub(super) fn known_finished(&self, r: usize, epoch: u64) -> bool {
         // Relaxed: see `learn_finished`.
         self.finished.get(r).is_some_and(|f| f.load(Ordering::Relaxed) >= epoch)
     }

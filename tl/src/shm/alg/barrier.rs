@@ -49,6 +49,9 @@ async fn fanin_fanout(team: Exec) -> Result<()> {
         team.publish(Flag::Reduced, e)?;
     } else {
         team.wait(Flag::Reduced, &[0], e).await?;
+        // Rank 0 released this epoch once every rank had arrived at it,
+        // so every rank had finished the one before.
+        team.learn_all_finished(e.saturating_sub(1));
     }
     team.publish(Flag::Done, e)
 }
@@ -72,4 +75,32 @@ async fn fanout(team: Exec, root: usize) -> Result<()> {
         team.wait(Flag::Arrive, &[root], e).await?;
     }
     team.publish(Flag::Done, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::test_support::{poll_to_end, threads};
+
+    /// The other ranks wait for rank 0 alone, whose release says that every
+    /// rank arrived: they learn from it that every rank finished the epoch
+    /// before, so their next `begin` reads no other rank's control line.
+    #[test]
+    fn fanin_fanout_tells_every_rank_that_all_finished_the_epoch_before() {
+        let teams = threads("ff-learn", 3);
+        for _ in 0..2 {
+            std::thread::scope(|s| {
+                for t in &teams {
+                    let t = t.clone();
+                    s.spawn(move || poll_to_end(fanin_fanout(t)).expect("barrier"));
+                }
+            });
+        }
+        // Epoch 2's release: ranks 1 and 2, which never waited for each
+        // other, know that each finished epoch 1 (not yet epoch 2).
+        for (me, other) in [(1, 2), (2, 1)] {
+            assert!(teams[me].known_finished(other, 1), "rank {me} about rank {other}");
+            assert!(!teams[me].known_finished(other, 2), "rank {me} about rank {other}");
+        }
+    }
 }
