@@ -92,6 +92,35 @@ fn counts_and_sizes_follow_ucc_perftest() {
     assert!((bw - 512.0 * 4.0 / 3.0 / t / 1e3).abs() < 1e-9, "{last}");
 }
 
+/// `--per-rank`: a line per rank under each size, and in the JSON each
+/// rank's spread, whose means average to the row's.
+#[test]
+fn per_rank_spreads_in_the_table_and_the_json() {
+    let v = checked_sweep(&["-c", "gather", "-r", "1", "--per-rank"]);
+    for r in v["results"].as_array().expect("results") {
+        let ranks = r["per_rank"].as_array().expect("per_rank");
+        assert_eq!(ranks.len(), 3, "{r}");
+        let mut sum = 0.0;
+        for (i, s) in ranks.iter().enumerate() {
+            assert_eq!(s["rank"].as_u64(), Some(i as u64), "{r}");
+            let q = |k: &str| s[k].as_f64().unwrap_or(-1.0);
+            assert!(0.0 < q("p10_us") && q("p10_us") <= q("p50_us") && q("p50_us") <= q("p99_us"), "{s}");
+            assert!(q("p99_us") <= q("max_us") && q("mean_us") <= q("max_us"), "{s}");
+            sum += q("mean_us");
+        }
+        let avg = r["time_avg_us"].as_f64().unwrap_or(0.0);
+        assert!((sum / 3.0 - avg).abs() <= 1e-9 * avg.max(1.0), "{r}");
+    }
+    let o = perftest(&["--threads", "2", "-c", "barrier", "-n", "5", "-w", "1", "--per-rank"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for rank in 0..2 {
+        assert_eq!(out.lines().filter(|l| l.trim_start().starts_with(&format!("rank {rank} "))).count(), 1, "{out}");
+    }
+    let plain = text(&perftest(&["--threads", "2", "-c", "barrier", "-n", "5", "-w", "1"]).stdout);
+    assert!(!plain.contains("rank 0 "), "without --per-rank: {plain}");
+}
+
 #[test]
 fn collectives_without_data_print_one_row() {
     for coll in ["barrier", "fanin", "fanout"] {

@@ -151,11 +151,20 @@ fn a_small_shm_collective_allocates_nothing_once_warm() {
         let mut mine = [0.0f32; 2];
         let rs = per_call(&mut || Coll::reduce_scatter(&src, &mut mine, ReduceOp::Sum).run(team).expect("rs"));
         assert_eq!(mine, [1.0, 1.0]);
-        [persistent, one_shot, barrier, alltoall, in_place, rs]
+        // The v-variants run their size round in the same box each call (`meta.rs`).
+        let (counts, displs) = ([2u64], [0u64]);
+        let v = (&counts[..], &displs[..]);
+        let mut got = [0.0f32; 2];
+        let sv = per_call(&mut || Coll::scatterv(Some((&src[..], v.0, v.1)), &mut got, 0).run(team).expect("scatterv"));
+        let gv = per_call(&mut || Coll::gatherv(&src, Some((&mut got, v.0, v.1)), 0).run(team).expect("gatherv"));
+        let av = per_call(&mut || Coll::alltoallv(&src, v.0, v.1, &mut got, v.0, v.1).run(team).expect("a2av"));
+        assert_eq!(got, [1.0, 1.0]);
+        [persistent, one_shot, barrier, alltoall, in_place, rs, sv, gv, av]
     });
     assert_eq!(
-        out[0], [0.0; 6],
-        "allocations per persistent post, one-shot allreduce, barrier, alltoall, alltoall in place and reduce_scatter"
+        out[0], [0.0; 9],
+        "allocations per persistent post, one-shot allreduce, barrier, alltoall, alltoall in place, reduce_scatter, \
+         scatterv, gatherv and alltoallv"
     );
 }
 

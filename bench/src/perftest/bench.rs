@@ -14,6 +14,7 @@ use super::layout::{Layout, busbw_bytes, gbps, has_data, layout, printed_count};
 use super::options::Options;
 use super::pattern::Inputs;
 use super::report::Row;
+use super::spread::{self, Spread};
 use super::units::sweep;
 
 /// From this many bytes per buffer on, ucc_perftest's "large" iteration counts apply.
@@ -91,12 +92,20 @@ pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Resul
         let (iters, warmups) = iterations(o, largest_buffer(o, c, p, es as usize));
         let mirror = DeviceMirror::new(o.mem, &bufs).map_err(|e| e.prefixed(format!("count {c}")))?;
         let timed = run_size(team, o, &shape, &mut bufs, mirror.as_ref(), verifier.as_mut(), (iters, warmups))?;
-        // Every rank's (mean µs, wrong) reaches every rank, over ferrocoll.
-        let mine = [timed.mean_us, if timed.wrong { 1.0 } else { 0.0 }];
-        let mut all = vec![0.0f64; 2 * p];
+        // Every rank's (wrong, spread of times) reaches every rank, over ferrocoll.
+        const PER_RANK: usize = 1 + spread::WIRE_LEN;
+        let mut mine = [0.0f64; PER_RANK];
+        mine[0] = if timed.wrong { 1.0 } else { 0.0 };
+        mine[1..].copy_from_slice(&timed.spread.to_wire());
+        let mut all = vec![0.0f64; PER_RANK * p];
         Coll::allgather(&mine, &mut all).run(team).map_err(|e| e.prefixed("gathering the timings"))?;
-        let means: Vec<f64> = all.chunks_exact(2).map(|m| m[0]).collect();
-        let any_wrong = all.chunks_exact(2).any(|m| m[1] != 0.0);
+        let any_wrong = all.chunks_exact(PER_RANK).any(|m| m[0] != 0.0);
+        let per_rank: Vec<Spread> = all
+            .chunks_exact(PER_RANK)
+            .map(|m| m[1..].try_into().map(Spread::from_wire))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::internal("a rank's timings have the wrong length"))?;
+        let means: Vec<f64> = per_rank.iter().map(|s| s.mean).collect();
         let avg = means.iter().sum::<f64>() / p as f64;
         let min = means.iter().copied().fold(f64::INFINITY, f64::min);
         let max = means.iter().copied().fold(0.0, f64::max);
@@ -113,6 +122,7 @@ pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Resul
             busbw: bw,
             algorithm: timed.selected,
             checked: o.check,
+            per_rank,
         };
         if rank == 0 {
             observer.row(index, &row);
@@ -128,7 +138,7 @@ pub fn run_sweep(team: &Team, o: &Options, observer: &mut dyn Observer) -> Resul
 
 /// What one size measured on this rank.
 struct Timed {
-    mean_us: f64,
+    spread: Spread,
     selected: String,
     wrong: bool,
 }
@@ -156,7 +166,8 @@ fn run_size(
     };
     barrier(team)?;
     let mut selected = String::new();
-    let mut total = 0.0f64;
+    // Filled outside the timed span of each iteration; allocated here, not in the loop.
+    let mut samples: Vec<f64> = Vec::with_capacity(iters);
     let mut wrong = false;
     let mut persistent: Option<Request<'static>> = None;
     // The arguments are built once per size, outside the timed loop, as
@@ -202,7 +213,7 @@ fn run_size(
         }
         let dt = t0.elapsed().as_secs_f64() * 1e6;
         if i >= warmups {
-            total += dt;
+            samples.push(dt);
         }
         if let Some(v) = verifier.as_deref_mut().filter(|_| !wrong) {
             if let Some(m) = mirror {
@@ -233,8 +244,7 @@ fn run_size(
         }
     }
     drop(persistent);
-    let mean_us = if iters > 0 { total / iters as f64 } else { 0.0 };
-    Ok(Timed { mean_us, selected, wrong })
+    Ok(Timed { spread: Spread::of(&mut samples), selected, wrong })
 }
 
 /// Whether `coll` has nothing to check (barrier and friends).

@@ -13,7 +13,8 @@
 //! persistent request posted every iteration). Each rank's mean time is
 //! gathered over ferrocoll itself; rank 0 prints their average, minimum and
 //! maximum, the bus bandwidth (nccl-tests / ucc_perftest formulas, see
-//! [`layout::busbw_bytes`]) and the TL/algorithm its requests used.
+//! [`layout::busbw_bytes`]) and the TL/algorithm its requests used;
+//! `--per-rank` adds each rank's mean and percentiles ([`spread`]).
 //!
 //! Counts are ucc_perftest's (see [`layout`]): `-b`/`-e` give the elements
 //! each rank contributes per block; the `Count` column is each rank's
@@ -44,6 +45,7 @@ pub mod options;
 pub mod pattern;
 pub mod reference;
 pub mod report;
+pub mod spread;
 pub mod units;
 
 use std::io::Write as _;
@@ -98,6 +100,7 @@ pub fn main(args: &[String]) -> i32 {
 struct Table {
     progress: Progress,
     full: bool,
+    per_rank: bool,
 }
 
 impl bench::Observer for Table {
@@ -107,6 +110,11 @@ impl bench::Observer for Table {
 
     fn row(&mut self, _index: usize, row: &report::Row) {
         crate::outln!("{}", table_row(row, self.full));
+        if self.per_rank {
+            for (rank, s) in row.per_rank.iter().enumerate() {
+                crate::outln!("{}", s.table_line(rank));
+            }
+        }
         // A closed stdout must not stop the benchmark.
         let _ = std::io::stdout().flush();
     }
@@ -134,7 +142,7 @@ fn rank_main(team: &Team, ctx: &Context, o: &Options) -> Result<bool> {
     if printer {
         crate::outln!("{}", header(o, &info));
     }
-    let mut table = Table { progress: Progress::new(o.coll.name(), sizes), full: o.full };
+    let mut table = Table { progress: Progress::new(o.coll.name(), sizes), full: o.full, per_rank: o.per_rank };
     let end = bench::run_sweep(team, o, &mut table)?;
     if !printer {
         return Ok(!end.check_failed);

@@ -41,6 +41,8 @@ usage: ferrocoll-perftest [options]
                     ranks fit this process's CPUs, else none; see ferrocoll-run)
   --threads N       run N ranks as threads of this process
   --check           verify the results of every iteration
+  --per-rank        under each size, each rank's mean and p10/p50/p90/p99/max
+                    times (also in --json)
   --csv FILE        write the results as CSV
   --json FILE       write the results as JSON
   -h, --help        this text
@@ -88,6 +90,8 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Verify results.
     pub check: bool,
+    /// Print each rank's spread of times.
+    pub per_rank: bool,
     /// CSV output.
     pub csv: Option<PathBuf>,
     /// JSON output.
@@ -116,6 +120,7 @@ impl Default for Options {
             bind_to: None,
             threads: None,
             check: false,
+            per_rank: false,
             csv: None,
             json: None,
         }
@@ -176,6 +181,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, OptError> {
             match name {
                 "help" => return Ok(Parsed::Help),
                 "check" => o.check = true,
+                "per-rank" => o.per_rank = true,
                 "np" => o.np = Some(number(&opt, &value()?)?),
                 "threads" => o.threads = Some(number(&opt, &value()?)?),
                 "emulate-hosts" => o.emulate_hosts = Some(number(&opt, &value()?)?),
@@ -356,7 +362,8 @@ mod tests {
         let o = run("-creduce_scatter --check --csv=/tmp/x.csv --np=2 --emulate-hosts 2");
         assert_eq!(o.coll, CollType::ReduceScatter);
         assert_eq!(o.np, Some(2));
-        assert!(o.check && o.csv.is_some() && o.emulate_hosts == Some(2));
+        assert!(o.check && o.csv.is_some() && o.emulate_hosts == Some(2) && !o.per_rank);
+        assert!(run("--per-rank").per_rank);
         assert_eq!(run("").coll, CollType::Allreduce);
         // The SHARP reduce_scatter measurement's command line (ucc_perftest's
         // units: counts of elements per peer block, powers of 1024).

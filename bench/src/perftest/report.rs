@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use ferrocoll::core::json::json_str;
 
+use super::spread::Spread;
+
 use super::layout::has_in_place;
 use super::options::Options;
 use super::units::human_bytes;
@@ -37,6 +39,8 @@ pub struct Row {
     pub algorithm: String,
     /// Whether every iteration was verified.
     pub checked: bool,
+    /// Each rank's spread of times (shown with `--per-rank`).
+    pub per_rank: Vec<Spread>,
 }
 
 /// What the header says about the team.
@@ -258,7 +262,7 @@ pub fn json(o: &Options, team: &TeamInfo, rows: &[Row]) -> String {
             s,
             "    {{\"block_count\": {}, \"count\": {}, \"size_bytes\": {}, \"iterations\": {}, \"warmups\": {}, \
              \"time_avg_us\": {}, \"time_min_us\": {}, \"time_max_us\": {}, \"busbw_avg_gbs\": {}, \
-             \"busbw_max_gbs\": {}, \"busbw_min_gbs\": {}, \"algorithm\": {}, \"checked\": {}}}{}",
+             \"busbw_max_gbs\": {}, \"busbw_min_gbs\": {}, \"algorithm\": {}, \"checked\": {}{}}}{}",
             r.block_count,
             r.count.map_or_else(|| "null".into(), |c| c.to_string()),
             r.bytes.map_or_else(|| "null".into(), |c| c.to_string()),
@@ -272,11 +276,21 @@ pub fn json(o: &Options, team: &TeamInfo, rows: &[Row]) -> String {
             bw(2),
             json_str(&r.algorithm),
             r.checked,
+            per_rank_json(o, r),
             if i + 1 < rows.len() { "," } else { "" }
         );
     }
     s.push_str("  ]\n}\n");
     s
+}
+
+/// With `--per-rank`, a result's `"per_rank"` member (after a comma).
+fn per_rank_json(o: &Options, r: &Row) -> String {
+    if !o.per_rank {
+        return String::new();
+    }
+    let ranks: Vec<String> = r.per_rank.iter().enumerate().map(|(rank, s)| s.json(rank, json_num)).collect();
+    format!(", \"per_rank\": [{}]", ranks.join(", "))
 }
 
 /// Write `text` to `path`, saying which file failed.
@@ -319,6 +333,7 @@ mod tests {
             busbw: Some([0.01, 0.02, 0.005]),
             algorithm: "p2p/knomial".into(),
             checked: true,
+            per_rank: vec![Spread { mean: 1.0, ..Spread::default() }, Spread { mean: 2.0, ..Spread::default() }],
         }
     }
 
@@ -332,7 +347,10 @@ mod tests {
         assert_eq!(c.lines().count(), 2);
         assert_eq!(c.lines().nth(1).unwrap().split(',').count(), CSV_HEADER.split(',').count());
         let j = json(&o, &team, &[row(), Row { busbw: None, count: None, bytes: None, ..row() }]);
-        assert!(j.contains("\"busbw_avg_gbs\": null"));
+        assert!(j.contains("\"busbw_avg_gbs\": null") && !j.contains("per_rank"));
+        let with_ranks = json(&Options { per_rank: true, ..Options::default() }, &team, &[row()]);
+        assert!(with_ranks.contains("\"per_rank\": [{\"rank\": 0, \"mean_us\": 1, "), "{with_ranks}");
+        assert!(with_ranks.contains("{\"rank\": 1, \"mean_us\": 2, "), "{with_ranks}");
         assert!(header(&o, &team).contains("Collective:             allreduce"));
     }
 
