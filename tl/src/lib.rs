@@ -16,6 +16,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub(crate) mod base;
+#[cfg(test)]
+pub(crate) mod heap_mc;
 pub mod nccl;
 pub mod p2p;
 pub mod self_;

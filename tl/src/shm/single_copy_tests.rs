@@ -53,7 +53,7 @@ fn bcast(teams: &[Arc<ShmTeam>], root_buf: impl Fn(MemRef) -> MemRef + Sync) -> 
         let mut buf = if rank == 0 { (0..64u8).collect() } else { vec![0u8; 64] };
         let m = mem(&mut buf);
         let (give, take) = if rank == 0 { (Some(Offer::One(root_buf(m))), None) } else { (None, Some((0, m))) };
-        let outcome = poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false));
+        let outcome = poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false, None));
         (outcome, buf)
     })
 }
@@ -71,14 +71,17 @@ fn every_rank_reads_its_block_straight_from_the_givers() {
         let mut src: Vec<u8> = (0..3).flat_map(|j| vec![(100 * rank + j) as u8; j + 1]).collect();
         let mut dst: Vec<Vec<u8>> = (0..3).map(|_| vec![0u8; rank + 1]).collect();
         let take: Vec<_> = (0..3).filter(|&g| g != rank).map(|g| (g, mem(&mut dst[g]))).collect();
+        // Its own block, copied while the others read (`agree`).
+        let src_mem = mem(&mut src);
+        let own = Some((mem(&mut dst[rank]), blocks.of(src_mem, rank).expect("own block")));
         let outcome =
-            poll_to_end(single_copy(team, Alltoall, Some(Offer::PerRank(mem(&mut src), &blocks)), &take, true));
+            poll_to_end(single_copy(team, Alltoall, Some(Offer::PerRank(src_mem, &blocks)), &take, true, own));
         (outcome.expect("single copy"), dst)
     });
     for (rank, (outcome, dst)) in results.into_iter().enumerate() {
         assert_eq!(outcome, Outcome::Done, "rank {rank}");
-        for g in (0..3).filter(|&g| g != rank) {
-            assert_eq!(dst[g], vec![(100 * g + rank) as u8; rank + 1], "rank {rank}'s block from {g}");
+        for (g, block) in dst.iter().enumerate() {
+            assert_eq!(*block, vec![(100 * g + rank) as u8; rank + 1], "rank {rank}'s block from {g}");
         }
     }
 }
@@ -127,7 +130,7 @@ fn lengths_that_differ_fail_every_rank_alike() {
         let mut buf = vec![0u8; if rank == 0 { 64 } else { 32 }];
         let m = mem(&mut buf);
         let (give, take) = if rank == 0 { (Some(Offer::One(m)), None) } else { (None, Some((0, m))) };
-        poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false))
+        poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false, None))
     });
     for (rank, r) in results.into_iter().enumerate() {
         let e = r.expect_err("lengths differ").to_string();
@@ -145,7 +148,7 @@ fn a_giver_that_stopped_taking_part_fails_the_ranks_that_read_it() {
         let mut buf = vec![rank as u8; 64];
         let m = mem(&mut buf);
         let (give, take) = if rank == 0 { (Some(Offer::One(m)), None) } else { (None, Some((0, m))) };
-        let r = poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false));
+        let r = poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false, None));
         if r.is_err() {
             team.break_team(); // what the post's turn does with a failure
         }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use ferrocoll_core::backend::McSet;
 use ferrocoll_core::config::Config;
 use ferrocoll_core::{Error, Result};
 
@@ -40,7 +39,7 @@ pub(super) fn threads(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
                 let (name, config) = (name.clone(), config.clone());
                 s.spawn(move || {
                     let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids: vec![0; size] };
-                    poll_to_end(ShmTeam::create_shared(setup, rank, size, McSet::default(), config))
+                    poll_to_end(ShmTeam::create_shared(setup, rank, size, crate::heap_mc::heap_mcs(), config))
                 })
             })
             .collect();

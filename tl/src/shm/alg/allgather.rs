@@ -24,8 +24,9 @@ async fn cma(team: Exec, o: args::Allgather, coll: CollType) -> Result<()> {
     if team.reach.on() {
         let me = team.rank;
         let take = team.others(|r| o.dst.block(r))?;
-        if single_copy(&team, coll, Some(Offer::One(o.src)), &take, false).await? == Outcome::Done {
-            return team.copy(o.dst.block(me)?, o.src);
+        let own = Some((o.dst.block(me)?, o.src));
+        if single_copy(&team, coll, Some(Offer::One(o.src)), &take, false, own).await? == Outcome::Done {
+            return Ok(());
         }
     }
     staged(team, o).await

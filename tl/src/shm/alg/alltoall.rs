@@ -39,8 +39,9 @@ async fn cma(team: Exec, o: args::Alltoall) -> Result<()> {
     if team.reach.on() && !o.in_place {
         let take = team.others(|g| o.dst.block(g))?;
         let give = Some(Offer::PerRank(o.src.mem, &o.src.blocks));
-        if single_copy(&team, Alltoall, give, &take, true).await? == Outcome::Done {
-            return team.copy(o.dst.block(team.rank)?, o.src.block(team.rank)?);
+        let own = Some((o.dst.block(team.rank)?, o.src.block(team.rank)?));
+        if single_copy(&team, Alltoall, give, &take, true, own).await? == Outcome::Done {
+            return Ok(());
         }
     }
     staged(team, o).await

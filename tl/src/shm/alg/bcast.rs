@@ -30,7 +30,7 @@ async fn cma(team: Exec, o: args::Bcast) -> Result<()> {
     if team.reach.on() {
         let (give, take) =
             if team.rank == o.root { (Some(Offer::One(o.buf)), None) } else { (None, Some((o.root, o.buf))) };
-        if single_copy(&team, Bcast, give, take.as_slice(), false).await? == Outcome::Done {
+        if single_copy(&team, Bcast, give, take.as_slice(), false, None).await? == Outcome::Done {
             return Ok(());
         }
     }

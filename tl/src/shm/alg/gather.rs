@@ -36,15 +36,12 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
 /// The root reads every other rank's block ([`single_copy`]); staged where it cannot.
 async fn cma(team: Exec, o: args::Gather) -> Result<()> {
     if team.reach.on() {
-        let (give, take) = match &o.dst {
-            Some(d) => (None, team.others(|r| d.block(r))?),
-            None => (Some(Offer::One(o.src)), Vec::new()),
+        let (give, take, own) = match &o.dst {
+            Some(d) => (None, team.others(|r| d.block(r))?, Some((d.block(team.rank)?, o.src))),
+            None => (Some(Offer::One(o.src)), Vec::new(), None),
         };
-        if single_copy(&team, Gather, give, &take, false).await? == Outcome::Done {
-            return match &o.dst {
-                Some(d) => team.copy(d.block(team.rank)?, o.src),
-                None => Ok(()),
-            };
+        if single_copy(&team, Gather, give, &take, false, own).await? == Outcome::Done {
+            return Ok(());
         }
     }
     staged(team, o).await

@@ -358,10 +358,13 @@ impl SizeRound {
         let (call, team) = (self.call.clone(), team.clone());
         Box::pin(async move {
             if let Some((givers, status)) = read {
-                let outcome = single_copy::agree(&team, call.coll(), e, givers, status).await;
+                let carry = call.carry();
+                let (outcome, copied) =
+                    single_copy::agree(&team, call.coll(), e, givers, status, || carry.copy_own(&team)).await;
                 team.publish(Flag::Done, e)?;
+                copied?;
                 if outcome? == Outcome::Done {
-                    return call.carry().copy_own(&team);
+                    return Ok(());
                 }
             }
             call.rounds(&team, max_len([longest])?).await
@@ -384,8 +387,8 @@ impl Carry<'_> {
         !matches!(self, Carry::Scatter { in_place: true, .. })
     }
 
-    /// Copy what this rank gives itself (once the others no longer wait
-    /// for it: their buffers are theirs again meanwhile).
+    /// Copy what this rank gives itself (by single copy: while the others
+    /// finish their reads, `single_copy::agree`).
     fn copy_own(&self, team: &ShmTeam) -> Result<()> {
         let me = team.rank;
         match self {

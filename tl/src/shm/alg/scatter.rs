@@ -37,12 +37,10 @@ async fn cma(team: Exec, o: args::Scatter) -> Result<()> {
     if team.reach.on() {
         let give = o.src.as_ref().map(|s| Offer::PerRank(s.mem, &s.blocks));
         let take = if team.rank == o.root { None } else { Some((o.root, o.dst)) };
-        if single_copy(&team, Scatter, give, take.as_slice(), true).await? == Outcome::Done {
-            // The root's own block (nothing to do in place).
-            return match &o.src {
-                Some(s) => team.copy(o.dst, s.block(team.rank)?),
-                None => Ok(()),
-            };
+        // The root's own block (nothing to do in place).
+        let own = o.src.as_ref().map(|s| s.block(team.rank).map(|mine| (o.dst, mine))).transpose()?;
+        if single_copy(&team, Scatter, give, take.as_slice(), true, own).await? == Outcome::Done {
+            return Ok(());
         }
     }
     staged(team, o).await

@@ -21,9 +21,11 @@
 //!    buffer back to its caller, so what was read is an error, not data.
 //! 3. Every rank writes how its reads went (its *status*) beside its
 //!    `reduced` (the details of lengths that differ in its results part)
-//!    and publishes `reduced`; then waits for every rank's `reduced` and
-//!    reads every status, and publishes `done`. A giver's buffer is not
-//!    read after that, so the collective may return.
+//!    and publishes `reduced`; then copies its own block, if it gives
+//!    itself one, while the others finish their reads; then waits for
+//!    every rank's `reduced` and reads every status, and publishes `done`.
+//!    A giver's buffer is not read after that, so the collective may
+//!    return.
 //!
 //! Every rank reads the same statuses, so all decide alike: all read →
 //! done; a length that differs → the same error on every rank; a read the
@@ -134,13 +136,17 @@ impl Status {
 /// Run one single-copy epoch: offer `give` (if any) and read each
 /// `(giver, into)` of `take`, `into`'s length being what this rank expects.
 /// `per_rank`: the givers offer a block per rank ([`Offer::PerRank`]), as
-/// every rank knows from the collective it runs.
+/// every rank knows from the collective it runs. `own`: this rank's own
+/// block, `(where it lands, where it lies)`, copied once this rank's reads
+/// are announced, while the others finish theirs (it is in place when the
+/// outcome is [`Outcome::Done`]; the staged way copies it again).
 pub(crate) async fn single_copy(
     team: &ShmTeam,
     coll: CollType,
     give: Option<Offer<'_>>,
     take: &[(usize, MemRef)],
     per_rank: bool,
+    own: Option<(MemRef, MemRef)>,
 ) -> Result<Outcome> {
     let (p, me) = (team.size, team.rank);
     let e = team.begin().await?;
@@ -175,8 +181,13 @@ pub(crate) async fn single_copy(
             break;
         }
     }
-    let outcome = agree(team, coll, e, take.iter().map(|&(g, _)| g), status).await;
+    let (outcome, copied) = agree(team, coll, e, take.iter().map(|&(g, _)| g), status, || match own {
+        Some((dst, src)) => team.copy(dst, src),
+        None => Ok(()),
+    })
+    .await;
     team.publish(Flag::Done, e)?;
+    copied?;
     outcome
 }
 
@@ -199,17 +210,23 @@ pub(crate) fn offered(team: &ShmTeam, g: usize, e: u64) -> Result<[u64; 2]> {
 
 /// The end of a single-copy epoch `e` in which this rank read from
 /// `givers` and came to `status`: check that those givers still take part,
-/// publish the status, and decide with every rank's (the caller then
-/// publishes `done`).
+/// publish the status, run `own` (this rank's copy of its own block: it
+/// overlaps the others' reads instead of following them), and decide with
+/// every rank's. The copy's result comes apart from the outcome, so that
+/// the caller publishes `done` either way.
 pub(crate) async fn agree(
     team: &ShmTeam,
     coll: CollType,
     e: u64,
     givers: impl IntoIterator<Item = usize>,
     status: Status,
-) -> Result<Outcome> {
-    announce(team, e, givers, status)?;
-    decide(team, coll, e, status).await
+    own: impl FnOnce() -> Result<()>,
+) -> (Result<Outcome>, Result<()>) {
+    if let Err(err) = announce(team, e, givers, status) {
+        return (Err(err), Ok(()));
+    }
+    let copied = own();
+    (decide(team, coll, e, status).await, copied)
 }
 
 /// The first half of [`agree`]: this rank's reads of epoch `e` from
@@ -380,7 +397,7 @@ mod tests {
                         // SAFETY: `buf` outlives the collective, which ends before this closure does.
                         let m = unsafe { MemRef::from_mut_slice(&mut buf) };
                         let (give, take) = if rank == 0 { (Some(Offer::One(m)), None) } else { (None, Some((0, m))) };
-                        (poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false)), buf)
+                        (poll_to_end(single_copy(team, Bcast, give, take.as_slice(), false, None)), buf)
                     })
                 })
                 .collect();

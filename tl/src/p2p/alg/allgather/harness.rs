@@ -11,61 +11,12 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use ferrocoll_core::args::Signature;
-use ferrocoll_core::backend::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
 use ferrocoll_core::engine::TaskDiag;
-use ferrocoll_core::{CollType, Error, MemRef, MemType, ProcInfo, Result};
+use ferrocoll_core::{CollType, Error, MemRef, ProcInfo, Result};
 use ferrocoll_transport::{InProcTransport, Router};
 
 use crate::p2p::team::TeamShared;
 use crate::p2p::{Comm, P2pConfig};
-
-/// Host memory on the heap; copies only.
-struct HeapMc;
-
-/// Frees what [`HeapMc::alloc`] handed out.
-struct HeapOwner;
-
-impl ScratchOwner for HeapOwner {
-    fn release(&self, mem: MemRef) {
-        let slice = std::ptr::slice_from_raw_parts_mut(mem.addr(), mem.len());
-        // SAFETY: `mem` is exactly the boxed slice that `HeapMc::alloc` leaked
-        // (address and length; a dangling address for length 0, which is a
-        // valid empty box), and each Scratch releases once, on drop.
-        drop(unsafe { Box::from_raw(slice) });
-    }
-}
-
-impl Mc for HeapMc {
-    fn name(&self) -> &'static str {
-        "heap"
-    }
-
-    fn mem_type(&self) -> MemType {
-        MemType::Host
-    }
-
-    fn alloc(&self, len: usize) -> Result<Scratch> {
-        let raw = Box::into_raw(vec![0xeeu8; len].into_boxed_slice());
-        // SAFETY: a fresh allocation of `len` bytes, owned by the Scratch until
-        // HeapOwner frees it.
-        let mem = unsafe { MemRef::new(raw.cast(), len, MemType::Host) };
-        Ok(Scratch::new(mem, Arc::new(HeapOwner)))
-    }
-
-    fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
-        if dst.len() != src.len() {
-            return Err(Error::internal(format!("copy of {} bytes into {}", src.len(), dst.len())));
-        }
-        // SAFETY: both ranges are live host memory of this length (MemRef
-        // contract); `copy` allows them to overlap.
-        unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
-        Ok(())
-    }
-
-    fn reduce(&self, _dst: MemRef, _srcs: &[MemRef], _spec: &ReduceSpec) -> Result<()> {
-        Err(Error::not_supported("the test memory component does not reduce"))
-    }
-}
 
 static NEXT_TEAM: AtomicU64 = AtomicU64::new(1);
 
@@ -117,7 +68,7 @@ where
                     size,
                     eps: (0..size).collect(),
                     transport: t.clone(),
-                    mcs: McSet::new(vec![Arc::new(HeapMc)]),
+                    mcs: crate::heap_mc::heap_mcs(),
                     config: config.clone(),
                     layout: layout.clone(),
                     notices: Default::default(),
