@@ -9,12 +9,16 @@
 //! it), the next piece of its block for rank j; each rank copies its slot
 //! from every rank it takes from.
 //!
+//! A rank's own piece goes straight from its buffer to where it lands,
+//! after it published and before it waits for the others: not through the
+//! segment (a slot only its own rank reads), and while the others publish.
+//!
 //! Both walk as many rounds as the longest block needs, on every rank, so
 //! that every rank goes through the same epochs; pieces are cut at byte
 //! granularity (these collectives only copy).
 
 use ferrocoll_core::args::{Blocked, Blocks};
-use ferrocoll_core::{MemRef, Result};
+use ferrocoll_core::{Error, MemRef, Result};
 
 use super::rounds::{piece, piece_of, rounds};
 use crate::shm::cache::copy_out;
@@ -38,12 +42,12 @@ pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blo
         team.copy(team.seg.data(me, e)?.range(0, part.len())?, part)?;
         team.publish(Flag::Arrive, e)?;
         if let Some(d) = dst {
+            copy_out(team, piece_of(d.block(me)?, cap, k)?, part, d.mem.len())?;
             team.wait(Flag::Arrive, &team.all, e).await?;
             for r in (0..p).filter(|&r| r != me) {
                 let theirs = piece_of(d.block(r)?, cap, k)?;
                 copy_out(team, theirs, team.seg.data(r, e)?.range(0, theirs.len())?, d.mem.len())?;
             }
-            copy_out(team, piece_of(d.block(me)?, cap, k)?, part, d.mem.len())?;
         }
         team.publish(Flag::Done, e)?;
     }
@@ -62,18 +66,28 @@ pub(crate) async fn scatter_rounds(
 ) -> Result<()> {
     let (p, me) = (team.size, team.rank);
     let slot = team.pipeline_round() / p;
+    // What this rank gives itself: from its block for itself into where that lands.
+    let own = match (give, take.iter().find(|&&(g, _)| g == me)) {
+        (Some((from, blocks)), Some(&(_, into))) => Some((blocks.of(from, me)?, into)),
+        (None, Some(_)) => return Err(Error::internal(format!("rank {me} takes a block from itself but gives none"))),
+        (_, None) => None,
+    };
     for k in 0..rounds(longest, slot) {
         let e = team.begin().await?;
         if let Some((from, blocks)) = give {
             let half = team.seg.data(me, e)?;
-            for j in 0..p {
+            for j in (0..p).filter(|&j| j != me) {
                 let block = blocks.of(from, j)?;
                 let (s, l) = piece(block.len(), slot, k);
                 team.copy(half.range(j * slot, l)?, block.range(s, l)?)?;
             }
             team.publish(Flag::Arrive, e)?;
         }
-        for &(g, into) in take {
+        if let Some((mine, into)) = own {
+            let ((s, l), (from, n)) = (piece(into.len(), slot, k), piece(mine.len(), slot, k));
+            team.copy(into.range(s, l)?, mine.range(from, n)?)?;
+        }
+        for &(g, into) in take.iter().filter(|&&(g, _)| g != me) {
             let (s, l) = piece(into.len(), slot, k);
             if l > 0 {
                 team.wait(Flag::Arrive, &[g], e).await?;
