@@ -1,5 +1,7 @@
 //! Spin-then-yield waiting, so that more ranks than cores still progress.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 /// Spins a few times, then yields the CPU on every call.
 ///
 /// With 16 ranks on 2 cores a pure spin would starve the ranks that hold the
@@ -87,9 +89,47 @@ impl Backoff {
     }
 }
 
+/// Counts a user's progress calls in a row that finished nothing while
+/// tasks were in flight, and says when the caller should yield its core
+/// (`ContextInner::user_progress`): past `spins` of them, as [`Backoff`]
+/// does for a rank that waits in the library.
+#[derive(Debug, Default)]
+pub struct FruitlessProgress {
+    in_a_row: AtomicU32,
+}
+
+impl FruitlessProgress {
+    /// A progress call finished `finished` tasks, with tasks still in flight
+    /// or not (`in_flight`): whether its caller should yield now.
+    pub fn yields_after(&self, finished: usize, in_flight: bool, spins: u32) -> bool {
+        // Relaxed, and a load and a store: only how many in a row matters,
+        // and threads that progress at once may each miss the other's count.
+        if finished > 0 || !in_flight {
+            self.in_a_row.store(0, Ordering::Relaxed);
+            return false;
+        }
+        let n = self.in_a_row.load(Ordering::Relaxed).saturating_add(1);
+        self.in_a_row.store(n, Ordering::Relaxed);
+        n > spins
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fruitless_progress_yields_past_its_spins_until_something_finishes() {
+        let f = FruitlessProgress::default();
+        let calls = |n: usize, finished: usize, in_flight: bool| -> Vec<bool> {
+            (0..n).map(|_| f.yields_after(finished, in_flight, 2)).collect()
+        };
+        assert_eq!(calls(4, 0, true), [false, false, true, true]);
+        assert_eq!(calls(1, 1, true), [false], "a finished task starts the count again");
+        assert_eq!(calls(3, 0, true), [false, false, true]);
+        assert_eq!(calls(1, 0, false), [false], "nothing in flight: nothing to wait for");
+        assert_eq!(calls(3, 0, true), [false, false, true]);
+    }
 
     /// Counts the yields of `n` snoozes (`snooze` yields exactly where `yields_next` says).
     fn yields(b: &mut Backoff, n: u32) -> u32 {

@@ -13,7 +13,7 @@ pub mod recorder;
 mod slot_lock;
 mod task;
 
-pub use backoff::{Backoff, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};
+pub use backoff::{Backoff, FruitlessProgress, SPINS_DEDICATED, SPINS_OVERSUBSCRIBED, YIELD_EVERY_DEDICATED};
 pub use board::{BoardWatch, CallBoard, Posted};
 pub use diag::TaskDiag;
 pub use future::{PostFuture, TaskFuture, downcast_spent};

@@ -10,7 +10,7 @@ use super::library::{Lib, LibInner};
 use super::settings::Settings;
 use crate::backend::{TlComponent, TlContext, TlContextParams, TlPeer};
 use crate::config::Config;
-use crate::engine::{Holds, ProgressQueue};
+use crate::engine::{FruitlessProgress, Holds, ProgressQueue};
 use crate::error::{Error, Result, Status};
 use crate::oob::{Oob, allgather_blocking};
 use crate::topo::ProcInfo;
@@ -75,6 +75,9 @@ pub(crate) struct ContextInner {
     alive: AtomicBool,
     /// User progress calls that skipped the transports (see `progress`).
     skipped: AtomicU32,
+    /// User progress calls in a row that finished no queued task while
+    /// some were in flight (see `user_progress`).
+    fruitless: FruitlessProgress,
     /// Teams created per endpoint list: the n-th team over the same list gets the same id everywhere.
     team_counters: Mutex<HashMap<u64, u64>>,
 }
@@ -105,26 +108,51 @@ impl ContextInner {
     /// every wait of its own, costs little: the transports' work took
     /// longer than a flag takes to cross between cores.
     pub(crate) fn progress(&self) -> Result<()> {
+        self.progress_counting().map(|_| ())
+    }
+
+    /// [`ContextInner::progress`], saying how many queued tasks it finished.
+    fn progress_counting(&self) -> Result<usize> {
         let transports = self.queue.holds() == Holds::Transported || self.transports_due();
         self.step(transports)
     }
 
-    /// Progress every TL's transports, then poll every queued task.
-    pub(crate) fn progress_all(&self) -> Result<()> {
-        self.step(true)
+    /// A progress the user calls in a loop of their own (`Context::progress`,
+    /// `ucc_context_progress`, `Team::progress`): [`ContextInner::progress`],
+    /// and where ranks outnumber cores, past [`ContextInner::spins`] calls in
+    /// a row that finished nothing while tasks are in flight, a yield of the
+    /// core, as a rank waiting in `Request::wait` does. A C caller spins on
+    /// `ucc_collective_test` and this (ucc_perftest, and the UCC examples):
+    /// without the yield, a rank waiting for a peer that shares its core kept
+    /// the core until the kernel took it away, milliseconds later (4 ranks on
+    /// 2 cores, `capi-latency 4`: allreduce 4.3 ms, barrier 8.2 ms;
+    /// BENCHMARKS.md, twenty-third round). Where every rank has a core, it
+    /// never yields: the caller decides how it waits.
+    pub(crate) fn user_progress(&self) -> Result<()> {
+        let finished = self.progress_counting()?;
+        if !self.dedicated && self.fruitless.yields_after(finished, self.queue.holds() != Holds::Nothing, self.spins) {
+            std::thread::yield_now();
+        }
+        Ok(())
     }
 
-    /// One progress: the transports if asked, then the queue.
-    fn step(&self, transports: bool) -> Result<()> {
+    /// Progress every TL's transports, then poll every queued task.
+    pub(crate) fn progress_all(&self) -> Result<()> {
+        self.step(true).map(|_| ())
+    }
+
+    /// One progress: the transports if asked, then the queue; how many
+    /// queued tasks finished.
+    fn step(&self, transports: bool) -> Result<usize> {
         self.check_alive()?;
         if transports {
             for tl in &self.tls {
                 tl.context.progress()?;
             }
         }
-        self.queue.progress(&self.settings.watchdog);
+        let finished = self.queue.progress(&self.settings.watchdog);
         crate::engine::recorder::dump_if_requested();
-        Ok(())
+        Ok(finished)
     }
 
     /// Whether this user progress, with no task in flight that moves
@@ -244,14 +272,18 @@ impl Context {
             dedicated,
             alive: AtomicBool::new(true),
             skipped: AtomicU32::new(0),
+            fruitless: FruitlessProgress::default(),
             team_counters: Mutex::new(HashMap::new()),
         };
         Ok(Context { inner: Arc::new(inner) })
     }
 
-    /// Progress every collective in flight and the transports (`ucc_context_progress`). Never blocks.
+    /// Progress every collective in flight and the transports
+    /// (`ucc_context_progress`). Never blocks; where ranks outnumber cores,
+    /// yields the core when called in a loop that finds nothing finished
+    /// (see `ContextInner::user_progress`).
     pub fn progress(&self) -> Result<()> {
-        self.inner.progress()
+        self.inner.user_progress()
     }
 
     /// This context's endpoint index.

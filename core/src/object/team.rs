@@ -393,7 +393,7 @@ impl Team {
 
     /// Progress the team's context (a convenience for `Context::progress`).
     pub fn progress(&self) -> Result<()> {
-        self.inner.ctx.progress()
+        self.inner.ctx.user_progress()
     }
 
     /// The score map as text (like `ucc_info -s` for this team).
