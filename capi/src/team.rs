@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use ferrocoll::core::engine::FruitlessProgress;
 use ferrocoll::{EpMap as FcEpMap, Error, Result, Status, Team, TeamParams as FcTeamParams};
 
 use crate::abi::*;
@@ -63,6 +64,9 @@ pub struct TeamHandle {
     state: Mutex<State>,
     /// Finalized requests kept for a later call equal to theirs (`spares.rs`).
     pub(crate) spares: Arc<Spares>,
+    /// `ucc_team_create_test` calls in a row that found the team still in
+    /// creation (`Context::after_fruitless_test`).
+    create_tests: FruitlessProgress,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 0.
@@ -343,6 +347,7 @@ pub unsafe extern "C" fn ucc_team_create_post(
             ep_hint: ep_hint.filter(|_| oob.is_none()),
             state: Mutex::new(State::Failed(Error::internal("team not started"))),
             spares: Arc::default(),
+            create_tests: FruitlessProgress::default(),
         };
         let state = match (eps, oob) {
             (Some(eps), _) => State::Creating(h.create(eps)?),
@@ -371,7 +376,13 @@ pub unsafe extern "C" fn ucc_team_create_test(team: *const TeamHandle) -> UccSta
     ffi("ucc_team_create_test", || {
         // SAFETY: see handle::borrow.
         let h = unsafe { borrow(team, "team") }?;
-        Ok(crate::guard::status_code(h.step()?))
+        let status = h.step()?;
+        if status == Status::InProgress {
+            // Callers spin on this and ucc_context_progress; where ranks
+            // outnumber cores, the members it waits for need the core.
+            h.ctx.get()?.after_fruitless_test(&h.create_tests);
+        }
+        Ok(crate::guard::status_code(status))
     })
 }
 
