@@ -89,18 +89,20 @@ impl Backoff {
     }
 }
 
-/// Counts a user's progress calls in a row that finished nothing while
-/// tasks were in flight, and says when the caller should yield its core
-/// (`ContextInner::user_progress`): past `spins` of them, as [`Backoff`]
-/// does for a rank that waits in the library.
+/// Counts the calls in a row of a caller's own waiting loop that found
+/// nothing finished while something was in flight — a user's progress
+/// calls (`ContextInner::user_progress`), or the tests of one operation
+/// (`Context::after_fruitless_test`) — and says when the caller should
+/// yield its core: past `spins` of them, as [`Backoff`] does for a rank
+/// that waits in the library.
 #[derive(Debug, Default)]
 pub struct FruitlessProgress {
     in_a_row: AtomicU32,
 }
 
 impl FruitlessProgress {
-    /// A progress call finished `finished` tasks, with tasks still in flight
-    /// or not (`in_flight`): whether its caller should yield now.
+    /// A call finished `finished` tasks, with something still in flight or
+    /// not (`in_flight`): whether its caller should yield now.
     pub fn yields_after(&self, finished: usize, in_flight: bool, spins: u32) -> bool {
         // Relaxed, and a load and a store: only how many in a row matters,
         // and threads that progress at once may each miss the other's count.

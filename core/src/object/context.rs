@@ -130,10 +130,17 @@ impl ContextInner {
     /// never yields: the caller decides how it waits.
     pub(crate) fn user_progress(&self) -> Result<()> {
         let finished = self.progress_counting()?;
-        if !self.dedicated && self.fruitless.yields_after(finished, self.queue.holds() != Holds::Nothing, self.spins) {
+        self.yield_if_fruitless(&self.fruitless, finished, self.queue.holds() != Holds::Nothing);
+        Ok(())
+    }
+
+    /// Where ranks outnumber cores, yield the core if `fruitless` says the
+    /// caller's loop has found nothing finished for long enough (see
+    /// [`FruitlessProgress::yields_after`]); never where every rank has one.
+    fn yield_if_fruitless(&self, fruitless: &FruitlessProgress, finished: usize, in_flight: bool) {
+        if !self.dedicated && fruitless.yields_after(finished, in_flight, self.spins) {
             std::thread::yield_now();
         }
-        Ok(())
     }
 
     /// Progress every TL's transports, then poll every queued task.
@@ -295,9 +302,7 @@ impl Context {
     /// the core from the members it waited for: 8 ranks on 2 cores created
     /// a team in 40–80 ms; now 1.2 ms.
     pub fn after_fruitless_test(&self, fruitless: &FruitlessProgress) {
-        if !self.inner.dedicated && fruitless.yields_after(0, true, self.inner.spins) {
-            std::thread::yield_now();
-        }
+        self.inner.yield_if_fruitless(fruitless, 0, true);
     }
 
     /// This context's endpoint index.
