@@ -64,13 +64,17 @@ pub(crate) fn read<C>(
     default_of: &dyn Fn(&Knob<C>) -> Option<usize>,
 ) -> Result<()> {
     for k in knobs {
-        let v = match (config.get(k.field.name), default_of(k)) {
-            // A documented default that is a word ("auto"), not a value,
-            // names the computed one: set explicitly, it means the same.
-            (Some(v), Some(d)) if names_computed_default(k, v) => d,
-            (Some(v), _) => k.parse(v)?,
-            (None, Some(d)) => d,
-            (None, None) => k.parse(k.field.default)?,
+        // `default_of` only where the default is wanted: it may measure
+        // the machine (`UCC_TL_SHM_CMA_THRESHOLD`).
+        let v = match config.get(k.field.name) {
+            Some(v) if !names_computed_default(k, v) => k.parse(v)?,
+            // Unset, or set to a documented default that is a word
+            // ("auto"), not a value: that names the computed one.
+            set => match (default_of(k), set) {
+                (Some(d), _) => d,
+                (None, Some(v)) => k.parse(v)?,
+                (None, None) => k.parse(k.field.default)?,
+            },
         };
         *(k.slot)(into) = v;
     }

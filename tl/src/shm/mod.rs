@@ -25,6 +25,7 @@
 mod alg;
 mod cache;
 mod context;
+mod crossover;
 mod demote;
 mod epoch;
 mod inline;
@@ -77,6 +78,9 @@ pub(crate) struct ShmConfig {
 /// The variable whose default is read from the machine (the last-level cache, at most 64 MiB).
 const STREAM: &str = "UCC_TL_SHM_STREAM_THRESHOLD";
 
+/// The variable whose default is measured on the machine (`crossover.rs`).
+const CMA: &str = "UCC_TL_SHM_CMA_THRESHOLD";
+
 const KNOBS: &[Knob<ShmConfig>] = &[
     Knob {
         field: ConfigField {
@@ -124,9 +128,9 @@ const KNOBS: &[Knob<ShmConfig>] = &[
     },
     Knob {
         field: ConfigField {
-            name: "UCC_TL_SHM_CMA_THRESHOLD",
-            default: "16K",
-            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
+            name: CMA,
+            default: "auto",
+            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never; auto: where it pays on this machine, measured by timing the read once per process (16K-64K on the machines measured), the team's first rank's figure for the whole team. Where ranks outnumber cores it starts 16 times later, at most 256K unless the threshold itself is later. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
         },
         unit: Unit::Bytes,
         min: 0,
@@ -141,9 +145,15 @@ const TUNE: ConfigField =
 impl ShmConfig {
     pub(crate) fn from_config(c: &Config) -> Result<ShmConfig> {
         let mut config = ShmConfig::default();
-        // "auto" is not a size: unless the variable is set, the threshold
-        // is the machine's last-level cache, at most 64 MiB.
-        knobs::read(c, KNOBS, &mut config, &|k| (k.field.name == STREAM).then(cache::default_stream_threshold))?;
+        // "auto" is not a size: unless the variable is set, the stream
+        // threshold is the machine's last-level cache, at most 64 MiB, and
+        // the single-copy threshold where single copy pays here (measured;
+        // a team takes its first rank's, `Segment::cma_threshold`).
+        knobs::read(c, KNOBS, &mut config, &|k| match k.field.name {
+            STREAM => Some(cache::default_stream_threshold()),
+            CMA => Some(crossover::measured_threshold()),
+            _ => None,
+        })?;
         Ok(config)
     }
 }

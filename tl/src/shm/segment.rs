@@ -18,9 +18,10 @@ use super::layout::{CTRL, ENTRY, INLINE, INLINE_DEPTH, INLINE_HEAD, LINE, Layout
 
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
 /// The segment layout's version: raised with every change of `layout.rs`'s
-/// geometry (8: inline regions of 4 KiB), so that ranks of builds that
-/// disagree fail naming both versions instead of reading each other wrong.
-const VERSION: u32 = 8;
+/// geometry or header (8: inline regions of 4 KiB; 9: the single-copy
+/// threshold in the header), so that ranks of builds that disagree fail
+/// naming both versions instead of reading each other wrong.
+const VERSION: u32 = 9;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -39,7 +40,12 @@ struct Header {
     /// host than it has cores, else 0: the team's choices that follow it
     /// take the creator's view, so that every member makes them alike.
     oversubscribed: AtomicU32,
+    /// The creator's `UCC_TL_SHM_CMA_THRESHOLD` (measured on its machine
+    /// where "auto", `crossover.rs`): the team's, for the same reason.
+    cma_threshold: AtomicU64,
 }
+
+const _: () = assert!(std::mem::size_of::<Header>() <= LINE);
 
 // SAFETY: repr(C) and made only of atomics: any bits (zeroes of a fresh
 // segment included) are a value, and every process accesses it atomically.
@@ -158,6 +164,8 @@ pub(crate) struct Segment {
     name: Option<ShmName>,
     /// The creator's view (see `Header::oversubscribed`), read once.
     oversubscribed: bool,
+    /// The creator's single-copy threshold (see `Header::cma_threshold`), read once.
+    cma_threshold: usize,
     /// Where the lines every epoch touches lie, found (bounds and alignment
     /// checked) once when the segment is mapped: a small collective looks
     /// them up a dozen times, and each checked look cost ~60 instructions.
@@ -220,8 +228,15 @@ impl Segment {
     /// Create the segment (team rank 0), with `cookie` (the nonce of its
     /// name) in its header. A segment of the same name is replaced.
     /// Create the segment of `layout` under `name`, for a team whose first
-    /// rank (this one) sees its host `oversubscribed` or not.
-    pub(crate) fn create(name: &str, layout: Layout, cookie: u64, oversubscribed: bool) -> Result<Segment> {
+    /// rank (this one) sees its host `oversubscribed` or not and starts
+    /// single copy at `cma_threshold`.
+    pub(crate) fn create(
+        name: &str,
+        layout: Layout,
+        cookie: u64,
+        oversubscribed: bool,
+        cma_threshold: usize,
+    ) -> Result<Segment> {
         let total = layout.total() as u64;
         // NoResource, never NotSupported: that would turn the TL off at rank
         // 0 alone, while the other members wait for a segment that never comes.
@@ -233,9 +248,10 @@ impl Segment {
         // Dropped on an error below, `owned` unlinks the name.
         let map = file.map(0, total)?;
         let lines = Lines::find(&map, &layout)?;
-        let seg = Segment { map, layout, name: Some(owned), oversubscribed, lines };
+        let seg = Segment { map, layout, name: Some(owned), oversubscribed, cma_threshold, lines };
         let h = seg.header()?;
         h.oversubscribed.store(u32::from(oversubscribed), Ordering::Relaxed);
+        h.cma_threshold.store(cma_threshold as u64, Ordering::Relaxed);
         h.version.store(VERSION, Ordering::Relaxed);
         h.ranks.store(layout.ranks as u32, Ordering::Relaxed);
         h.data.store(layout.data as u64, Ordering::Relaxed);
@@ -259,12 +275,13 @@ impl Segment {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Ok(None);
         }
-        let (version, seg_ranks, data, seen, oversubscribed) = (
+        let (version, seg_ranks, data, seen, oversubscribed, cma_threshold) = (
             h.version.load(Ordering::Relaxed),
             h.ranks.load(Ordering::Relaxed) as usize,
             h.data.load(Ordering::Relaxed),
             h.cookie.load(Ordering::Relaxed),
             h.oversubscribed.load(Ordering::Relaxed),
+            h.cma_threshold.load(Ordering::Relaxed),
         );
         drop(head);
         if seen != cookie {
@@ -287,6 +304,8 @@ impl Segment {
         };
         let data = usize::try_from(data)
             .map_err(|_| Error::invalid_param(format!("segment {name} has {data}-byte halves, more than memory")))?;
+        // Any size is a threshold; one past this process's sizes is "never".
+        let cma_threshold = usize::try_from(cma_threshold).unwrap_or(usize::MAX);
         let layout = Layout::new(ranks, data).map_err(|e| e.prefixed(format!("segment {name}")))?;
         let total = layout.total() as u64;
         if size < total {
@@ -294,7 +313,7 @@ impl Segment {
         }
         let map = file.map(0, total)?;
         let lines = Lines::find(&map, &layout)?;
-        let seg = Segment { map, layout, name: None, oversubscribed, lines };
+        let seg = Segment { map, layout, name: None, oversubscribed, cma_threshold, lines };
         // AcqRel: the creator's Acquire load of the count sees our mapping done.
         seg.header()?.attached.fetch_add(1, Ordering::AcqRel);
         Ok(Some(seg))
@@ -318,6 +337,12 @@ impl Segment {
     /// team's view, alike on every member).
     pub(crate) fn oversubscribed(&self) -> bool {
         self.oversubscribed
+    }
+
+    /// The team's first rank's single-copy threshold (the team's, alike on
+    /// every member: "auto" measures each machine's, `crossover.rs`).
+    pub(crate) fn cma_threshold(&self) -> usize {
+        self.cma_threshold
     }
 
     pub(crate) fn layout(&self) -> &Layout {
@@ -431,12 +456,13 @@ mod tests {
     fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
         let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f, 0xab, "p1t2n3");
         assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f-00000000000000ab-p1t2n3"), "{n}");
-        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab, true).unwrap();
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab, true, 48 << 10).unwrap();
         let e = Segment::open(&n, 2, 0xac).err().expect("another cookie").to_string();
         assert!(e.contains("cookie"), "{e}");
         let peer = Segment::open(&n, 2, 0xab).unwrap().expect("created and written");
         assert_eq!((peer.layout(), seg.attached().unwrap()), (seg.layout(), 1));
         assert!(peer.oversubscribed() && seg.oversubscribed(), "the creator's view, on every member");
+        assert_eq!((peer.cma_threshold(), seg.cma_threshold()), (48 << 10, 48 << 10), "the creator's threshold");
         let flag = &seg.header().unwrap().oversubscribed;
         flag.store(0, Ordering::Relaxed);
         assert!(!Segment::open(&n, 2, 0xab).unwrap().unwrap().oversubscribed());

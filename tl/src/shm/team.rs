@@ -153,7 +153,7 @@ impl ShmTeam {
         config: ShmConfig,
     ) -> Result<Arc<ShmTeam>> {
         let mut seg = if rank == 0 {
-            Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed)?
+            Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed, config.cma_threshold)?
         } else {
             let mut tries = 0u64;
             std::future::poll_fn(|_| {
@@ -171,6 +171,9 @@ impl ShmTeam {
             })
             .await?
         };
+        // Every member starts single copy where the first rank does (its
+        // figure may be its machine's measure, `crossover.rs`).
+        let config = ShmConfig { cma_threshold: seg.cma_threshold(), ..config };
         let me = seg.ctrl(rank)?;
         // Relaxed: read only by liveness checks, which tolerate a late view,
         // and by single copy after a flag this rank publishes later.

@@ -91,6 +91,14 @@ const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
 /// round).
 const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 
+/// ... but no later than this (unless the threshold itself is later): those
+/// measurements were made with a 16 KiB threshold, and what costs there is
+/// the scheduler's trips, not the system call that a machine's measured
+/// threshold follows (`crossover.rs`; 64 KiB on the Intel VM would have
+/// moved it to 1 MiB, where scatter from 512 KiB took 0.4–0.6 of
+/// staging's time by single copy).
+const OVERSUBSCRIBED_SINGLE_COPY_BY: u64 = 256 << 10;
+
 /// Reduce messages from this size up go back to the segment even where
 /// single copy would run (`onestep` on two ranks): 2 ranks on the 2-core
 /// AMD EPYC VM (BENCHMARKS.md, tenth round), single copy / rsag / onestep
@@ -138,8 +146,8 @@ fn piecewise(
 
 /// The message sizes `[from, to)` at which `coll` goes by single copy
 /// (`single_copy.rs`) by default: from `UCC_TL_SHM_CMA_THRESHOLD`, see
-/// [`BCAST_SINGLE_COPY_END`], [`REDUCE_SINGLE_COPY_END`] and
-/// [`OVERSUBSCRIBED_SINGLE_COPY_LATER`]. Reduce's is for two ranks (the
+/// [`BCAST_SINGLE_COPY_END`], [`REDUCE_SINGLE_COPY_END`],
+/// [`OVERSUBSCRIBED_SINGLE_COPY_LATER`] and [`OVERSUBSCRIBED_SINGLE_COPY_BY`]. Reduce's is for two ranks (the
 /// caller says `oversubscribed` otherwise: its root reads every input).
 /// For the v-variants (0 to the selection), their size round decides with
 /// the same range (`meta.rs`).
@@ -153,7 +161,8 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscrib
         (Bcast, false) => (from, BCAST_SINGLE_COPY_END.max(from)),
         (Reduce, false) => (from, REDUCE_SINGLE_COPY_END.max(from)),
         (Alltoall | Alltoallv | Allgather | Allgatherv | Scatter | Scatterv, true) => {
-            (from.saturating_mul(OVERSUBSCRIBED_SINGLE_COPY_LATER), u64::MAX)
+            let later = from.saturating_mul(OVERSUBSCRIBED_SINGLE_COPY_LATER).min(OVERSUBSCRIBED_SINGLE_COPY_BY);
+            (later.max(from), u64::MAX)
         }
         (_, true) => NEVER,
         (_, false) => (from, u64::MAX),
@@ -331,6 +340,14 @@ mod tests {
             let e = d.iter().find(|d| d.coll == Reduce && d.range.contains(msg)).expect("an entry for every size");
             assert_eq!(registry().find(Reduce, e.alg).map(|a| a.info.name), Some("onestep"), "{size} ranks, {msg}");
         }
+        // Where ranks outnumber cores, 16 times later, but by 256 KiB (a
+        // machine's measured threshold follows its system call, not its
+        // scheduler), unless the threshold itself is later.
+        let from = |threshold: usize| {
+            single_copy_range(&ShmConfig { cma_threshold: threshold, ..config.clone() }, Alltoall, true).0
+        };
+        assert_eq!([from(0), from(4 << 10), from(16 << 10), from(64 << 10)], [0, 64 << 10, 256 << 10, 256 << 10]);
+        assert_eq!(from(1 << 20), 1 << 20);
         let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };
         assert!(defaults(&off, 2, false).iter().all(|d| registry().find(d.coll, d.alg).unwrap().info.name != "cma"));
         assert_eq!(single_copy_range(&off, Alltoallv, false), (u64::MAX, u64::MAX));

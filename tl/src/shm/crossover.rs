@@ -1,0 +1,141 @@
+//! Where single copy starts paying on this machine: the default of
+//! `UCC_TL_SHM_CMA_THRESHOLD` ("auto"), measured once per process.
+//!
+//! A staged message is copied twice (the giver's copy into the segment, the
+//! taker's out of it, across cores); single copy copies it once with
+//! `process_vm_readv`, whose system call and page pinning cost what they
+//! cost on the machine — and that is what differs between machines. Both
+//! 2-core VMs measured (BENCHMARKS.md, twenty-fourth round):
+//! - staging's time grows by ~0.11 ns a byte (bcast, 2 ranks: 0.111 on the
+//!   AMD EPYC VM, 0.124 on the Intel Xeon VM);
+//! - a cross-memory read of 16 KiB took 0.75 µs on the AMD VM and 2.1 µs on
+//!   the Intel VM, of 64 KiB 2.6 against 5.4;
+//! - single copy's collective costs its read plus ~0.7 µs more than
+//!   staging's fixed cost (its status round);
+//! - so single copy started paying at 8–16 KiB messages on the AMD VM and at
+//!   32–64 KiB on the Intel VM, which a fixed 16 KiB default got wrong on the
+//!   latter by up to 2.3× (allgather of 8 KiB blocks 3.3–4.1 µs staged
+//!   1.6–2.0).
+//!
+//! So the library times the read here ([`measure`]: a read of this
+//! process's own memory, the same kernel path as a peer's) and starts
+//! single copy at the first size where the read beats staging's extra
+//! copy by that round ([`threshold_from`]). The team takes its first
+//! rank's figure (`segment.rs`), so that every member chooses alike.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Nanoseconds a byte that staging costs more than single copy's read
+/// leaves to pay for (the second copy, across cores): ~0.11 on both VMs.
+const STAGED_NS_PER_BYTE: f64 = 0.11;
+
+/// Nanoseconds of single copy's fixed cost past its read, net of staging's
+/// fixed cost (its status round): fits both VMs' crossovers (from 0.4 to
+/// 1.05 on the AMD VM, 0.3 to 1.8 on the Intel VM).
+const SINGLE_COPY_EXTRA_NS: f64 = 700.0;
+
+/// The sizes tried, smallest first: powers of two from 4 KiB to 1 MiB.
+const SMALLEST: usize = 4 << 10;
+const LARGEST: usize = 1 << 20;
+
+/// Reads timed per size; the fastest counts (a preempted one is slower).
+const READS: usize = 16;
+
+/// The measured default of `UCC_TL_SHM_CMA_THRESHOLD`, once per process:
+/// the smallest message size at which single copy beats staging here, or
+/// `usize::MAX` (never) where the kernel refuses the read or it never
+/// pays up to 1 MiB.
+pub(crate) fn measured_threshold() -> usize {
+    static THRESHOLD: OnceLock<usize> = OnceLock::new();
+    *THRESHOLD.get_or_init(|| {
+        let t = threshold_from(measure);
+        ferrocoll_core::log_debug!("shm: single copy pays from {t} bytes on this machine (UCC_TL_SHM_CMA_THRESHOLD=auto)");
+        t
+    })
+}
+
+/// The smallest size (a power of two, [`SMALLEST`] to [`LARGEST`]) whose
+/// read `read_time(size)` leaves single copy faster than staging; sizes
+/// are tried in order, so a fast machine stops after a few small reads.
+/// `usize::MAX` when none does or a read fails (`None`).
+pub(crate) fn threshold_from(mut read_time: impl FnMut(usize) -> Option<Duration>) -> usize {
+    let mut size = SMALLEST;
+    while size <= LARGEST {
+        let Some(read) = read_time(size) else { return usize::MAX };
+        let read_ns = read.as_nanos() as f64;
+        if read_ns + SINGLE_COPY_EXTRA_NS <= size as f64 * STAGED_NS_PER_BYTE {
+            return size;
+        }
+        size *= 2;
+    }
+    usize::MAX
+}
+
+/// The fastest of [`READS`] cross-memory reads of `size` bytes of this
+/// process's own memory (after one untimed read); `None` if the kernel
+/// refuses them.
+fn measure(size: usize) -> Option<Duration> {
+    let src = vec![1u8; size];
+    let mut dst = vec![0u8; size];
+    let pid = std::process::id();
+    let addr = src.as_ptr() as u64;
+    ferrocoll_transport::cma::read(pid, addr, &mut dst).ok()?;
+    let mut best = Duration::MAX;
+    for _ in 0..READS {
+        let t = Instant::now();
+        ferrocoll_transport::cma::read(pid, addr, &mut dst).ok()?;
+        best = best.min(t.elapsed());
+    }
+    Some(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read time of `fixed_ns` plus `ns_per_byte` a byte.
+    fn machine(fixed_ns: f64, ns_per_byte: f64) -> impl FnMut(usize) -> Option<Duration> {
+        move |size| Some(Duration::from_nanos((fixed_ns + ns_per_byte * size as f64) as u64))
+    }
+
+    #[test]
+    fn each_machine_gets_its_own_crossover() {
+        // The Intel VM's reads (4 KiB 1.26 µs, 16 KiB 2.14, 32 KiB 3.3, 64 KiB 5.4).
+        let intel = |size| {
+            let us = match size {
+                4096 => 1.26,
+                8192 => 1.51,
+                16384 => 2.14,
+                32768 => 3.30,
+                65536 => 5.43,
+                _ => 9.8 * size as f64 / 131072.0,
+            };
+            Some(Duration::from_nanos((us * 1000.0) as u64))
+        };
+        assert_eq!(threshold_from(intel), 64 << 10);
+        // The AMD VM's: 16 KiB 0.75 µs, 64 KiB 2.56 (a fixed ~0.35 µs).
+        assert_eq!(threshold_from(machine(350.0, 0.025)), 16 << 10);
+        // A machine whose read is nearly free starts where staging's extra
+        // copy outgrows single copy's extra round (0.7 µs: 6.4 KiB).
+        assert_eq!(threshold_from(machine(10.0, 0.01)), 8 << 10);
+    }
+
+    #[test]
+    fn a_refused_or_never_paying_read_means_never() {
+        assert_eq!(threshold_from(|_| None), usize::MAX);
+        assert_eq!(threshold_from(machine(1000.0, 0.2)), usize::MAX, "slower a byte than staging");
+        let mut tried = Vec::new();
+        threshold_from(|size| {
+            tried.push(size);
+            (size < 16 << 10).then_some(Duration::from_micros(100))
+        });
+        assert_eq!(tried, [4 << 10, 8 << 10, 16 << 10], "stops at the first refusal");
+    }
+
+    #[test]
+    fn this_machine_measures_a_threshold_in_range_or_never() {
+        let t = measured_threshold();
+        assert!(t == usize::MAX || (SMALLEST..=LARGEST).contains(&t) && t.is_power_of_two(), "{t}");
+    }
+}
