@@ -4,28 +4,34 @@
 //! A staged message is copied twice (the giver's copy into the segment, the
 //! taker's out of it, across cores); single copy copies it once with
 //! `process_vm_readv`, whose system call and page pinning cost what they
-//! cost on the machine — and that is what differs between machines. Both
-//! 2-core VMs measured (BENCHMARKS.md, twenty-fourth round):
+//! cost on the machine — and that is what differs between machines. Three
+//! 2-core KVM VMs measured (BENCHMARKS.md, tenth, sixteenth and
+//! twenty-fourth rounds):
+//!
+//! | VM | read of 16 KiB | of 64 KiB | single copy pays from |
+//! |---|---|---|---|
+//! | AMD EPYC, family 26 | 0.75 µs | 2.56 µs | 8–16 KiB |
+//! | Intel Xeon | 1.84 | 4.93 | 32 KiB |
+//! | AMD EPYC, family 25 | 2.43 | 5.85 | 64 KiB |
+//!
 //! - staging's time grows by ~0.11 ns a byte (bcast, 2 ranks: 0.111 on the
-//!   AMD EPYC VM, 0.124 on the Intel Xeon VM);
-//! - a cross-memory read of 16 KiB took 0.75 µs on the AMD VM and 2.1 µs on
-//!   the Intel VM, of 64 KiB 2.6 against 5.4;
+//!   family-26 VM, 0.124 on the family-25 one);
 //! - single copy's collective costs its read plus ~0.7 µs more than
 //!   staging's fixed cost (its status round);
-//! - so single copy started paying at 8–16 KiB messages on the AMD VM and at
-//!   32–64 KiB on the Intel VM, which a fixed 16 KiB default got wrong on the
-//!   latter by up to 2.3× (allgather of 8 KiB blocks 3.3–4.1 µs staged
-//!   1.6–2.0).
+//! - a fixed 16 KiB default, the family-26 VM's, cost the family-25 VM up
+//!   to 4× in the mid sizes (gather of 8 KiB blocks 3.12 µs by single copy,
+//!   0.78 staged).
 //!
 //! So the library times the read here ([`measure`]: a read of this
 //! process's own memory, the same kernel path as a peer's) and starts
 //! single copy at the first size where the read beats staging's extra
-//! copy by that round ([`threshold_from`]). The team takes its first
-//! rank's figure (`segment.rs`), so that every member chooses alike.
+//! copy by that round ([`threshold_from`]); on each VM above that gives
+//! its measured crossover. The team takes its first rank's figure
+//! (`segment.rs`), so that every member chooses alike.
 //!
-//! Ranks measuring at once slow each other's reads (25–35 % on the Intel
-//! VM), so the figure there is 64 KiB or, now and then, 128 KiB: sizes
-//! between which the two paths are within ±15 % of each other.
+//! Ranks measuring at once slow each other's reads (25–35 % on the
+//! family-25 VM), so the figure there is 64 KiB or, now and then, 128 KiB:
+//! sizes between which the two paths are within ±15 % of each other.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -112,8 +118,8 @@ mod tests {
 
     #[test]
     fn each_machine_gets_its_own_crossover() {
-        // The Intel VM's reads (4 KiB 1.26 µs, 16 KiB 2.14, 32 KiB 3.3, 64 KiB 5.4).
-        let intel = |size| {
+        // The family-25 AMD VM's reads (4 KiB 1.26 µs, 16 KiB 2.14, 32 KiB 3.3, 64 KiB 5.4).
+        let zen4 = |size| {
             let us = match size {
                 4096 => 1.26,
                 8192 => 1.51,
@@ -124,8 +130,10 @@ mod tests {
             };
             Some(Duration::from_nanos((us * 1000.0) as u64))
         };
-        assert_eq!(threshold_from(intel), 64 << 10);
-        // The AMD VM's: 16 KiB 0.75 µs, 64 KiB 2.56 (a fixed ~0.35 µs).
+        assert_eq!(threshold_from(zen4), 64 << 10);
+        // The Intel VM's: 16 KiB 1.84 µs, 64 KiB 4.93.
+        assert_eq!(threshold_from(machine(810.0, 0.063)), 32 << 10);
+        // The family-26 AMD VM's: 16 KiB 0.75 µs, 64 KiB 2.56.
         assert_eq!(threshold_from(machine(350.0, 0.025)), 16 << 10);
         // A machine whose read is nearly free starts where staging's extra
         // copy outgrows single copy's extra round (0.7 µs: 6.4 KiB).
