@@ -65,7 +65,9 @@ pub(crate) fn measured_threshold() -> usize {
     static THRESHOLD: OnceLock<usize> = OnceLock::new();
     *THRESHOLD.get_or_init(|| {
         let t = threshold_from(measure);
-        ferrocoll_core::log_debug!("shm: single copy pays from {t} bytes on this machine (UCC_TL_SHM_CMA_THRESHOLD=auto)");
+        ferrocoll_core::log_debug!(
+            "shm: single copy pays from {t} bytes on this machine (UCC_TL_SHM_CMA_THRESHOLD=auto)"
+        );
         t
     })
 }

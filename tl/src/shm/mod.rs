@@ -71,9 +71,18 @@ pub(crate) struct ShmConfig {
     pub stream_threshold: usize,
     /// Messages from this size up of bcast, allgather(v), gather(v),
     /// scatter(v), alltoall(v) and (on two ranks) reduce go by single copy
-    /// (`alg/single_copy.rs`) in the default selection; `usize::MAX`: never.
+    /// (`alg/single_copy.rs`) in the default selection; `usize::MAX`:
+    /// never; [`CMA_MEASURED`]: "auto", measured by the team's first rank
+    /// as it creates the segment (`crossover.rs`).
     pub cma_threshold: usize,
 }
+
+/// `cma_threshold` when `UCC_TL_SHM_CMA_THRESHOLD` is "auto": only a
+/// team's first rank measures it (`ShmTeam::create_shared`), once per
+/// process, and writes the figure in the segment's header for the others,
+/// so that a job's ranks do not all time their reads at once, slowing each
+/// other's (25–35 % on a 2-core AMD EPYC VM).
+pub(crate) const CMA_MEASURED: usize = usize::MAX - 1;
 
 /// The variable whose default is read from the machine (the last-level cache, at most 64 MiB).
 const STREAM: &str = "UCC_TL_SHM_STREAM_THRESHOLD";
@@ -130,7 +139,7 @@ const KNOBS: &[Knob<ShmConfig>] = &[
         field: ConfigField {
             name: CMA,
             default: "auto",
-            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never; auto: where it pays on this machine, measured by timing the read once per process (16K-64K on the machines measured), the team's first rank's figure for the whole team. Where ranks outnumber cores it starts 16 times later, at most 256K unless the threshold itself is later. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
+            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never; auto: where it pays on this machine, measured by timing the read when a team is created, by its first rank (once per process), whose figure the whole team uses (16K-64K on the machines measured). Where ranks outnumber cores it starts 16 times later, at most 256K unless the threshold itself is later. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
         },
         unit: Unit::Bytes,
         min: 0,
@@ -147,11 +156,10 @@ impl ShmConfig {
         let mut config = ShmConfig::default();
         // "auto" is not a size: unless the variable is set, the stream
         // threshold is the machine's last-level cache, at most 64 MiB, and
-        // the single-copy threshold where single copy pays here (measured;
-        // a team takes its first rank's, `Segment::cma_threshold`).
+        // the single-copy threshold is measured when a team is created.
         knobs::read(c, KNOBS, &mut config, &|k| match k.field.name {
             STREAM => Some(cache::default_stream_threshold()),
-            CMA => Some(crossover::measured_threshold()),
+            CMA => Some(CMA_MEASURED),
             _ => None,
         })?;
         Ok(config)

@@ -26,7 +26,7 @@ use super::alg::{self, ShmPost as Post};
 use super::layout::{LINE, Layout};
 use super::one_epoch;
 use super::segment::{CAUSE_SHIFT, FAILED, LEFT, PRESENT, Segment};
-use super::{SCORE, ShmConfig};
+use super::{CMA_MEASURED, SCORE, ShmConfig, crossover};
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// Teams up to this size hand their ranks' parts around on the stack (see
@@ -153,7 +153,11 @@ impl ShmTeam {
         config: ShmConfig,
     ) -> Result<Arc<ShmTeam>> {
         let mut seg = if rank == 0 {
-            Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed, config.cma_threshold)?
+            let cma_threshold = match config.cma_threshold {
+                CMA_MEASURED => crossover::measured_threshold(),
+                t => t,
+            };
+            Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed, cma_threshold)?
         } else {
             let mut tries = 0u64;
             std::future::poll_fn(|_| {
