@@ -68,12 +68,19 @@ pub(crate) fn registry() -> &'static Registry<ShmPost> {
 /// Bcast messages from this size up stage through the segment even where
 /// single copy would run: there the root's copy in and the readers' copies
 /// out run on two cores at once, pipelined, while a reader's single copy
-/// is one core's. Measured on a 2-core AMD EPYC VM (BENCHMARKS.md, tenth
-/// round: 2 ranks, staged/single copy 1 MiB 63/50 µs, 2 MiB 151/174, 8 MiB
-/// 634/729): the crossover lies between 1 and 2 MiB, where the buffer
-/// reaches a core's L2 cache there (2 MiB); `ferrocoll-tune` measures it
-/// elsewhere.
-const BCAST_SINGLE_COPY_END: u64 = 2 << 20;
+/// is one core's. Where that starts to pay differs between machines (2
+/// ranks, staged/single copy, µs):
+/// - a 2-core AMD EPYC VM, family 26 (BENCHMARKS.md, tenth round): 1 MiB
+///   63/50, 2 MiB 151/174, 4 MiB 312/354, 8 MiB 634/729 — from 2 MiB;
+/// - a 2-core AMD EPYC VM, family 25 (twenty-fourth round, 3 runs): 2 MiB
+///   211–222/158–174, 4 MiB 409–451/321–357, 8 MiB 855–904/732–814,
+///   16 MiB 1 794–1 908/2 135–2 495 — from 16 MiB; Open MPI, which copies
+///   once there too, 157–159, 318–329 at 2 and 4 MiB.
+///
+/// Single copy up to 16 MiB costs the first VM at most 1.15× (at 2–8 MiB),
+/// and staging from 2 MiB cost the second 1.25–1.35× and put it 0.7× of
+/// Open MPI's speed at 4 MiB; `ferrocoll-tune` measures a machine's own.
+const BCAST_SINGLE_COPY_END: u64 = 16 << 20;
 
 /// Where ranks outnumber cores, single copy starts this many times later
 /// (alltoall(v), allgather(v), scatter(v)) or not at all (bcast,
@@ -297,7 +304,7 @@ mod tests {
             b.and_then(|alg| registry().find(Barrier, alg)).map(|a| a.info.name)
         };
         // Single copy from the threshold; bcast back to the segment from
-        // 2 MiB; where ranks outnumber cores, only alltoall and allgather, later.
+        // 16 MiB; where ranks outnumber cores, only alltoall and allgather, later.
         let alg_at = |coll, msg: u64, oversubscribed| {
             let d = defaults(&config, 4, oversubscribed);
             let e = d.iter().find(|d| d.coll == coll && d.range.contains(msg)).expect("an entry for every size");
@@ -307,7 +314,8 @@ mod tests {
             assert_eq!(alg_at(coll, 8 << 10, false), Some("staged"), "{coll}");
             assert_eq!(alg_at(coll, 64 << 10, false), Some("cma"), "{coll}");
         }
-        assert_eq!(alg_at(Bcast, 4 << 20, false), Some("staged"));
+        assert_eq!(alg_at(Bcast, 8 << 20, false), Some("cma"));
+        assert_eq!(alg_at(Bcast, 16 << 20, false), Some("staged"));
         assert_eq!(alg_at(Allgather, 4 << 20, false), Some("cma"));
         assert!(defaults(&config, 4, false).iter().all(|d| d.coll != Alltoall || !d.range.contains(4 << 20)), "p2p's");
         assert_eq!(alg_at(Alltoall, 64 << 10, true), Some("staged"));
