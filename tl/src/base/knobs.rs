@@ -153,6 +153,17 @@ mod tests {
         c.set("TL_X_RADIX", "4");
         read(&c, KNOBS, &mut conf, &|_| Some(3)).unwrap();
         assert_eq!(conf.radix, 4, "a default that is a value, set explicitly, is that value");
+        // A computed default is asked for only where it is wanted (it may
+        // measure the machine): not for a variable set to a value.
+        let asked = std::cell::Cell::new(0);
+        let mut c = Config::new();
+        c.set("TL_X_CHUNK", "64K");
+        read(&c, auto, &mut conf, &|_| {
+            asked.set(asked.get() + 1);
+            Some(1)
+        })
+        .unwrap();
+        assert_eq!((conf.chunk, asked.get()), (64 << 10, 0));
         for (name, value, says) in [
             ("TL_X_RADIX", "1", "UCC_TL_X_RADIX=1 is below its minimum 2"),
             ("TL_X_RADIX", "x4", "UCC_TL_X_RADIX=\"x4\" does not parse"),

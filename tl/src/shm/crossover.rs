@@ -155,6 +155,22 @@ mod tests {
     }
 
     #[test]
+    fn every_member_takes_the_first_ranks_threshold() {
+        use crate::shm::test_support::threads_with;
+        use crate::shm::{CMA_MEASURED, ShmConfig};
+        use ferrocoll_core::config::Config;
+        let auto = ShmConfig::from_config(&Config::new()).unwrap();
+        assert_eq!(auto.cma_threshold, CMA_MEASURED, "measured when a team is created, not before");
+        // The first rank's figure, whatever the others would have measured.
+        let first = |rank| ShmConfig { cma_threshold: if rank == 0 { 40 << 10 } else { CMA_MEASURED }, ..auto.clone() };
+        let team = threads_with("crossover-given", 3, first);
+        assert!(team.iter().all(|t| t.config.cma_threshold == 40 << 10));
+        // "auto" on the first rank: its measure, on every member.
+        let team = threads_with("crossover-auto", 2, |_| auto.clone());
+        assert!(team.iter().all(|t| t.config.cma_threshold == measured_threshold()));
+    }
+
+    #[test]
     fn this_machine_measures_a_threshold_in_range_or_never() {
         let t = measured_threshold();
         assert!(t == usize::MAX || (SMALLEST..=LARGEST).contains(&t) && t.is_power_of_two(), "{t}");

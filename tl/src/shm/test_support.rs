@@ -31,12 +31,17 @@ pub(super) fn poll_to_end<T>(fut: impl Future<Output = Result<T>>) -> Result<T> 
 /// A team of `size` threads of this process, one `ShmTeam` per rank, its
 /// segment named after `test`.
 pub(super) fn threads(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
-    let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2c, 0xcf, "p1t2n3");
     let config = ShmConfig::from_config(&Config::new()).expect("default config");
+    threads_with(test, size, |_| config.clone())
+}
+
+/// [`threads`], each rank with its own configuration (`config_of(rank)`).
+pub(super) fn threads_with(test: &str, size: usize, config_of: impl Fn(usize) -> ShmConfig) -> Vec<Arc<ShmTeam>> {
+    let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2c, 0xcf, "p1t2n3");
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..size)
             .map(|rank| {
-                let (name, config) = (name.clone(), config.clone());
+                let (name, config) = (name.clone(), config_of(rank));
                 s.spawn(move || {
                     let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids: vec![0; size] };
                     poll_to_end(ShmTeam::create_shared(setup, rank, size, crate::heap_mc::heap_mcs(), config))
