@@ -37,12 +37,15 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Nanoseconds a byte that staging costs more than single copy's read
-/// leaves to pay for (the second copy, across cores): ~0.11 on both VMs.
+/// leaves to pay for (the second copy, across cores): 0.111 and 0.124 on
+/// the two AMD VMs.
 const STAGED_NS_PER_BYTE: f64 = 0.11;
 
 /// Nanoseconds of single copy's fixed cost past its read, net of staging's
-/// fixed cost (its status round): fits both VMs' crossovers (from 0.4 to
-/// 1.05 on the AMD VM, 0.3 to 1.8 on the Intel VM).
+/// fixed cost (its status round). With [`STAGED_NS_PER_BYTE`], each VM's
+/// crossover allows a range: 400–1 050 on the family-26 VM, up to 730 on
+/// the Intel VM (whose 32 KiB read, 2.87 µs, then just pays: it may land
+/// on 64 KiB there), 50–1 350 on the family-25 VM.
 const SINGLE_COPY_EXTRA_NS: f64 = 700.0;
 
 /// The sizes tried, smallest first: powers of two from 4 KiB to 1 MiB.
@@ -50,7 +53,7 @@ const SMALLEST: usize = 4 << 10;
 const LARGEST: usize = 1 << 20;
 
 /// Untimed reads per size first: a fresh process's first reads of a
-/// fresh buffer are slower (64 KiB on the Intel VM: the fastest of 16
+/// fresh buffer are slower (64 KiB on the family-25 VM: the fastest of 16
 /// right away 5.85–7.7 µs, after 8 untimed 5.84–5.90).
 const WARMUPS: usize = 8;
 
