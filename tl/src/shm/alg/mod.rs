@@ -101,9 +101,9 @@ const OVERSUBSCRIBED_SINGLE_COPY_LATER: u64 = 16;
 /// ... but no later than this (unless the threshold itself is later): those
 /// measurements were made with a 16 KiB threshold, and what costs there is
 /// the scheduler's trips, not the system call that a machine's measured
-/// threshold follows (`crossover.rs`; 64 KiB on the Intel VM would have
-/// moved it to 1 MiB, where scatter from 512 KiB took 0.4–0.6 of
-/// staging's time by single copy).
+/// threshold follows (`crossover.rs`; 64 KiB on the family-25 AMD VM
+/// would have moved it to 1 MiB, while scatter from 512 KiB took 0.4–0.6
+/// of staging's time by single copy on the Intel VM).
 const OVERSUBSCRIBED_SINGLE_COPY_BY: u64 = 256 << 10;
 
 /// Reduce messages from this size up go back to the segment even where
