@@ -225,11 +225,11 @@ impl Segment {
         shmem::segment_name(job, &format!("s{team:x}-{nonce:016x}-{owner}"))
     }
 
-    /// Create the segment (team rank 0), with `cookie` (the nonce of its
-    /// name) in its header. A segment of the same name is replaced.
-    /// Create the segment of `layout` under `name`, for a team whose first
-    /// rank (this one) sees its host `oversubscribed` or not and starts
-    /// single copy at `cma_threshold`.
+    /// Create the segment of `layout` under `name` (team rank 0), with
+    /// `cookie` (the nonce of its name) in its header, for a team whose
+    /// first rank (this one) sees its host `oversubscribed` or not and
+    /// starts single copy at `cma_threshold`. A segment of the same name is
+    /// replaced.
     pub(crate) fn create(
         name: &str,
         layout: Layout,
