@@ -31,6 +31,64 @@ impl ReduceSpec {
     }
 }
 
+/// The kernel of a [`PreparedReduce`]: `dst = op(first, rest...)`, or
+/// `op(dst, rest...)` in place (`first` is `None`), over operands whose
+/// lengths [`PreparedReduce::run`] checked against the spec.
+pub type ReduceKernel = fn(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()>;
+
+/// A reduction whose spec a memory component checked once, for a task
+/// that reduces alike at every post: each run checks its operands'
+/// lengths and calls the kernel chosen for the spec's type and operation.
+/// A small allreduce's reduction was ~400 instructions, a quarter of them
+/// checking and dispatching on the same spec each time.
+#[derive(Clone, Copy, Debug)]
+pub struct PreparedReduce {
+    spec: ReduceSpec,
+    bytes: usize,
+    kernel: ReduceKernel,
+}
+
+impl PreparedReduce {
+    /// `kernel` for `spec`, which the caller checked it can reduce; `None`
+    /// if the operands' bytes overflow.
+    pub fn new(spec: ReduceSpec, kernel: ReduceKernel) -> Option<PreparedReduce> {
+        Some(PreparedReduce { spec, bytes: spec.bytes()?, kernel })
+    }
+
+    /// The spec it reduces.
+    pub fn spec(&self) -> &ReduceSpec {
+        &self.spec
+    }
+
+    /// `dst = op(first, rest...)`, or `op(dst, rest...)` without `first`;
+    /// every operand must be the spec's bytes long.
+    pub fn run(&self, dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]]) -> Result<()> {
+        let wrong = |len: usize| len != self.bytes;
+        if wrong(dst.len()) || first.is_some_and(|f| wrong(f.len())) || rest.iter().any(|s| wrong(s.len())) {
+            return Err(self.lengths_differ(dst.len(), first, rest));
+        }
+        if self.bytes == 0 {
+            return Ok(());
+        }
+        (self.kernel)(dst, first, rest, &self.spec)
+    }
+
+    /// The first operand whose length is not the spec's, named as
+    /// `reduce` names it: the destination, or source i (`first` is source 0).
+    #[cold]
+    fn lengths_differ(&self, dst: usize, first: Option<&[u8]>, rest: &[&[u8]]) -> Error {
+        let sources = first.into_iter().chain(rest.iter().copied()).map(<[u8]>::len);
+        let (name, len) = std::iter::once(("destination".to_string(), dst))
+            .chain(sources.enumerate().map(|(i, len)| (format!("source {i}"), len)))
+            .find(|&(_, len)| len != self.bytes)
+            .unwrap_or(("an operand".to_string(), 0));
+        Error::invalid_param(format!(
+            "{name} has {len} bytes but {} {} elements for {} need {}",
+            self.spec.count, self.spec.dtype, self.spec.op, self.bytes
+        ))
+    }
+}
+
 /// Scratch memory from a memory component; returned to its pool on drop.
 pub struct Scratch {
     mem: MemRef,
@@ -176,6 +234,19 @@ pub trait Mc: Send + Sync {
     /// itself (exactly the same range): then dst is also the first operand.
     /// Any other overlap between dst and a source is an error.
     fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()>;
+
+    /// `spec` checked once, for reductions repeated with it
+    /// ([`Mc::reduce_prepared`]); `None` where this component has no such
+    /// path (the default) or cannot reduce `spec` (`reduce` then says why).
+    fn prepare_reduce(&self, _spec: &ReduceSpec) -> Option<PreparedReduce> {
+        None
+    }
+
+    /// [`Mc::reduce`] of the spec `prepared` checked, which this
+    /// component's [`Mc::prepare_reduce`] made.
+    fn reduce_prepared(&self, dst: MemRef, srcs: &[MemRef], prepared: &PreparedReduce) -> Result<()> {
+        self.reduce(dst, srcs, prepared.spec())
+    }
 }
 
 /// The memory components of a library, one per memory type.

@@ -7,7 +7,7 @@ mod tl;
 
 pub(crate) use ee::{Armed, StartFn, triggered_task};
 pub use ee::{Ee, EeTrigger, EngineCopies};
-pub use mc::{CopyInFlight, Mc, McSet, PendingCopy, ReduceSpec, Scratch, ScratchOwner};
+pub use mc::{CopyInFlight, Mc, McSet, PendingCopy, PreparedReduce, ReduceKernel, ReduceSpec, Scratch, ScratchOwner};
 pub use tl::{
     AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture, TlTeamParams,
 };

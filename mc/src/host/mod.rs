@@ -15,12 +15,12 @@ mod tests;
 
 use std::sync::Arc;
 
-use ferrocoll_core::backend::{Mc, ReduceSpec, Scratch};
+use ferrocoll_core::backend::{Mc, PreparedReduce, ReduceSpec, Scratch};
 use ferrocoll_core::{Error, MemRef, MemType, Result};
 
 pub use pool::{ALIGN, DEFAULT_CACHE_LIMIT, Pool};
 
-use crate::reduce::{reduce_slices, reduce_slices_in_place};
+use crate::reduce;
 
 /// The host (CPU memory) component.
 ///
@@ -141,45 +141,62 @@ impl Mc for HostMc {
     }
 
     fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
-        let Some((first, rest)) = srcs.split_first() else {
-            return Err(Error::invalid_param(format!(
-                "reduction {} on {} needs at least one source, got none",
-                spec.op, spec.dtype
-            )));
-        };
-        check_host("reduce destination", &dst)?;
-        for (i, s) in srcs.iter().enumerate() {
-            check_host_with(|| format!("reduce source {i}"), s)?;
-        }
-        let in_place = first.addr() == dst.addr() && first.len() == dst.len();
-        let checked = if in_place { rest } else { srcs };
-        let offset = usize::from(in_place);
-        if let Some(i) = checked.iter().position(|s| s.overlaps(&dst)) {
-            return Err(Error::internal(format!(
-                "reduce source {} overlaps the destination ({} bytes at {:p}); only source 0 may be the destination itself",
-                i + offset,
-                dst.len(),
-                dst.addr()
-            )));
-        }
-        // SAFETY: by the MemRef contract every range is a live host allocation
-        // (host checked above) of its length, dst writable, and nothing
-        // outside ferrocoll accesses them during the call. No source in
-        // `checked` overlaps dst (checked above), so the one &mut slice over dst
-        // aliases none of the shared slices; sources may alias each other, as
-        // shared slices may. In place, srcs[0] is dst and gets no slice of its own.
-        let dst_slice = unsafe { dst.as_mut_slice() };
-        // SAFETY: as above.
-        unsafe {
-            with_slices(checked, |src_slices| {
-                // The slice functions check dtype, op, divisor and lengths.
-                if in_place {
-                    reduce_slices_in_place(dst_slice, src_slices, spec)
-                } else {
-                    reduce_slices(dst_slice, src_slices, spec)
-                }
-            })
-        }
+        with_operands(dst, srcs, spec, |dst, first, rest| reduce::reduce_operands(dst, first, rest, spec))
+    }
+
+    fn prepare_reduce(&self, spec: &ReduceSpec) -> Option<PreparedReduce> {
+        reduce::prepare(spec).ok()
+    }
+
+    fn reduce_prepared(&self, dst: MemRef, srcs: &[MemRef], prepared: &PreparedReduce) -> Result<()> {
+        with_operands(dst, srcs, prepared.spec(), |dst, first, rest| prepared.run(dst, first, rest))
+    }
+}
+
+/// `f(dst, first, rest)` on the slices of a reduction's operands, host
+/// memory all (checked): `first` is `srcs[0]`, or `None` when that is dst
+/// itself (exactly the same range: in place). Any other overlap between
+/// dst and a source is an error.
+fn with_operands(
+    dst: MemRef,
+    srcs: &[MemRef],
+    spec: &ReduceSpec,
+    f: impl FnOnce(&mut [u8], Option<&[u8]>, &[&[u8]]) -> Result<()>,
+) -> Result<()> {
+    let Some((first, rest)) = srcs.split_first() else {
+        return Err(Error::invalid_param(format!(
+            "reduction {} on {} needs at least one source, got none",
+            spec.op, spec.dtype
+        )));
+    };
+    check_host("reduce destination", &dst)?;
+    for (i, s) in srcs.iter().enumerate() {
+        check_host_with(|| format!("reduce source {i}"), s)?;
+    }
+    let in_place = first.addr() == dst.addr() && first.len() == dst.len();
+    let checked = if in_place { rest } else { srcs };
+    let offset = usize::from(in_place);
+    if let Some(i) = checked.iter().position(|s| s.overlaps(&dst)) {
+        return Err(Error::internal(format!(
+            "reduce source {} overlaps the destination ({} bytes at {:p}); only source 0 may be the destination itself",
+            i + offset,
+            dst.len(),
+            dst.addr()
+        )));
+    }
+    // SAFETY: by the MemRef contract every range is a live host allocation
+    // (host checked above) of its length, dst writable, and nothing
+    // outside ferrocoll accesses them during the call. No source in
+    // `checked` overlaps dst (checked above), so the one &mut slice over dst
+    // aliases none of the shared slices; sources may alias each other, as
+    // shared slices may. In place, srcs[0] is dst and gets no slice of its own.
+    let dst_slice = unsafe { dst.as_mut_slice() };
+    // SAFETY: as above.
+    unsafe {
+        with_slices(checked, |slices| match slices.split_first() {
+            Some((first, rest)) if !in_place => f(dst_slice, Some(first), rest),
+            _ => f(dst_slice, None, slices),
+        })
     }
 }
 

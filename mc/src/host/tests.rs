@@ -180,3 +180,47 @@ fn reduce_with_many_sources_spills_to_the_heap() {
     mc.reduce(mref(&mut out), &refs, &spec(DataType::Uint64, ReduceOp::Sum, 2)).unwrap();
     assert_eq!(bytemuck::cast_slice::<u8, u64>(&out), [190, 380]);
 }
+
+#[test]
+fn a_prepared_reduction_gives_the_same_bits_and_checks_each_call() {
+    let mc = HostMc::new();
+    // Every kind of kernel (integer, float with avg's division, complex,
+    // narrow float, maxloc pairs), in place and not, at a tiny size and a
+    // size past the element-wise path.
+    let cases = [
+        (DataType::Int32, ReduceOp::Bxor, None),
+        (DataType::Float32, ReduceOp::Avg, Some(3)),
+        (DataType::Float64, ReduceOp::Max, None),
+        (DataType::Float32Complex, ReduceOp::Prod, None),
+        (DataType::Bfloat16, ReduceOp::Sum, None),
+        (DataType::Int64, ReduceOp::Maxloc, None),
+    ];
+    for (dtype, op, avg_divisor) in cases {
+        for count in [2, 37] {
+            let s = ReduceSpec { dtype, op, count, avg_divisor };
+            let bytes = s.bytes().unwrap();
+            let prepared = mc.prepare_reduce(&s).expect("the host component reduces it");
+            assert_eq!(prepared.spec(), &s);
+            let mut a: Vec<u8> = (0..bytes).map(|i| (i * 7 + 3) as u8).collect();
+            let mut b: Vec<u8> = (0..bytes).map(|i| (i * 13 + 1) as u8).collect();
+            let (mut want, mut got) = (vec![0u8; bytes], vec![0u8; bytes]);
+            mc.reduce(mref(&mut want), &[mref(&mut a), mref(&mut b)], &s).unwrap();
+            mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b)], &prepared).unwrap();
+            assert_eq!(got, want, "{dtype} {op} count {count}");
+            // In place: dst is source 0.
+            let mut in_place = a.clone();
+            let whole = mref(&mut in_place);
+            mc.reduce_prepared(whole, &[whole, mref(&mut b)], &prepared).unwrap();
+            assert_eq!(in_place, want, "{dtype} {op} count {count} in place");
+            // A source of another length is refused, named, at every call.
+            let err = mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b[1..])], &prepared).unwrap_err();
+            assert_eq!(err.status(), Status::InvalidParam);
+            assert!(err.to_string().contains("source 1"), "{err}");
+        }
+    }
+    // A spec the component cannot reduce has no prepared path; reduce says why.
+    let s = spec(DataType::Float128, ReduceOp::Sum, 2);
+    assert!(mc.prepare_reduce(&s).is_none());
+    let (mut d, mut x) = (vec![0u8; 32], vec![0u8; 32]);
+    assert_eq!(mc.reduce(mref(&mut d), &[mref(&mut x)], &s).unwrap_err().status(), Status::NotSupported);
+}

@@ -24,7 +24,7 @@ mod num;
 #[cfg(test)]
 mod tests;
 
-use ferrocoll_core::backend::ReduceSpec;
+use ferrocoll_core::backend::{PreparedReduce, ReduceKernel, ReduceSpec};
 use ferrocoll_core::{DataType, Error, Float8E4M3, Float8E5M2, ReduceOp, Result};
 use half::{bf16, f16};
 
@@ -53,80 +53,95 @@ pub fn reduce_slices(dst: &mut [u8], srcs: &[&[u8]], spec: &ReduceSpec) -> Resul
             spec.op, spec.dtype
         )));
     };
-    check(spec, dst.len(), srcs)?;
-    dispatch(Operands { dst, first: Some(first), rest }, spec)
+    reduce_operands(dst, Some(first), rest, spec)
 }
 
 /// `dst = op(dst, srcs[0], srcs[1], ...)`: as [`reduce_slices`] with dst as
 /// the first operand. `srcs` may be empty (then dst is only finished: avg
 /// divides it, the logical operations turn it into 0/1).
 pub fn reduce_slices_in_place(dst: &mut [u8], srcs: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
-    check(spec, dst.len(), srcs)?;
-    dispatch(Operands { dst, first: None, rest: srcs }, spec)
+    reduce_operands(dst, None, srcs, spec)
 }
 
-/// Operand bytes of `spec`, or an error naming what overflowed.
-fn operand_bytes(spec: &ReduceSpec) -> Result<usize> {
-    let size = spec.op.element_size(spec.dtype);
-    spec.count.checked_mul(size).ok_or_else(|| {
-        Error::invalid_param(format!(
-            "count {} of {}-byte {} elements for {} overflows the address space",
-            spec.count, size, spec.dtype, spec.op
-        ))
-    })
+/// `dst = op(first, rest...)`, or `op(dst, rest...)` without `first`.
+pub(crate) fn reduce_operands(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
+    prepare(spec)?.run(dst, first, rest)
 }
 
-fn check(spec: &ReduceSpec, dst_len: usize, srcs: &[&[u8]]) -> Result<()> {
+/// `spec` checked (its type and operation, an avg's divisor, its operands'
+/// bytes) and its kernel chosen, for [`PreparedReduce::run`], which checks
+/// the operands' lengths.
+pub(crate) fn prepare(spec: &ReduceSpec) -> Result<PreparedReduce> {
     spec.op.check_dtype(spec.dtype)?;
     if spec.op == ReduceOp::Avg && spec.avg_divisor == Some(0) {
         return Err(Error::invalid_param(format!("avg on {} with divisor 0", spec.dtype)));
     }
-    let bytes = operand_bytes(spec)?;
-    let what = |name: &str, len: usize| {
+    PreparedReduce::new(*spec, kernel_of(spec)?).ok_or_else(|| {
         Error::invalid_param(format!(
-            "{name} has {len} bytes but {} {} elements for {} need {bytes}",
-            spec.count, spec.dtype, spec.op
+            "count {} of {}-byte {} elements for {} overflows the address space",
+            spec.count,
+            spec.op.element_size(spec.dtype),
+            spec.dtype,
+            spec.op
         ))
-    };
-    if dst_len != bytes {
-        return Err(what("destination", dst_len));
-    }
-    if let Some((i, s)) = srcs.iter().enumerate().find(|(_, s)| s.len() != bytes) {
-        return Err(what(&format!("source {i}"), s.len()));
-    }
-    Ok(())
+    })
 }
 
-/// The one dispatch on (dtype, op) of a call.
-fn dispatch(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
+/// The kernel of `spec`'s (dtype, op): the one dispatch on them, made
+/// once per prepared reduction.
+fn kernel_of(spec: &ReduceSpec) -> Result<ReduceKernel> {
     use DataType as D;
-    if ops.dst.is_empty() {
-        return Ok(());
-    }
     if spec.op.is_loc() {
-        return loc::reduce(ops, spec);
+        return Ok(loc_kernel);
     }
-    match spec.dtype {
-        D::Int8 => elementwise::int::<i8>(ops, spec),
-        D::Int16 => elementwise::int::<i16>(ops, spec),
-        D::Int32 => elementwise::int::<i32>(ops, spec),
-        D::Int64 => elementwise::int::<i64>(ops, spec),
-        D::Int128 => elementwise::int::<i128>(ops, spec),
-        D::Uint8 => elementwise::int::<u8>(ops, spec),
-        D::Uint16 => elementwise::int::<u16>(ops, spec),
-        D::Uint32 => elementwise::int::<u32>(ops, spec),
-        D::Uint64 => elementwise::int::<u64>(ops, spec),
-        D::Uint128 => elementwise::int::<u128>(ops, spec),
-        D::Float32 => elementwise::float::<f32>(ops, spec),
-        D::Float64 => elementwise::float::<f64>(ops, spec),
-        D::Float32Complex => elementwise::complex::<f32>(ops, spec),
-        D::Float64Complex => elementwise::complex::<f64>(ops, spec),
-        D::Float16 => narrow::reduce::<f16>(ops, spec),
-        D::Bfloat16 => narrow::reduce::<bf16>(ops, spec),
-        D::Float8E4M3 => narrow::reduce::<Float8E4M3>(ops, spec),
-        D::Float8E5M2 => narrow::reduce::<Float8E5M2>(ops, spec),
+    Ok(match spec.dtype {
+        D::Int8 => int_kernel::<i8>,
+        D::Int16 => int_kernel::<i16>,
+        D::Int32 => int_kernel::<i32>,
+        D::Int64 => int_kernel::<i64>,
+        D::Int128 => int_kernel::<i128>,
+        D::Uint8 => int_kernel::<u8>,
+        D::Uint16 => int_kernel::<u16>,
+        D::Uint32 => int_kernel::<u32>,
+        D::Uint64 => int_kernel::<u64>,
+        D::Uint128 => int_kernel::<u128>,
+        D::Float32 => float_kernel::<f32>,
+        D::Float64 => float_kernel::<f64>,
+        D::Float32Complex => complex_kernel::<f32>,
+        D::Float64Complex => complex_kernel::<f64>,
+        D::Float16 => narrow_kernel::<f16>,
+        D::Bfloat16 => narrow_kernel::<bf16>,
+        D::Float8E4M3 => narrow_kernel::<Float8E4M3>,
+        D::Float8E5M2 => narrow_kernel::<Float8E5M2>,
         D::Float128 | D::Float128Complex => {
-            Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)))
+            return Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)));
         }
-    }
+    })
+}
+
+// The kernels, one per kind of element, as `ReduceKernel`s.
+
+fn loc_kernel(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
+    loc::reduce(Operands { dst, first, rest }, spec)
+}
+
+fn int_kernel<T: num::Int>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
+    elementwise::int::<T>(Operands { dst, first, rest }, spec)
+}
+
+fn float_kernel<T: num::Num>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
+    elementwise::float::<T>(Operands { dst, first, rest }, spec)
+}
+
+fn complex_kernel<T: num::Num>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
+    elementwise::complex::<T>(Operands { dst, first, rest }, spec)
+}
+
+fn narrow_kernel<T: narrow::Narrow>(
+    dst: &mut [u8],
+    first: Option<&[u8]>,
+    rest: &[&[u8]],
+    spec: &ReduceSpec,
+) -> Result<()> {
+    narrow::reduce::<T>(Operands { dst, first, rest }, spec)
 }

@@ -22,10 +22,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use ferrocoll_core::args::{Blocked, Reducer};
+use ferrocoll_core::backend::{PreparedReduce, ReduceSpec};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture, downcast_spent};
 use ferrocoll_core::{Error, MemRef, Result};
 
@@ -41,7 +42,7 @@ pub(crate) enum OneEpoch {
     Barrier,
     /// Allreduce and reduce (`onestep`): every rank publishes `src`; the
     /// ranks with an `out` (every rank, or the root) reduce all inputs into it.
-    Reduce { src: MemRef, out: Option<MemRef>, reducer: Reducer },
+    Reduce { src: MemRef, out: Option<MemRef>, reduction: Reduction },
     /// Bcast: the root publishes `buf`; the others copy it out.
     Bcast { buf: MemRef, root: usize },
     /// Allgather(v) and gather(v): every rank publishes `mine`; the ranks
@@ -136,12 +137,9 @@ impl OneEpoch {
     fn read(&self, team: &ShmTeam, e: u64) -> Result<()> {
         match self {
             OneEpoch::Barrier => Ok(()),
-            OneEpoch::Reduce { src, out: Some(out), reducer } => {
+            OneEpoch::Reduce { src, out: Some(out), reduction } => {
                 let n = src.len();
-                team.with_parts(
-                    |r| team.inline_part(r, e, n),
-                    |srcs| team.reduce(*out, srcs, reducer.last(n / reducer.elem_size)),
-                )
+                team.with_parts(|r| team.inline_part(r, e, n), |srcs| reduction.run(team, *out, srcs))
             }
             OneEpoch::Bcast { buf, root } if team.rank != *root => {
                 team.copy(*buf, team.inline_part(*root, e, buf.len())?)
@@ -181,6 +179,34 @@ impl OneEpoch {
                 if mine == *dst { Ok(()) } else { team.copy(*dst, mine) }
             }
             _ => Ok(()),
+        }
+    }
+}
+
+/// An epoch's final reduction of `count` elements, the same at every post
+/// of its task: its spec checked and its kernel chosen by the host memory
+/// component at the first post ([`prepare_reduce`]), not at each.
+///
+/// [`prepare_reduce`]: ferrocoll_core::backend::Mc::prepare_reduce
+pub(crate) struct Reduction {
+    spec: ReduceSpec,
+    prepared: OnceLock<Option<PreparedReduce>>,
+}
+
+impl Reduction {
+    /// The final reduction of `bytes` of `reducer`'s elements.
+    pub(crate) fn new(reducer: &Reducer, bytes: usize) -> Reduction {
+        Reduction { spec: reducer.last(bytes / reducer.elem_size), prepared: OnceLock::new() }
+    }
+
+    /// `out = op(srcs...)` on `team`'s host memory component.
+    fn run(&self, team: &ShmTeam, out: MemRef, srcs: &[MemRef]) -> Result<()> {
+        let host = team.host()?;
+        match self.prepared.get_or_init(|| host.prepare_reduce(&self.spec)) {
+            Some(prepared) => host.reduce_prepared(out, srcs, prepared),
+            // A component without the prepared path, or a spec it refuses,
+            // which `reduce` then names.
+            None => team.reduce(out, srcs, self.spec),
         }
     }
 }

@@ -8,7 +8,7 @@ use ferrocoll_core::args;
 use super::single_copy::Outcome;
 use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
-use crate::shm::one_epoch::OneEpoch;
+use crate::shm::one_epoch::{OneEpoch, Reduction};
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
@@ -20,7 +20,11 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
             p.one_epoch_or(
                 o.src.len(),
                 o,
-                |o| OneEpoch::Reduce { src: o.src, out: Some(o.dst), reducer: o.reducer },
+                |o| OneEpoch::Reduce {
+                    src: o.src,
+                    out: Some(o.dst),
+                    reduction: Reduction::new(&o.reducer, o.src.len()),
+                },
                 onestep,
             )
         }),

@@ -9,7 +9,7 @@ use ferrocoll_core::args;
 use super::single_copy::Outcome;
 use super::{Exec, ShmPost, reduction};
 use crate::base::{Alg, Run};
-use crate::shm::one_epoch::OneEpoch;
+use crate::shm::one_epoch::{OneEpoch, Reduction};
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(
@@ -18,7 +18,12 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         "onestep",
         "every rank publishes its input; the root reduces all of them",
         Run::Reduce(|p, o| {
-            p.one_epoch_or(o.src.len(), o, |o| OneEpoch::Reduce { src: o.src, out: o.dst, reducer: o.reducer }, onestep)
+            p.one_epoch_or(
+                o.src.len(),
+                o,
+                |o| OneEpoch::Reduce { src: o.src, out: o.dst, reduction: Reduction::new(&o.reducer, o.src.len()) },
+                onestep,
+            )
         }),
     ),
     Alg::new(

@@ -37,7 +37,7 @@ use ferrocoll_core::{CollType, MemRef, Result};
 use super::rounds::{piece, piece_of, rounds, whole};
 use super::single_copy::{self, Outcome, Status};
 use crate::shm::epoch::Flag;
-use crate::shm::one_epoch::OneEpoch;
+use crate::shm::one_epoch::{OneEpoch, Reduction};
 use crate::shm::team::ShmTeam;
 
 /// Reduce `input` of every rank one chunk a round; the ranks whose `out` is
@@ -55,7 +55,9 @@ pub(crate) async fn onestep(
     read_by_others: bool,
 ) -> Result<()> {
     if team.fits_inline(input.len()) {
-        return team.one_epoch(&OneEpoch::Reduce { src: input, out, reducer: *reducer }).await;
+        return team
+            .one_epoch(&OneEpoch::Reduce { src: input, out, reduction: Reduction::new(reducer, input.len()) })
+            .await;
     }
     let es = reducer.elem_size;
     let cap = whole(team.seg.layout().data, es);
