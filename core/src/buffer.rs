@@ -119,6 +119,24 @@ impl MemRef {
         a < b + other.len && b < a + self.len
     }
 
+    /// Copy host memory `src` into this host memory, of the same length
+    /// (they may overlap: a memmove). What every copy between host buffers
+    /// comes down to; errors name a memory type or length that differ.
+    #[inline]
+    pub fn copy_host_from(&self, src: &MemRef) -> Result<()> {
+        if self.mem_type != MemType::Host || src.mem_type != MemType::Host || self.len != src.len {
+            return Err(not_a_host_copy(self, src));
+        }
+        if self.len > 0 {
+            // SAFETY: by the MemRef contract both ranges are live host
+            // allocations (host checked above) of len bytes, self writable,
+            // and no one outside ferrocoll touches them meanwhile;
+            // `ptr::copy` is memmove, so overlap is fine.
+            unsafe { std::ptr::copy(src.addr, self.addr, self.len) };
+        }
+        Ok(())
+    }
+
     /// View as a host slice.
     ///
     /// # Safety
@@ -146,6 +164,15 @@ impl MemRef {
     }
 }
 
+/// The error of [`MemRef::copy_host_from`] (out of line: it is hot).
+#[cold]
+fn not_a_host_copy(dst: &MemRef, src: &MemRef) -> Error {
+    Error::invalid_param(format!(
+        "host copy of {} bytes of {} memory into {} bytes of {} memory",
+        src.len, src.mem_type, dst.len, dst.mem_type
+    ))
+}
+
 /// The error of a sub-range outside its buffer (out of line: `range` is hot).
 #[cold]
 fn outside(offset: usize, len: usize, buffer: usize) -> Error {
@@ -170,5 +197,22 @@ mod tests {
         assert!(m.range(99, 0).unwrap().is_empty());
         assert!(r.overlaps(&m));
         assert!(!m.range(0, 4).unwrap().overlaps(&m.range(4, 4).unwrap()));
+    }
+
+    #[test]
+    fn host_copies_move_overlapping_bytes_and_refuse_other_memory_or_lengths() {
+        let mut v: Vec<u8> = (0..16).collect();
+        // SAFETY: v outlives m and is not touched while m is used.
+        let m = unsafe { MemRef::from_mut_slice(&mut v) };
+        // Overlapping ranges: a memmove.
+        m.range(2, 8).unwrap().copy_host_from(&m.range(0, 8).unwrap()).unwrap();
+        m.range(0, 0).unwrap().copy_host_from(&MemRef::empty(MemType::Host)).unwrap();
+        let e = m.range(0, 4).unwrap().copy_host_from(&m.range(8, 3).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("3 bytes") && e.contains("4 bytes"), "{e}");
+        // SAFETY: never read or written: the copy refuses device memory first.
+        let device = unsafe { MemRef::new(m.addr(), 4, MemType::Cuda) };
+        let e = m.range(0, 4).unwrap().copy_host_from(&device).unwrap_err().to_string();
+        assert!(e.contains("cuda"), "{e}");
+        assert_eq!(v, [0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15]);
     }
 }

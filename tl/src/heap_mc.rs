@@ -45,13 +45,7 @@ impl Mc for HeapMc {
     }
 
     fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
-        if dst.len() != src.len() {
-            return Err(Error::internal(format!("copy of {} bytes into {}", src.len(), dst.len())));
-        }
-        // SAFETY: both ranges are live host memory of this length (MemRef
-        // contract); `copy` allows them to overlap.
-        unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
-        Ok(())
+        dst.copy_host_from(&src)
     }
 
     fn reduce(&self, _dst: MemRef, _srcs: &[MemRef], _spec: &ReduceSpec) -> Result<()> {

@@ -114,14 +114,7 @@ impl Mc for HostMc {
                 dst.len()
             )));
         }
-        if dst.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: by the MemRef contract both ranges are live host allocations
-        // of len bytes (host checked above), dst writable, and no one else
-        // touches them during the call; `ptr::copy` is memmove, so overlap is fine.
-        unsafe { std::ptr::copy(src.addr(), dst.addr(), dst.len()) };
-        Ok(())
+        dst.copy_host_from(&src)
     }
 
     fn copy_streaming(&self, dst: MemRef, src: MemRef) -> Result<()> {

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use ferrocoll_core::backend::ReduceSpec;
+use ferrocoll_core::backend::{ReduceKernel, ReduceSpec};
 use ferrocoll_core::{Error, ReduceOp, Result};
 
 use super::driver::{Kernel, Operands, run, sub};
@@ -140,34 +140,49 @@ fn unsupported(spec: &ReduceSpec) -> Error {
     Error::internal(format!("no kernel for reduction {} on {} (check_dtype passed)", spec.op, spec.dtype))
 }
 
-/// An integer reduction.
-pub(crate) fn int<T: Int>(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
+/// The kernel of an integer reduction.
+pub(crate) fn int<T: Int>(spec: &ReduceSpec) -> Result<ReduceKernel> {
     use ReduceOp::*;
-    match spec.op {
-        Sum | Avg => run(&Fold::<T, Add>::new(divisor(spec)), ops),
-        Prod => run(&Fold::<T, Mul>::new(None), ops),
-        Max => run(&Fold::<T, self::Max>::new(None), ops),
-        Min => run(&Fold::<T, self::Min>::new(None), ops),
-        Band => run(&Fold::<T, And>::new(None), ops),
-        Bor => run(&Fold::<T, Or>::new(None), ops),
-        Bxor => run(&Fold::<T, Xor>::new(None), ops),
-        Land => run(&Logical::<T, And>(PhantomData), ops),
-        Lor => run(&Logical::<T, Or>(PhantomData), ops),
-        Lxor => run(&Logical::<T, Xor>(PhantomData), ops),
-        Maxloc | Minloc => Err(unsupported(spec)),
-    }
+    Ok(match spec.op {
+        Sum | Avg => fold::<T, Add>,
+        Prod => fold::<T, Mul>,
+        Max => fold::<T, self::Max>,
+        Min => fold::<T, self::Min>,
+        Band => fold::<T, And>,
+        Bor => fold::<T, Or>,
+        Bxor => fold::<T, Xor>,
+        Land => logical::<T, And>,
+        Lor => logical::<T, Or>,
+        Lxor => logical::<T, Xor>,
+        Maxloc | Minloc => return Err(unsupported(spec)),
+    })
 }
 
-/// A real `f32`/`f64` reduction.
-pub(crate) fn float<T: Num>(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
+/// The kernel of a real `f32`/`f64` reduction.
+pub(crate) fn float<T: Num>(spec: &ReduceSpec) -> Result<ReduceKernel> {
     use ReduceOp::*;
-    match spec.op {
-        Sum | Avg => run(&Fold::<T, Add>::new(divisor(spec)), ops),
-        Prod => run(&Fold::<T, Mul>::new(None), ops),
-        Max => run(&Fold::<T, self::Max>::new(None), ops),
-        Min => run(&Fold::<T, self::Min>::new(None), ops),
-        _ => Err(unsupported(spec)),
-    }
+    Ok(match spec.op {
+        Sum | Avg => fold::<T, Add>,
+        Prod => fold::<T, Mul>,
+        Max => fold::<T, self::Max>,
+        Min => fold::<T, self::Min>,
+        _ => return Err(unsupported(spec)),
+    })
+}
+
+// The kernels, chosen once per prepared reduction: each runs one kernel
+// type, so the driver and the element loop are compiled for it.
+
+fn fold<T: Num, O: Op<T>>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
+    run(&Fold::<T, O>::new(divisor(spec)), Operands { dst, first, rest })
+}
+
+fn logical<T: Int, O: Op<T>>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], _: &ReduceSpec) -> Result<()> {
+    run(&Logical::<T, O>(PhantomData), Operands { dst, first, rest })
+}
+
+fn complex_prod<T: Num>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], _: &ReduceSpec) -> Result<()> {
+    run(&ComplexProd::<T>(PhantomData), Operands { dst, first, rest })
 }
 
 /// Complex multiplication on (re, im) pairs.
@@ -196,11 +211,12 @@ impl<T: Num> Kernel for ComplexProd<T> {
     }
 }
 
-/// A complex reduction: sum and avg are real reductions of the parts.
-pub(crate) fn complex<T: Num>(ops: Operands<'_>, spec: &ReduceSpec) -> Result<()> {
-    match spec.op {
-        ReduceOp::Sum | ReduceOp::Avg => run(&Fold::<T, Add>::new(divisor(spec)), ops),
-        ReduceOp::Prod => run(&ComplexProd::<T>(PhantomData), ops),
-        _ => Err(unsupported(spec)),
-    }
+/// The kernel of a complex reduction: sum and avg are real reductions of
+/// the parts.
+pub(crate) fn complex<T: Num>(spec: &ReduceSpec) -> Result<ReduceKernel> {
+    Ok(match spec.op {
+        ReduceOp::Sum | ReduceOp::Avg => fold::<T, Add>,
+        ReduceOp::Prod => complex_prod::<T>,
+        _ => return Err(unsupported(spec)),
+    })
 }

@@ -94,47 +94,35 @@ fn kernel_of(spec: &ReduceSpec) -> Result<ReduceKernel> {
     if spec.op.is_loc() {
         return Ok(loc_kernel);
     }
-    Ok(match spec.dtype {
-        D::Int8 => int_kernel::<i8>,
-        D::Int16 => int_kernel::<i16>,
-        D::Int32 => int_kernel::<i32>,
-        D::Int64 => int_kernel::<i64>,
-        D::Int128 => int_kernel::<i128>,
-        D::Uint8 => int_kernel::<u8>,
-        D::Uint16 => int_kernel::<u16>,
-        D::Uint32 => int_kernel::<u32>,
-        D::Uint64 => int_kernel::<u64>,
-        D::Uint128 => int_kernel::<u128>,
-        D::Float32 => float_kernel::<f32>,
-        D::Float64 => float_kernel::<f64>,
-        D::Float32Complex => complex_kernel::<f32>,
-        D::Float64Complex => complex_kernel::<f64>,
-        D::Float16 => narrow_kernel::<f16>,
-        D::Bfloat16 => narrow_kernel::<bf16>,
-        D::Float8E4M3 => narrow_kernel::<Float8E4M3>,
-        D::Float8E5M2 => narrow_kernel::<Float8E5M2>,
+    match spec.dtype {
+        D::Int8 => elementwise::int::<i8>(spec),
+        D::Int16 => elementwise::int::<i16>(spec),
+        D::Int32 => elementwise::int::<i32>(spec),
+        D::Int64 => elementwise::int::<i64>(spec),
+        D::Int128 => elementwise::int::<i128>(spec),
+        D::Uint8 => elementwise::int::<u8>(spec),
+        D::Uint16 => elementwise::int::<u16>(spec),
+        D::Uint32 => elementwise::int::<u32>(spec),
+        D::Uint64 => elementwise::int::<u64>(spec),
+        D::Uint128 => elementwise::int::<u128>(spec),
+        D::Float32 => elementwise::float::<f32>(spec),
+        D::Float64 => elementwise::float::<f64>(spec),
+        D::Float32Complex => elementwise::complex::<f32>(spec),
+        D::Float64Complex => elementwise::complex::<f64>(spec),
+        D::Float16 => Ok(narrow_kernel::<f16>),
+        D::Bfloat16 => Ok(narrow_kernel::<bf16>),
+        D::Float8E4M3 => Ok(narrow_kernel::<Float8E4M3>),
+        D::Float8E5M2 => Ok(narrow_kernel::<Float8E5M2>),
         D::Float128 | D::Float128Complex => {
-            return Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)));
+            Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)))
         }
-    })
+    }
 }
 
-// The kernels, one per kind of element, as `ReduceKernel`s.
+// Maxloc/minloc and the narrow floats dispatch on the spec in the kernel.
 
 fn loc_kernel(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
     loc::reduce(Operands { dst, first, rest }, spec)
-}
-
-fn int_kernel<T: num::Int>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
-    elementwise::int::<T>(Operands { dst, first, rest }, spec)
-}
-
-fn float_kernel<T: num::Num>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
-    elementwise::float::<T>(Operands { dst, first, rest }, spec)
-}
-
-fn complex_kernel<T: num::Num>(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()> {
-    elementwise::complex::<T>(Operands { dst, first, rest }, spec)
 }
 
 fn narrow_kernel<T: narrow::Narrow>(

@@ -33,6 +33,9 @@ use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 /// [`ShmTeam::with_parts`]).
 const STACK_PARTS: usize = 16;
 
+/// Teams of up to this many ranks gather their parts in a shorter array.
+const FEW_PARTS: usize = 4;
+
 /// One rank's view of a shm team.
 pub(crate) struct ShmTeam {
     pub(crate) seg: Segment,
@@ -287,13 +290,20 @@ impl ShmTeam {
         alg::single_copy_range(&self.config, coll, self.seg.oversubscribed())
     }
 
-    /// Copy through the host memory component.
+    /// Copy host memory (other memory through the host memory component,
+    /// which says it is not its own).
     pub(crate) fn copy(&self, dst: MemRef, src: MemRef) -> Result<()> {
         if dst.len() != src.len() {
             return Err(Error::internal(format!("shm copy of {} bytes into {}", src.len(), dst.len())));
         }
         if dst.is_empty() || dst == src {
             return Ok(());
+        }
+        if dst.mem_type() == MemType::Host && src.mem_type() == MemType::Host {
+            // What the host component's copy does after the same checks,
+            // without the call through it: a small collective copies a few
+            // times per call (~50 instructions each).
+            return dst.copy_host_from(&src);
         }
         self.host()?.copy(dst, src)
     }
@@ -315,15 +325,27 @@ impl ShmTeam {
         part: impl Fn(usize) -> Result<MemRef>,
         f: impl FnOnce(&[MemRef]) -> Result<R>,
     ) -> Result<R> {
-        if self.size <= STACK_PARTS {
-            let mut parts = [MemRef::empty(MemType::Host); STACK_PARTS];
-            for (p, &r) in parts.iter_mut().zip(&self.all) {
+        /// `with_parts` on an array of `N` slots (the team fits): no
+        /// longer than needed, since filling 16 slots for two ranks cost
+        /// more than a small reduction's kernel.
+        fn on_stack<const N: usize, R>(
+            all: &[usize],
+            part: impl Fn(usize) -> Result<MemRef>,
+            f: impl FnOnce(&[MemRef]) -> Result<R>,
+        ) -> Result<R> {
+            let mut parts = [MemRef::empty(MemType::Host); N];
+            for (p, &r) in parts.iter_mut().zip(all) {
                 *p = part(r)?;
             }
-            f(&parts[..self.size])
-        } else {
-            let parts = self.all.iter().map(|&r| part(r)).collect::<Result<Vec<_>>>()?;
-            f(&parts)
+            f(&parts[..all.len().min(N)])
+        }
+        match self.size {
+            0..=FEW_PARTS => on_stack::<FEW_PARTS, R>(&self.all, part, f),
+            n if n <= STACK_PARTS => on_stack::<STACK_PARTS, R>(&self.all, part, f),
+            _ => {
+                let parts = self.all.iter().map(|&r| part(r)).collect::<Result<Vec<_>>>()?;
+                f(&parts)
+            }
         }
     }
 

@@ -92,6 +92,9 @@ pub(crate) struct SizeRound {
     takes: Box<[u64]>,
     /// This rank's longest block.
     longest: u64,
+    /// The longest block this rank gives or takes: what its own table
+    /// adds to the longest of all.
+    own_longest: u64,
     /// The sizes at which the collective goes by single copy while the
     /// team may (`ShmTeam::single_copy_range`).
     copy_once: (u64, u64),
@@ -205,6 +208,14 @@ impl Layout {
 struct Table<'t>(&'t [u8]);
 
 impl Table<'_> {
+    /// The largest of entries `from..to`.
+    fn max_of(self, from: usize, to: usize) -> Result<u64> {
+        let bytes = from.checked_mul(ENTRY).zip(to.checked_mul(ENTRY)).and_then(|(a, b)| self.0.get(a..b));
+        let bytes = bytes.ok_or_else(|| Error::internal(format!("entries {from}..{to} of a size table")))?;
+        let entries = bytes.chunks_exact(ENTRY).map(|e| <[u8; ENTRY]>::try_from(e).map_or(0, u64::from_le_bytes));
+        Ok(entries.max().unwrap_or(0))
+    }
+
     fn entry(self, index: usize) -> Result<u64> {
         let at = index.checked_mul(ENTRY).and_then(|from| self.0.get(from..from.checked_add(ENTRY)?));
         let bytes = at.and_then(|b| <[u8; ENTRY]>::try_from(b).ok());
@@ -292,9 +303,10 @@ impl SizeRound {
         let addresses = (0..p).map(|j| carry.address(j)).collect::<Result<Vec<u64>>>()?;
         let table = gives.iter().chain(&takes[..]).chain(&addresses).flat_map(|v| v.to_le_bytes()).collect();
         let longest = gives.iter().copied().max().unwrap_or(0);
+        let own_longest = takes.iter().copied().max().unwrap_or(0).max(longest);
         let copy_once =
             if carry.single_copy_can() { team.single_copy_range(call.coll()) } else { (u64::MAX, u64::MAX) };
-        Ok(SizeRound { call, layout, table, gives, takes, longest, copy_once })
+        Ok(SizeRound { call, layout, table, gives, takes, longest, own_longest, copy_once })
     }
 
     /// The sizes of the whole collective (its longest block times the
@@ -328,7 +340,7 @@ impl SizeRound {
         match &self.call {
             // A gatherv's rank gives its block to the root only.
             VCall::Gather(o) => table.entry(o.root),
-            _ => (0..team.size).try_fold(0, |m, j| Ok(table.entry(j)?.max(m))),
+            _ => table.max_of(0, team.size),
         }
     }
 
@@ -526,19 +538,22 @@ impl Epoch for SizeRound {
         // rank waited for those (and gatherv's root for everyone's).
         let root = self.call.root();
         // A root's own table is the one the others take the longest block
-        // from (a scatterv's root reads no other).
-        let mut longest =
-            if root == Some(me) { self.gives.iter().chain(&self.takes[..]).copied().max().unwrap_or(0) } else { 0 };
+        // from (a scatterv's root reads no other); without a root, every
+        // rank's, this rank's included. This rank's own entries are its
+        // own fields: it reads only the others' tables.
+        let mut longest = if root.is_none_or(|root| root == me) { self.own_longest } else { 0 };
         let waited_for = self.waits_for(team).map_or(&[][..], |(_, ranks)| ranks);
         for &r in waited_for {
-            let t = table(r)?;
-            if root.is_none_or(|root| root == r) {
-                for j in 0..2 * p {
-                    longest = longest.max(t.entry(j)?);
-                }
-            }
             // What r gives me against what I take from r, and the other way round.
-            let (r_gives, r_takes) = (t.entry(me)?, t.entry(p + me)?);
+            let (r_gives, r_takes) = if r == me {
+                (self.gives[me], self.takes[me])
+            } else {
+                let t = table(r)?;
+                if root.is_none_or(|root| root == r) {
+                    longest = longest.max(t.max_of(0, 2 * p)?);
+                }
+                (t.entry(me)?, t.entry(p + me)?)
+            };
             let (i_take, i_give) = (self.takes[r], self.gives[r]);
             let mismatch = if r_gives != i_take {
                 format!("rank {r} gives {r_gives} bytes to rank {me}, which takes {i_take}")
