@@ -143,30 +143,35 @@ fn unsupported(spec: &ReduceSpec) -> Error {
 /// The kernel of an integer reduction.
 pub(crate) fn int<T: Int>(spec: &ReduceSpec) -> Result<ReduceKernel> {
     use ReduceOp::*;
+    if let Some(kernel) = arithmetic::<T>(spec.op) {
+        return Ok(kernel);
+    }
     Ok(match spec.op {
-        Sum | Avg => fold::<T, Add>,
-        Prod => fold::<T, Mul>,
-        Max => fold::<T, self::Max>,
-        Min => fold::<T, self::Min>,
         Band => fold::<T, And>,
         Bor => fold::<T, Or>,
         Bxor => fold::<T, Xor>,
         Land => logical::<T, And>,
         Lor => logical::<T, Or>,
         Lxor => logical::<T, Xor>,
-        Maxloc | Minloc => return Err(unsupported(spec)),
+        _ => return Err(unsupported(spec)),
     })
 }
 
 /// The kernel of a real `f32`/`f64` reduction.
 pub(crate) fn float<T: Num>(spec: &ReduceSpec) -> Result<ReduceKernel> {
+    arithmetic::<T>(spec.op).ok_or_else(|| unsupported(spec))
+}
+
+/// The kernels of sum (and avg, which divides when storing), prod, max
+/// and min, which every real type has.
+fn arithmetic<T: Num>(op: ReduceOp) -> Option<ReduceKernel> {
     use ReduceOp::*;
-    Ok(match spec.op {
+    Some(match op {
         Sum | Avg => fold::<T, Add>,
         Prod => fold::<T, Mul>,
         Max => fold::<T, self::Max>,
         Min => fold::<T, self::Min>,
-        _ => return Err(unsupported(spec)),
+        _ => return None,
     })
 }
 
