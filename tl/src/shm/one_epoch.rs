@@ -183,7 +183,7 @@ impl OneEpoch {
     }
 }
 
-/// An epoch's final reduction of `count` elements, the same at every post
+/// An epoch's final reduction, the same at every post
 /// of its task: its spec checked and its kernel chosen by the host memory
 /// component at the first post ([`prepare_reduce`]), not at each.
 ///
