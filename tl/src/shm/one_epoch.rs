@@ -54,7 +54,7 @@ pub(crate) enum OneEpoch {
     Alltoall { src: MemRef, dst: MemRef, block: usize },
     /// Reduce-scatter: every rank publishes its whole vector `src`; each
     /// reduces its block of every rank's vector into `dst`.
-    ReduceScatter { src: Blocked, dst: MemRef, reducer: Reducer },
+    ReduceScatter { src: Blocked, dst: MemRef, reduction: Reduction },
     /// Scatter: the root publishes its whole `src` (at the root only), one
     /// block of `dst.len()` bytes per rank; every rank copies block `rank`
     /// into `dst` (at the root in place, `dst` is that block already).
@@ -158,16 +158,13 @@ impl OneEpoch {
                 }
                 if src == dst { Ok(()) } else { team.copy(dst.range(me * b, b)?, src.range(me * b, b)?) }
             }
-            OneEpoch::ReduceScatter { src, dst, reducer } => {
+            OneEpoch::ReduceScatter { src, dst, reduction } => {
                 let (at, n) = src.blocks.get(team.rank)?;
                 if n != dst.len() {
                     return Err(Error::internal(format!("a {n}-byte block for a {}-byte result", dst.len())));
                 }
                 let whole = src.mem.len();
-                team.with_parts(
-                    |r| team.inline_part(r, e, whole)?.range(at, n),
-                    |srcs| team.reduce(*dst, srcs, reducer.last(n / reducer.elem_size)),
-                )
+                team.with_parts(|r| team.inline_part(r, e, whole)?.range(at, n), |srcs| reduction.run(team, *dst, srcs))
             }
             OneEpoch::Scatter { src, dst, root } => {
                 let (me, b) = (team.rank, dst.len());

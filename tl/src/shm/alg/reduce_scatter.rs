@@ -18,7 +18,7 @@ use super::single_copy::Outcome;
 use super::{Exec, STAGED, ShmPost, reduction};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::epoch::Flag;
-use crate::shm::one_epoch::OneEpoch;
+use crate::shm::one_epoch::{OneEpoch, Reduction};
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
@@ -48,7 +48,11 @@ async fn cma(team: Exec, coll: CollType, o: args::ReduceScatter) -> Result<()> {
 /// A vector that fits an inline region goes in one epoch; a larger one in
 /// the halves' slots.
 fn staged_or_inline(p: ShmPost, o: args::ReduceScatter) -> AlgFuture {
-    let one = |o: args::ReduceScatter| OneEpoch::ReduceScatter { src: o.src, dst: o.dst, reducer: o.reducer };
+    let one = |o: args::ReduceScatter| OneEpoch::ReduceScatter {
+        src: o.src,
+        dst: o.dst,
+        reduction: Reduction::new(&o.reducer, o.dst.len()),
+    };
     p.one_epoch_or(o.src.mem.len(), o, one, staged)
 }
 
