@@ -154,7 +154,8 @@ fn piecewise(
 /// The message sizes `[from, to)` at which `coll` goes by single copy
 /// (`single_copy.rs`) by default: from `UCC_TL_SHM_CMA_THRESHOLD`, see
 /// [`BCAST_SINGLE_COPY_END`], [`REDUCE_SINGLE_COPY_END`],
-/// [`OVERSUBSCRIBED_SINGLE_COPY_LATER`] and [`OVERSUBSCRIBED_SINGLE_COPY_BY`]. Reduce's is for two ranks (the
+/// [`OVERSUBSCRIBED_SINGLE_COPY_LATER`] and
+/// [`OVERSUBSCRIBED_SINGLE_COPY_BY`]. Reduce's is for two ranks (the
 /// caller says `oversubscribed` otherwise: its root reads every input).
 /// For the v-variants (0 to the selection), their size round decides with
 /// the same range (`meta.rs`).
