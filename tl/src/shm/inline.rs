@@ -38,7 +38,13 @@
 use ferrocoll_core::{Error, MemRef, Result};
 
 use super::epoch::Flag;
+use super::layout::INLINE_HEAD;
+use super::prefetch::prefetch_bytes;
 use super::team::ShmTeam;
+
+/// Bytes of a payload in its region's first cache line, with the tag: a
+/// reader that saw the tag has them.
+const WITH_TAG: usize = 64 - INLINE_HEAD;
 
 impl ShmTeam {
     /// Whether a payload of `len` bytes fits an inline region.
@@ -66,5 +72,46 @@ impl ShmTeam {
     /// after `wait(Flag::Inline, …)` saw `r` there).
     pub(crate) fn inline_part(&self, r: usize, e: u64, len: usize) -> Result<MemRef> {
         self.seg.inline_payload(r, e)?.range(0, len)
+    }
+
+    /// Ask for the lines of bytes `at..at + len` of rank `r`'s payload of
+    /// epoch `e` (`prefetch.rs`), once `r` published it: those past the
+    /// first line, which came with the tag. Bytes past the region are not
+    /// asked for.
+    pub(crate) fn prefetch_inline(&self, r: usize, e: u64, at: usize, len: usize) {
+        let end = at.saturating_add(len).min(self.seg.inline_capacity());
+        if end <= WITH_TAG {
+            return;
+        }
+        let from = at.max(WITH_TAG);
+        if let Ok(payload) = self.seg.inline_payload(r, e) {
+            prefetch_bytes(payload.addr().wrapping_add(from), end.saturating_sub(from));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::threads;
+    use super::*;
+
+    /// Asking for a payload's lines changes none of its bytes, and ranges
+    /// inside the tag's line, past the region or of any length are taken
+    /// (clipped), not refused or overrun.
+    #[test]
+    fn prefetching_a_payload_leaves_it_alone() {
+        let team = threads("inline-prefetch", 1).pop().expect("a team of one");
+        let payload = team.seg.inline_payload(0, 1).unwrap();
+        let bytes: Vec<u8> = (0..payload.len()).map(|i| (i % 251) as u8).collect();
+        // SAFETY: this rank's own region, which nobody else reads or writes.
+        unsafe { payload.as_mut_slice().copy_from_slice(&bytes) };
+        let capacity = team.seg.inline_capacity();
+        for (at, len) in
+            [(0, 8), (0, WITH_TAG), (8, 100), (0, capacity), (capacity - 1, 5), (capacity, 1), (7, usize::MAX)]
+        {
+            team.prefetch_inline(0, 1, at, len);
+        }
+        // SAFETY: as above.
+        assert!(unsafe { payload.as_slice() } == &bytes[..]);
     }
 }

@@ -31,6 +31,7 @@ mod epoch;
 mod inline;
 mod layout;
 mod one_epoch;
+mod prefetch;
 mod segment;
 #[cfg(test)]
 mod single_copy_tests;

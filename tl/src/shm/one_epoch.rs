@@ -73,6 +73,11 @@ pub(crate) trait Epoch: Send + Unpin + 'static {
     /// Step 3: the counter to wait on, and whose (none: this rank reads nothing).
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])>;
 
+    /// Between steps 3 and 4, once the wait is over: ask for the lines of
+    /// the others' payloads that `finish` will read, all at once
+    /// (`prefetch.rs`). Nothing by default.
+    fn prefetch(&self, _team: &ShmTeam, _e: u64) {}
+
     /// Steps 4 and 5: read what the wait said is there and publish `done`
     /// — or leave what is left of the collective (`done` of this epoch
     /// included) to a future.
@@ -122,6 +127,34 @@ impl Epoch for OneEpoch {
                 Some((Flag::Inline, std::slice::from_ref(root)))
             }
             _ => None,
+        }
+    }
+
+    /// The payload lines past the tag's of the ranks whose payloads `read`
+    /// reads (their addresses follow from the call: see `prefetch.rs` for
+    /// why asking for them first pays anyway).
+    fn prefetch(&self, team: &ShmTeam, e: u64) {
+        let me = team.rank;
+        let others = |at: &dyn Fn(usize) -> (usize, usize)| {
+            for r in (0..team.size).filter(|&r| r != me) {
+                let (from, len) = at(r);
+                team.prefetch_inline(r, e, from, len);
+            }
+        };
+        match self {
+            OneEpoch::Reduce { src, out: Some(_), .. } => others(&|_| (0, src.len())),
+            OneEpoch::Bcast { buf, root } if me != *root => team.prefetch_inline(*root, e, 0, buf.len()),
+            OneEpoch::Gather { dst: Some(d), .. } => others(&|r| (0, d.blocks.bytes(r))),
+            OneEpoch::Alltoall { block, .. } => others(&|_| (me.saturating_mul(*block), *block)),
+            OneEpoch::ReduceScatter { src, .. } => {
+                if let Ok((at, n)) = src.blocks.get(me) {
+                    others(&|_| (at, n));
+                }
+            }
+            OneEpoch::Scatter { src: None, dst, root } => {
+                team.prefetch_inline(*root, e, me.saturating_mul(dst.len()), dst.len())
+            }
+            _ => {}
         }
     }
 
@@ -215,6 +248,7 @@ impl ShmTeam {
         coll.publish(self, e)?;
         if let Some((flag, ranks)) = coll.waits_for(self) {
             self.wait(flag, ranks, e).await?;
+            coll.prefetch(self, e);
         }
         coll.read(self, e)?;
         self.publish(Flag::Done, e)
@@ -358,7 +392,7 @@ impl<E: Epoch> OneEpochPost<E> {
                     if let Some((flag, ranks)) = coll.waits_for(team) {
                         match team.poll_wait(flag, ranks, e, true, cursor) {
                             Poll::Pending => return Poll::Pending,
-                            Poll::Ready(Ok(())) => {}
+                            Poll::Ready(Ok(())) => coll.prefetch(team, e),
                             Poll::Ready(Err(err)) => return Poll::Ready(Err(fail(step, post, err))),
                         }
                     }

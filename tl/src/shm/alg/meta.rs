@@ -527,6 +527,25 @@ impl Epoch for SizeRound {
         }
     }
 
+    /// The lines of the waited-for ranks' tables and of the blocks this
+    /// rank takes from them, when those lie inline: where a block lies
+    /// follows from the giver's table, so without this its line is fetched
+    /// only after the table's (`prefetch.rs`). A giver's slot is guessed
+    /// from what this rank takes from it (exact when the giver's longest
+    /// block is that long); a wrong guess fetches lines nobody reads.
+    fn prefetch(&self, team: &ShmTeam, e: u64) {
+        let Some((_, ranks)) = self.waits_for(team).filter(|_| self.layout.table_inline) else { return };
+        let me = team.rank;
+        for &r in ranks.iter().filter(|&&r| r != me) {
+            let take = usize::try_from(self.takes[r]).unwrap_or(usize::MAX);
+            let before = match self.call {
+                VCall::Gather(_) => 0,
+                _ => slot_of(me, r).saturating_mul(take.checked_next_multiple_of(INLINE_ALIGN).unwrap_or(usize::MAX)),
+            };
+            team.prefetch_inline(r, e, 0, self.layout.table.saturating_add(before).saturating_add(take));
+        }
+    }
+
     /// Check the tables against this rank's counts; copy the carried
     /// blocks out, or read by single copy, or leave the data to rounds.
     fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
