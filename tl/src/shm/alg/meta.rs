@@ -37,6 +37,7 @@
 //! nested future. What follows a round that did not finish the collective
 //! (single copy's agreement, the data rounds) is a future made then.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use ferrocoll_core::CollType::{self, Alltoallv, Gatherv, Scatterv};
@@ -98,6 +99,26 @@ pub(crate) struct SizeRound {
     /// The sizes at which the collective goes by single copy while the
     /// team may (`ShmTeam::single_copy_range`).
     copy_once: (u64, u64),
+    /// The blocks of the call, found once (every post moves the same):
+    /// see [`Moves`].
+    moves: Moves,
+    /// The longest block each rank gives and the epoch whose table said
+    /// so: `finish` notes it while it checks the tables, for the copy
+    /// after (where the rank carries its blocks, and in slots how long).
+    giver_longest: Box<[Cell<(u64, u64)>]>,
+}
+
+/// What a v-collective's size round copies, block by block.
+struct Moves {
+    /// What this rank gives itself: `(where it lands, where it lies)`.
+    own: Option<(MemRef, MemRef)>,
+    /// What it carries for the others: `(slot, block)`, its slot in its
+    /// carried area (`slot_of`; a gather's one block: 0).
+    carried: Box<[(usize, MemRef)]>,
+    /// What it takes from the others: `(giver, where the block lands)`.
+    taken: Box<[(usize, MemRef)]>,
+    /// Gatherv: every giver carries one block, at the start of its area.
+    one_each: bool,
 }
 
 /// What a v-collective's size round may carry: its call's blocks.
@@ -306,7 +327,9 @@ impl SizeRound {
         let own_longest = takes.iter().copied().max().unwrap_or(0).max(longest);
         let copy_once =
             if carry.single_copy_can() { team.single_copy_range(call.coll()) } else { (u64::MAX, u64::MAX) };
-        Ok(SizeRound { call, layout, table, gives, takes, longest, own_longest, copy_once })
+        let moves = carry.moves(team)?;
+        let giver_longest = (0..p).map(|_| Cell::new((0, 0))).collect();
+        Ok(SizeRound { call, layout, table, gives, takes, longest, own_longest, copy_once, moves, giver_longest })
     }
 
     /// The sizes of the whole collective (its longest block times the
@@ -326,22 +349,12 @@ impl SizeRound {
     /// Where this rank carries its blocks (`None`: it carries none).
     fn my_carry(&self, team: &ShmTeam) -> Option<Place> {
         // A gatherv's root gives only to itself, which it copies straight
-        // from its input (`Carry::read`).
+        // from its input (`SizeRound::read_carried`).
         if matches!(&self.call, VCall::Gather(o) if o.root == team.rank) {
             return None;
         }
         let carries = self.layout.fits(self.longest) && self.below_single_copy(team, self.longest);
         carries.then(|| self.layout.place(self.longest))
-    }
-
-    /// The longest block rank `g` gives, as its table says: where it
-    /// carries them.
-    fn giver_longest(&self, team: &ShmTeam, table: Table<'_>) -> Result<u64> {
-        match &self.call {
-            // A gatherv's rank gives its block to the root only.
-            VCall::Gather(o) => table.entry(o.root),
-            _ => table.max_of(0, team.size),
-        }
     }
 
     /// Write this rank's table of epoch `e`, and its blocks when it carries them.
@@ -357,7 +370,10 @@ impl SizeRound {
         unsafe { table.as_mut_slice().copy_from_slice(&self.table) };
         if let Some(place) = self.my_carry(team) {
             let (area, slot) = self.layout.area(team, me, e, place, self.longest)?;
-            self.call.carry().write(team, area, slot)?;
+            for &(at, block) in &self.moves.carried {
+                let at = at.checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
+                team.copy(area.range(at, block.len())?, block)?;
+            }
         }
         Ok(())
     }
@@ -367,12 +383,11 @@ impl SizeRound {
     /// (when `read` says how this rank's went), then publishing `done`;
     /// the data rounds if the blocks are still to move.
     fn rest(&self, team: &Arc<ShmTeam>, e: u64, longest: u64, read: Option<(Vec<usize>, Status)>) -> AlgFuture {
-        let (call, team) = (self.call.clone(), team.clone());
+        let (call, team, own) = (self.call.clone(), team.clone(), self.moves.own);
         Box::pin(async move {
             if let Some((givers, status)) = read {
-                let carry = call.carry();
-                let (outcome, copied) =
-                    single_copy::agree(&team, call.coll(), e, givers, status, || carry.copy_own(&team)).await;
+                let copy_own = || own.map_or(Ok(()), |(into, from)| team.copy(into, from));
+                let (outcome, copied) = single_copy::agree(&team, call.coll(), e, givers, status, copy_own).await;
                 team.publish(Flag::Done, e)?;
                 copied?;
                 if outcome? == Outcome::Done {
@@ -381,6 +396,31 @@ impl SizeRound {
             }
             call.rounds(&team, max_len([longest])?).await
         })
+    }
+}
+
+impl SizeRound {
+    /// Copy what this rank gives itself, and what it takes out of the
+    /// givers' carried areas of epoch `e` (the tables agreed on every
+    /// length it takes; `finish` noted each giver's longest block).
+    fn read_carried(&self, team: &ShmTeam, e: u64) -> Result<()> {
+        // Its own block first, from its input: in place it lies where it
+        // lands already, and the others' land around it.
+        if let Some((into, from)) = self.moves.own {
+            team.copy(into, from)?;
+        }
+        let (me, layout) = (team.rank, &self.layout);
+        for &(g, into) in &self.moves.taken {
+            let theirs = match self.giver_longest.get(g).map(Cell::get) {
+                Some((at, longest)) if at == e => longest,
+                _ => return Err(Error::internal(format!("rank {g}'s table of epoch {e} was not read"))),
+            };
+            let (area, slot) = layout.area(team, g, e, layout.place(theirs), theirs)?;
+            let at = if self.moves.one_each { 0 } else { slot_of(me, g) };
+            let at = at.checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
+            team.copy(into, area.range(at, into.len())?)?;
+        }
+        Ok(())
     }
 }
 
@@ -399,72 +439,36 @@ impl Carry<'_> {
         !matches!(self, Carry::Scatter { in_place: true, .. })
     }
 
-    /// Copy what this rank gives itself (by single copy: while the others
-    /// finish their reads, `single_copy::agree`).
-    fn copy_own(&self, team: &ShmTeam) -> Result<()> {
+    /// The blocks this rank moves at every post (see [`Moves`]).
+    fn moves(&self, team: &ShmTeam) -> Result<Moves> {
         let me = team.rank;
-        match self {
-            Carry::Gather { mine, dst: Some(d) } => team.copy(d.block(me)?, *mine),
-            Carry::Gather { dst: None, .. } => Ok(()),
-            Carry::Scatter { give, take, .. } => match (give, take.iter().find(|&&(g, _)| g == me)) {
-                (Some((from, blocks)), Some(&(_, into))) => team.copy(into, blocks.of(*from, me)?),
-                _ => Ok(()),
+        Ok(match self {
+            Carry::Gather { mine, dst } => Moves {
+                own: dst.map(|d| d.block(me)).transpose()?.map(|into| (into, *mine)),
+                // The root gives only to itself (`SizeRound::my_carry`).
+                carried: if dst.is_some() { Box::default() } else { Box::new([(0, *mine)]) },
+                taken: match dst {
+                    Some(d) => team.others(|r| d.block(r))?.into(),
+                    None => Box::default(),
+                },
+                one_each: true,
             },
-        }
-    }
-
-    /// The ranks this rank reads from by single copy, and what lands from each.
-    fn givers(&self, team: &ShmTeam) -> Result<Vec<(usize, MemRef)>> {
-        match self {
-            Carry::Gather { dst: Some(d), .. } => team.others(|r| d.block(r)),
-            Carry::Gather { dst: None, .. } => Ok(Vec::new()),
-            Carry::Scatter { take, .. } => Ok(take.iter().copied().filter(|&(g, _)| g != team.rank).collect()),
-        }
-    }
-
-    /// Write this rank's blocks into `area`: a gather's one block, or a
-    /// scatter's block for each other rank j in its slot (`slot_of`; they
-    /// fit). This rank takes its own block straight from its input (`read`).
-    fn write(&self, team: &ShmTeam, area: MemRef, slot: usize) -> Result<()> {
-        match self {
-            Carry::Gather { mine, .. } => team.copy(area.range(0, mine.len())?, *mine),
-            Carry::Scatter { give: Some((from, blocks)), .. } => {
-                for j in (0..team.size).filter(|&j| j != team.rank) {
-                    let block = blocks.of(*from, j)?;
-                    team.copy(area.range(slot_of(j, team.rank) * slot, block.len())?, block)?;
+            Carry::Scatter { give, take, .. } => {
+                let mine = |j| give.map(|(from, blocks)| blocks.of(from, j)).transpose();
+                let own = match (mine(me)?, take.iter().find(|&&(g, _)| g == me)) {
+                    (Some(from), Some(&(_, into))) => Some((into, from)),
+                    _ => None,
+                };
+                let mut carried = Vec::new();
+                for j in (0..team.size).filter(|&j| j != me) {
+                    if let Some(block) = mine(j)? {
+                        carried.push((slot_of(j, me), block));
+                    }
                 }
-                Ok(())
+                let taken = take.iter().copied().filter(|&(g, _)| g != me).collect();
+                Moves { own, carried: carried.into(), taken, one_each: false }
             }
-            Carry::Scatter { give: None, .. } => Ok(()),
-        }
-    }
-
-    /// Copy what this rank takes out of the givers' areas (`area_of(g)`:
-    /// where giver g carried its blocks, and its slot's bytes); the tables
-    /// agreed on every length this rank takes.
-    fn read(&self, team: &ShmTeam, area_of: impl Fn(usize) -> Result<(MemRef, usize)>) -> Result<()> {
-        let me = team.rank;
-        match self {
-            Carry::Gather { mine, dst: Some(d) } => {
-                for r in (0..team.size).filter(|&r| r != me) {
-                    let theirs = d.block(r)?;
-                    team.copy(theirs, area_of(r)?.0.range(0, theirs.len())?)?;
-                }
-                team.copy(d.block(me)?, *mine)
-            }
-            Carry::Gather { dst: None, .. } => Ok(()),
-            Carry::Scatter { take, .. } => {
-                // Its own block first, from its input: in place it lies
-                // where it lands already, and the others' land around it.
-                self.copy_own(team)?;
-                for &(g, into) in take.iter().filter(|&&(g, _)| g != me) {
-                    let (area, slot) = area_of(g)?;
-                    let at = slot_of(me, g).checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
-                    team.copy(into, area.range(at, into.len())?)?;
-                }
-                Ok(())
-            }
-        }
+        })
     }
 }
 
@@ -568,10 +572,20 @@ impl Epoch for SizeRound {
                 (self.gives[me], self.takes[me])
             } else {
                 let t = table(r)?;
-                if root.is_none_or(|root| root == r) {
-                    longest = longest.max(t.max_of(0, 2 * p)?);
+                let (r_gives, r_takes) = (t.entry(me)?, t.entry(p + me)?);
+                // Where r carries its blocks, for the copy below: by its
+                // longest, which is a gatherv's one block (given to the root).
+                let r_longest = if self.moves.one_each { r_gives } else { t.max_of(0, p)? };
+                if let Some(slot) = self.giver_longest.get(r) {
+                    slot.set((e, r_longest));
                 }
-                (t.entry(me)?, t.entry(p + me)?)
+                if root.is_none_or(|root| root == r) {
+                    // Everything r gives (a gatherv's root gives itself its
+                    // block) and takes.
+                    let gives = if self.moves.one_each { t.max_of(0, p)? } else { r_longest };
+                    longest = longest.max(gives).max(t.max_of(p, 2 * p)?);
+                }
+                (r_gives, r_takes)
             };
             let (i_take, i_give) = (self.takes[r], self.gives[r]);
             let mismatch = if r_gives != i_take {
@@ -588,24 +602,15 @@ impl Epoch for SizeRound {
         // same choice. Single copy needs one more wait, for every rank's
         // status, which all ranks make or skip alike.
         let (from, to) = self.single_copy_range(team);
-        let carry = self.call.carry();
         if (from..to).contains(&longest.saturating_mul(p as u64)) {
-            let givers = carry.givers(team)?;
-            let status = read_once(team, table, &givers)?;
+            let status = read_once(team, table, &self.moves.taken)?;
             // The agreement reads this epoch's control-line slots.
             team.slots_read_at(e)?;
-            let givers = givers.into_iter().map(|(g, _)| g).collect();
+            let givers = self.moves.taken.iter().map(|&(g, _)| g).collect();
             return Ok(Then::Continue(self.rest(team, e, longest, Some((givers, status)))));
         }
         let carried = layout.fits(longest) && self.below_single_copy(team, longest);
-        let copied = if carried {
-            carry.read(team, |g| {
-                let theirs = self.giver_longest(team, table(g)?)?;
-                layout.area(team, g, e, layout.place(theirs), theirs)
-            })
-        } else {
-            Ok(())
-        };
+        let copied = if carried { self.read_carried(team, e) } else { Ok(()) };
         team.publish(Flag::Done, e)?;
         copied?;
         Ok(if carried { Then::Over } else { Then::Continue(self.rest(team, e, longest, None)) })
