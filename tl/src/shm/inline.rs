@@ -44,7 +44,7 @@ use super::team::ShmTeam;
 
 /// Bytes of a payload in its region's first cache line, with the tag: a
 /// reader that saw the tag has them.
-const WITH_TAG: usize = 64 - INLINE_HEAD;
+pub(crate) const WITH_TAG: usize = 64 - INLINE_HEAD;
 
 impl ShmTeam {
     /// Whether a payload of `len` bytes fits an inline region.

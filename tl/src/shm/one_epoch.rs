@@ -32,6 +32,7 @@ use ferrocoll_core::{Error, MemRef, Result};
 
 use super::alg::meta::SizeRound;
 use super::epoch::{Depth, Flag, WaitCursor};
+use super::inline::WITH_TAG;
 use super::team::{ShmPost, ShmTeam, note_waiting};
 use crate::base::AlgFuture;
 
@@ -132,8 +133,40 @@ impl Epoch for OneEpoch {
 
     /// The payload lines past the tag's of the ranks whose payloads `read`
     /// reads (their addresses follow from the call: see `prefetch.rs` for
-    /// why asking for them first pays anyway).
+    /// why asking for them first pays anyway); none when every byte read
+    /// came with the tag.
+    #[inline]
     fn prefetch(&self, team: &ShmTeam, e: u64) {
+        if self.read_end(team.rank) > WITH_TAG {
+            self.prefetch_payloads(team, e);
+        }
+    }
+
+    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
+        self.read(team, e)?;
+        team.publish(Flag::Done, e)?;
+        Ok(Then::Over)
+    }
+}
+
+impl OneEpoch {
+    /// How far into another rank's payload this rank (`me`) reads, at
+    /// most (0: it reads none).
+    fn read_end(&self, me: usize) -> usize {
+        match self {
+            OneEpoch::Reduce { src, out: Some(_), .. } => src.len(),
+            OneEpoch::Bcast { buf, root } if me != *root => buf.len(),
+            OneEpoch::Gather { dst: Some(d), .. } => d.mem.len(),
+            OneEpoch::Alltoall { block, .. } => me.saturating_add(1).saturating_mul(*block),
+            OneEpoch::ReduceScatter { src, .. } => src.mem.len(),
+            OneEpoch::Scatter { src: None, dst, .. } => me.saturating_add(1).saturating_mul(dst.len()),
+            _ => 0,
+        }
+    }
+
+    /// [`Epoch::prefetch`] of payloads longer than the tag's line holds.
+    #[inline(never)]
+    fn prefetch_payloads(&self, team: &ShmTeam, e: u64) {
         let me = team.rank;
         let others = |at: &dyn Fn(usize) -> (usize, usize)| {
             for r in (0..team.size).filter(|&r| r != me) {
@@ -158,14 +191,6 @@ impl Epoch for OneEpoch {
         }
     }
 
-    fn finish(&self, team: &Arc<ShmTeam>, e: u64) -> Result<Then> {
-        self.read(team, e)?;
-        team.publish(Flag::Done, e)?;
-        Ok(Then::Over)
-    }
-}
-
-impl OneEpoch {
     /// Step 4: read what the wait said is there.
     fn read(&self, team: &ShmTeam, e: u64) -> Result<()> {
         match self {
