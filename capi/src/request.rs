@@ -145,6 +145,12 @@ fn final_code(s: Status) -> UccStatus {
 }
 
 impl ReqHandle {
+    /// The key of its call, if finalize may keep it for a later init of
+    /// the same call (`spares.rs`).
+    pub(crate) fn call_key(&self) -> Option<&CallKey> {
+        self.spare_of.as_ref().map(|(key, _)| key)
+    }
+
     /// Let go of a finalized handle that was kept (`spares.rs`): its
     /// request is released (it holds the completion callback, which holds
     /// the handle), its memory quarantined.
@@ -392,10 +398,10 @@ pub unsafe extern "C" fn ucc_collective_finalize(request: *mut ReqHandle) -> Ucc
             }
             // SAFETY: see handle::take_back (under the lock, so a racing post cannot start it meanwhile).
             let c_ref = unsafe { take_back(request, "request") }?;
-            if let Some((key, spares)) = &h.spare_of {
+            if let Some((_, spares)) = &h.spare_of {
                 if st.req.as_mut().is_some_and(Request::renew) {
                     drop(st);
-                    spares.keep(*key, c_ref);
+                    spares.keep(c_ref);
                     return Ok(UCC_OK);
                 }
             }
