@@ -120,7 +120,11 @@ impl ProgressQueue {
         let mut tasks = self.lock();
         // Tasks posted while we polled go after the ones already running.
         let posted_meanwhile = std::mem::replace(&mut *tasks, taken);
-        tasks.extend(posted_meanwhile);
+        // Usually none: then not even an empty extend (~40 instructions,
+        // at every progress of a C caller's spin).
+        if !posted_meanwhile.is_empty() {
+            tasks.extend(posted_meanwhile);
+        }
         // Relaxed: under the lock (see `holds`).
         self.holds.store(Holds::of(&tasks) as u8, Ordering::Relaxed);
         finished
