@@ -506,7 +506,14 @@ impl Epoch for SizeRound {
         if self.layout.table_inline && self.my_carry(team) != Some(Place::Half) { Depth::Inline } else { Depth::Halves }
     }
 
+    /// A scatterv's other ranks publish nothing, as a bcast's: nobody waits
+    /// for them (the root waits for nobody, the others for the root), and
+    /// what their tables say — what they take, and that they give
+    /// nothing — no rank reads; each checks the root's table itself.
     fn publish(&self, team: &ShmTeam, e: u64) -> Result<()> {
+        if matches!(&self.call, VCall::Scatter { o, .. } if o.root != team.rank) {
+            return Ok(());
+        }
         self.write(team, e)?;
         if self.layout.table_inline { team.publish_inline_written(e) } else { team.publish(Flag::Arrive, e) }
     }
