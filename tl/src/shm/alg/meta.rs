@@ -1,5 +1,6 @@
 //! The size round of the v-variants: ranks publish what they will give each
-//! rank and take from each rank, so that every rank walks the same number
+//! rank and take from each rank (all but a scatterv's other ranks, whose
+//! tables nobody reads), so that every rank walks the same number
 //! of rounds (the longest block decides) and a count that two ranks
 //! disagree on is an error naming both, not a truncated copy: on both
 //! sides, but for scatterv's root, which waits for nobody's table (as a
