@@ -266,6 +266,13 @@ fn pytorch_process_group_on_4_ranks() {
     program("torch_like", 4);
 }
 
+/// A completion callback that destroys its own context from inside
+/// `ucc_context_progress` is refused, and the context goes on working.
+#[test]
+fn a_callback_that_destroys_its_context_inside_progress_is_refused() {
+    program("callbacks", 2);
+}
+
 #[test]
 fn perftest_helpers_and_persistent_collectives_on_2_ranks() {
     program("bench_like", 2);
