@@ -31,6 +31,7 @@ use ferrocoll::{CollBuffer, Ee, Error, Event, Request, Result, Status};
 use crate::abi::*;
 use crate::call_key::{CallKey, call_key};
 use crate::coll_args::{self, UserCb};
+use crate::context::InUse;
 use crate::guard::{ffi, non_null, status_code};
 use crate::handle::{Handle, borrow, publish_arc, quarantine, retire_quietly, take_back};
 use crate::lib_api::put;
@@ -71,6 +72,9 @@ pub struct ReqHandle {
     /// The call's key and its team's kept handles, when finalize may keep
     /// this handle for a later init of the same call (`spares.rs`).
     spare_of: Option<(CallKey, Arc<Spares>)>,
+    /// Its context handle's address, marked in use around the caller's
+    /// callback (`context::InUse`).
+    ctx: usize,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 8 (repr(C): i32, u32, then it).
@@ -92,7 +96,7 @@ thread_local! {
     /// The request this thread is posting (its callback must wait until the post lets go).
     static POSTING: Cell<*const ReqHandle> = const { Cell::new(std::ptr::null()) };
     /// Deferred callbacks owed while one runs on this thread (see [`run_deferred`]).
-    static OWED: RefCell<Option<VecDeque<(UserCb, UccStatus)>>> = const { RefCell::new(None) };
+    static OWED: RefCell<Option<VecDeque<(UserCb, UccStatus, usize)>>> = const { RefCell::new(None) };
 }
 
 /// Call a deferred callback: at once, unless this thread is inside one
@@ -100,10 +104,11 @@ thread_local! {
 /// its request again (a persistent request, re-posted from its own
 /// callback), where each post ends at once (a team of one), would
 /// otherwise nest one call deeper per collective until the stack overflows.
-fn run_deferred(cb: UserCb, code: UccStatus) {
+/// `ctx`: the request's context handle, marked in use meanwhile (`InUse`).
+fn run_deferred(cb: UserCb, code: UccStatus, ctx: usize) {
     let outermost = OWED.with(|o| match &mut *o.borrow_mut() {
         Some(owed) => {
-            owed.push_back((cb, code));
+            owed.push_back((cb, code, ctx));
             false
         }
         none => {
@@ -114,8 +119,9 @@ fn run_deferred(cb: UserCb, code: UccStatus) {
     if !outermost {
         return;
     }
-    let mut next = Some((cb, code));
-    while let Some((cb, code)) = next {
+    let mut next = Some((cb, code, ctx));
+    while let Some((cb, code, ctx)) = next {
+        let _in_use = InUse::mark(ctx);
         // SAFETY: the caller's callback with its own data (UCC's contract);
         // it cannot unwind (extern "C"), so the queue is always reset below.
         unsafe { (cb.f)(cb.data, code) };
@@ -189,6 +195,7 @@ impl ReqHandle {
             if POSTING.with(|p| p.get() == Arc::as_ptr(&h)) {
                 h.deferred.store(true, Ordering::Release);
             } else {
+                let _in_use = InUse::mark(h.ctx);
                 // SAFETY: the caller's callback with its own data (UCC's contract).
                 unsafe { (cb.f)(cb.data, code) };
             }
@@ -231,7 +238,7 @@ impl ReqHandle {
         if self.deferred.load(Ordering::Acquire) && self.deferred.swap(false, Ordering::AcqRel) {
             if let Some(cb) = self.user_cb {
                 // The request's lock is released.
-                run_deferred(cb, self.status.load(Ordering::Acquire));
+                run_deferred(cb, self.status.load(Ordering::Acquire), self.ctx);
             }
         }
         result
@@ -292,6 +299,7 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
             spare_of: key.filter(|_| staged.is_empty()).map(|k| (k, team.spares.clone())),
             stages: (!staged.is_empty()).then(|| Arc::new(StageSet::new(staged))),
             triggered: AtomicBool::new(false),
+            ctx: Arc::as_ptr(&team.ctx) as usize,
         });
         // SAFETY: the buffers and arrays stay valid while the request lives
         // (the caller's promise; the arrays made here live in its state).
