@@ -202,9 +202,9 @@ pub unsafe extern "C" fn ucc_context_destroy(context: *mut ContextHandle) -> Ucc
     ffi("ucc_context_destroy", || {
         if in_use_here(context) {
             return Err(Error::invalid_param(format!(
-                "context = {context:p} is being progressed by this thread: ucc_context_destroy was called from a \
-                 completion callback inside ucc_context_progress (or ucc_ee_wait) of the same context; destroy it \
-                 after progress returns"
+                "context = {context:p} is in use by this thread: ucc_context_destroy was called from a completion \
+                 callback of a collective on it (run inside ucc_context_progress, ucc_ee_wait or a post); destroy it \
+                 after that call returns"
             )));
         }
         // SAFETY: see handle::retire.
