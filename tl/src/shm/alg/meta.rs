@@ -544,7 +544,10 @@ impl Epoch for SizeRound {
     /// follows from the giver's table, so without this its line is fetched
     /// only after the table's (`prefetch.rs`). A giver's slot is guessed
     /// from what this rank takes from it (exact when the giver's longest
-    /// block is that long); a wrong guess fetches lines nobody reads.
+    /// block is that long); a wrong guess fetches lines nobody reads. A
+    /// block longer than the inline region holds lies elsewhere (the
+    /// giver's half, or its own buffer): its guess would ask for up to 4 KiB
+    /// of a region nobody wrote this epoch, so only the table is asked for.
     fn prefetch(&self, team: &ShmTeam, e: u64) {
         let Some((_, ranks)) = self.waits_for(team).filter(|_| self.layout.table_inline) else { return };
         let me = team.rank;
@@ -554,7 +557,11 @@ impl Epoch for SizeRound {
                 VCall::Gather(_) => 0,
                 _ => slot_of(me, r).saturating_mul(take.checked_next_multiple_of(INLINE_ALIGN).unwrap_or(usize::MAX)),
             };
-            team.prefetch_inline(r, e, 0, self.layout.table.saturating_add(before).saturating_add(take));
+            // A block too long for the inline region lies in the giver's
+            // half (or is not carried): then the table only.
+            let block_inline = self.layout.inline_room.is_some_and(|room| take <= room);
+            let upto = if block_inline { self.layout.table.saturating_add(before).saturating_add(take) } else { 0 };
+            team.prefetch_inline(r, e, 0, upto.max(self.layout.table));
         }
     }
 
