@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two perftest binaries on large messages: for each round
-# and collective, run A then B over the sweep; print per size the median
+# and collective, run A then B over the sweep (B then A in even rounds: use
+# an even number of rounds, so each goes first as often); print per size the median
 # (over rounds) of each, and B/A. Each run waits until no compiler, linker or
 # cargo test binary is running (a build on one of two cores makes a rank
 # 3-15x slower: BENCHMARKS.md "Large messages"), and holds /tmp/bench.lock so
@@ -19,8 +20,12 @@ busy() {
   pgrep -f 'target/(debug|release)/deps/' >/dev/null
 }
 for r in $(seq "$rounds"); do
+  # The order alternates between rounds: the binary that runs second in
+  # a pair was 1.12 times as slow at 256 KiB on the family-25 VM whichever
+  # it was (BENCHMARKS.md, twenty-sixth round).
+  order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
   for c in $colls; do
-    for bin in A B; do
+    for bin in $order; do
       exe=$a; [ "$bin" = B ] && exe=$b
       for _ in $(seq 600); do busy || break; sleep 0.5; done
       res=$(flock /tmp/bench.lock "$exe" --np "$np" -c "$c" -b "$lo" -e "$hi" -n "$iters" -w "$warm" 2>&1)
