@@ -20,9 +20,9 @@ busy() {
   pgrep -f 'target/(debug|release)/deps/' >/dev/null
 }
 for r in $(seq "$rounds"); do
-  # The order alternates between rounds: the binary that runs second in
-  # a pair was 1.12 times as slow at 256 KiB on the family-25 VM whichever
-  # it was (BENCHMARKS.md, twenty-sixth round).
+  # The order alternates between rounds: the binary run second in a pair
+  # came out slower in both orders at 256 KiB on the family-25 VM (1.12
+  # one way, 1.02 the other; BENCHMARKS.md, twenty-sixth round).
   order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
   for c in $colls; do
     for bin in $order; do
