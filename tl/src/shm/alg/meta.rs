@@ -103,6 +103,12 @@ pub(crate) struct SizeRound {
     /// The blocks of the call, found once (every post moves the same):
     /// see [`Moves`].
     moves: Moves,
+    /// Where this rank carries its blocks while the team may not, and
+    /// may, go by single copy (`my_carry`): worked out once, not at every
+    /// post's begin and write.
+    carry_when: [Option<Place>; 2],
+    /// Whom its epoch waits for (`Epoch::waits_for`, asked at every poll).
+    waits: Waits,
     /// The longest block each rank gives and the epoch whose table said
     /// so: `finish` notes it while it checks the tables, for the copy
     /// after (where the rank carries its blocks, and in slots how long).
@@ -120,6 +126,17 @@ struct Moves {
     taken: Box<[(usize, MemRef)]>,
     /// Gatherv: every giver carries one block, at the start of its area.
     one_each: bool,
+}
+
+/// Whom a size round's epoch waits for (see `Epoch::waits_for`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waits {
+    /// Nobody: a scatterv's root.
+    Nobody,
+    /// The root: a gatherv's or scatterv's other ranks.
+    Root(usize),
+    /// Every rank: a gatherv's root, alltoallv's ranks.
+    Everyone,
 }
 
 /// What a v-collective's size round may carry: its call's blocks.
@@ -330,7 +347,29 @@ impl SizeRound {
             if carry.single_copy_can() { team.single_copy_range(call.coll()) } else { (u64::MAX, u64::MAX) };
         let moves = carry.moves(team)?;
         let giver_longest = (0..p).map(|_| Cell::new((0, 0))).collect();
-        Ok(SizeRound { call, layout, table, gives, takes, longest, own_longest, copy_once, moves, giver_longest })
+        let carry_when = [false, true].map(|reach| {
+            let range = if reach { copy_once } else { (u64::MAX, u64::MAX) };
+            carried_at(&call, &layout, me, longest, p, range)
+        });
+        let waits = match (&call, call.root()) {
+            (VCall::Scatter { o, .. }, _) if o.root == me => Waits::Nobody,
+            (_, Some(root)) if root != me => Waits::Root(root),
+            _ => Waits::Everyone,
+        };
+        Ok(SizeRound {
+            call,
+            layout,
+            table,
+            gives,
+            takes,
+            longest,
+            own_longest,
+            copy_once,
+            carry_when,
+            waits,
+            moves,
+            giver_longest,
+        })
     }
 
     /// The sizes of the whole collective (its longest block times the
@@ -344,18 +383,12 @@ impl SizeRound {
     /// carried: a collective whose longest block puts it in single copy's
     /// range is not, and no rank's own blocks are longer than the longest).
     fn below_single_copy(&self, team: &ShmTeam, longest: u64) -> bool {
-        longest.saturating_mul(team.size as u64) < self.single_copy_range(team).0
+        below(longest, team.size, self.single_copy_range(team))
     }
 
     /// Where this rank carries its blocks (`None`: it carries none).
     fn my_carry(&self, team: &ShmTeam) -> Option<Place> {
-        // A gatherv's root gives only to itself, which it copies straight
-        // from its input (`SizeRound::read_carried`).
-        if matches!(&self.call, VCall::Gather(o) if o.root == team.rank) {
-            return None;
-        }
-        let carries = self.layout.fits(self.longest) && self.below_single_copy(team, self.longest);
-        carries.then(|| self.layout.place(self.longest))
+        self.carry_when[usize::from(team.reach.on())]
     }
 
     /// Write this rank's table of epoch `e`, and its blocks when it carries them.
@@ -423,6 +456,24 @@ impl SizeRound {
         }
         Ok(())
     }
+}
+
+/// Where a rank (`me`) whose longest block is `longest` carries its blocks
+/// of `call` on a team of `p` ranks whose single-copy range is `range`
+/// (`None`: it carries none — a gatherv's root, which gives only to
+/// itself and copies that straight from its input, or blocks too long to
+/// carry, or that single copy moves).
+fn carried_at(call: &VCall, layout: &Layout, me: usize, longest: u64, p: usize, range: (u64, u64)) -> Option<Place> {
+    if matches!(call, VCall::Gather(o) if o.root == me) {
+        return None;
+    }
+    (layout.fits(longest) && below(longest, p, range)).then(|| layout.place(longest))
+}
+
+/// Whether a collective of `p` ranks whose longest block is `longest` lies
+/// below the single-copy `range` (see `SizeRound::below_single_copy`).
+fn below(longest: u64, p: usize, range: (u64, u64)) -> bool {
+    longest.saturating_mul(p as u64) < range.0
 }
 
 impl Carry<'_> {
@@ -530,12 +581,11 @@ impl Epoch for SizeRound {
     /// sharing 2 cores.
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
         let flag = if self.layout.table_inline { Flag::Inline } else { Flag::Arrive };
-        match &self.call {
-            VCall::Scatter { o, .. } if o.root == team.rank => None,
-            _ => Some(match self.call.root() {
-                Some(root) if root != team.rank => (flag, std::slice::from_ref(&team.all[root])),
-                _ => (flag, &team.all[..]),
-            }),
+        match self.waits {
+            Waits::Nobody => None,
+            // The root is a rank of the team (`SizeRound::new`).
+            Waits::Root(root) => Some((flag, std::slice::from_ref(&team.all[root]))),
+            Waits::Everyone => Some((flag, &team.all[..])),
         }
     }
 
