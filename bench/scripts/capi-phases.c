@@ -60,12 +60,7 @@ static int body(int rank, int size)
     if (open_world(&oob, &lib, &ctx, &team)) return 1;
 
     float           src[2] = {1, 2}, dst[2];
-    ucc_coll_args_t a, barrier;
-    memset(&a, 0, sizeof(a));
-    a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
-    a.op        = UCC_OP_SUM;
-    a.src.info  = (ucc_coll_buffer_info_t){src, 2, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
-    a.dst.info  = (ucc_coll_buffer_info_t){dst, 2, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
+    ucc_coll_args_t a = float32_args(UCC_COLL_TYPE_ALLREDUCE, UCC_OP_SUM, src, dst, 2), barrier;
     memset(&barrier, 0, sizeof(barrier));
     barrier.coll_type = UCC_COLL_TYPE_BARRIER;
 

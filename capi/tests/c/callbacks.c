@@ -8,8 +8,6 @@
  * rank 0's post cannot finish the collective, so its callback runs inside
  * one of its ucc_context_progress calls.
  */
-#include <sys/mman.h>
-
 #include "harness.h"
 
 /* Set by rank 0 once its allreduce is posted (shared by the forked ranks). */
@@ -41,12 +39,7 @@ static int body(int rank, int size)
 
     float                src[2] = {1.0f + (float)rank, 2.0f}, dst[2] = {0, 0};
     struct callback_seen seen   = {ctx, 0, 0, 0, UCC_OK};
-    ucc_coll_args_t      a;
-    memset(&a, 0, sizeof(a));
-    a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
-    a.op        = UCC_OP_SUM;
-    a.src.info  = (ucc_coll_buffer_info_t){src, 2, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
-    a.dst.info  = (ucc_coll_buffer_info_t){dst, 2, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
+    ucc_coll_args_t      a      = float32_args(UCC_COLL_TYPE_ALLREDUCE, UCC_OP_SUM, src, dst, 2);
     if (rank == 0) {
         a.mask    = UCC_COLL_ARGS_FIELD_CB;
         a.cb.cb   = destroy_from_callback;

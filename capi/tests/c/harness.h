@@ -205,6 +205,20 @@ static struct oob_shared *g_ctx_oob, *g_team_oob;
 
 /* ---- common steps --------------------------------------------------------- */
 
+/* The arguments of a `type` collective with reduction `op` over `count`
+ * float32 on host memory, from `src` into `dst`; every other field zero. */
+static inline ucc_coll_args_t float32_args(ucc_coll_type_t type, ucc_reduction_op_t op, float *src, float *dst,
+                                           uint64_t count)
+{
+    ucc_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.coll_type = type;
+    a.op        = op;
+    a.src.info  = (ucc_coll_buffer_info_t){src, count, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
+    a.dst.info  = (ucc_coll_buffer_info_t){dst, count, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
+    return a;
+}
+
 /* Run a collective to completion the way Open MPI's blocking path does:
  * init, post, test + progress, finalize. */
 static inline int run_coll(ucc_coll_args_t *args, ucc_team_h team, ucc_context_h ctx)

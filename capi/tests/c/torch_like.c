@@ -266,12 +266,7 @@ static int body(int rank, int size)
 
     float x[N], y[N];
     for (int i = 0; i < N; i++) x[i] = fval(rank, i), y[i] = -1;
-    ucc_coll_args_t a;
-    memset(&a, 0, sizeof(a));
-    a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
-    a.op        = UCC_OP_AVG;
-    a.src.info  = (ucc_coll_buffer_info_t){x, N, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
-    a.dst.info  = (ucc_coll_buffer_info_t){y, N, UCC_DT_FLOAT32, UCC_MEMORY_TYPE_HOST};
+    ucc_coll_args_t a = float32_args(UCC_COLL_TYPE_ALLREDUCE, UCC_OP_AVG, x, y, N);
     if (post_and_wait(&a, team)) return 1;
     for (int i = 0; i < N; i++) {
         double want = 0;
