@@ -431,9 +431,7 @@ impl SizeRound {
             call.rounds(&team, max_len([longest])?).await
         })
     }
-}
 
-impl SizeRound {
     /// Copy what this rank gives itself, and what it takes out of the
     /// givers' carried areas of epoch `e` (the tables agreed on every
     /// length it takes; `finish` noted each giver's longest block).
@@ -497,7 +495,7 @@ impl Carry<'_> {
         Ok(match self {
             Carry::Gather { mine, dst } => Moves {
                 own: dst.map(|d| d.block(me)).transpose()?.map(|into| (into, *mine)),
-                // The root gives only to itself (`SizeRound::my_carry`).
+                // The root gives only to itself (`carried_at`).
                 carried: if dst.is_some() { Box::default() } else { Box::new([(0, *mine)]) },
                 taken: match dst {
                     Some(d) => team.others(|r| d.block(r))?.into(),
