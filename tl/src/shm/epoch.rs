@@ -29,19 +29,18 @@ use ferrocoll_transport::liveness::Proc;
 
 use super::demote::demote;
 use super::layout::INLINE_DEPTH;
+use super::liveness_cadence::LivenessCadence;
 use super::segment::{CAUSE_SHIFT, Ctrl, FAILED, PRESENT, SigSlot};
 use super::team::ShmTeam;
 
 /// Where a wait (`ShmTeam::poll_wait`) stands: the first rank of its list
-/// not seen yet, and how often in a row it was found not there.
+/// not seen yet, and how often in a row it was found not there (when to
+/// check that it lives).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct WaitCursor {
     next: usize,
-    polls: u32,
+    polls: LivenessCadence,
 }
-
-/// Fruitless polls between two liveness checks of the rank waited for.
-const LIVENESS_EVERY: u32 = 4096;
 
 /// Epochs after which an inline epoch signs its control-line slot anyway.
 /// A slot carries only its epoch's low byte (`tagged`), and inline epochs
@@ -173,9 +172,8 @@ impl ShmTeam {
                 Err(e) => return Poll::Ready(Err(e)),
             };
             if value < epoch {
-                cursor.polls += 1;
                 self.diag_waiting(r);
-                let Err(e) = self.still_there(r, ctrl, cursor.polls) else { return Poll::Pending };
+                let Err(e) = self.still_there(r, ctrl, cursor.polls.due()) else { return Poll::Pending };
                 // r may have published, then left or exited (its part
                 // done), between the load and the check: a rank that
                 // finishes a collective ahead of the others and
@@ -195,16 +193,17 @@ impl ShmTeam {
                 }
             }
             cursor.next += 1;
-            cursor.polls = 0;
+            cursor.polls = LivenessCadence::default();
         }
         Poll::Ready(Ok(()))
     }
 
     /// Whether rank `r`, whose control line is `ctrl` and which this rank
-    /// has found not there yet `polls` times in a row, still takes part.
-    /// Whether it is still in the team is one load of the line just read;
-    /// whether its process lives is a system call, so rarer.
-    fn still_there(&self, r: usize, ctrl: &Ctrl, polls: u32) -> Result<()> {
+    /// has found not there yet, still takes part. Whether it is still in
+    /// the team is one load of the line just read; whether its process
+    /// lives is a system call, so only when `check_alive` (see
+    /// `liveness_cadence.rs`).
+    fn still_there(&self, r: usize, ctrl: &Ctrl, check_alive: bool) -> Result<()> {
         // Acquire: the peer's Release when it left or failed.
         if let Some((e, culprit)) = gone(r, self.size, ctrl.left.load(Ordering::Acquire)) {
             // A rank that left or stopped often did so because another one
@@ -215,7 +214,7 @@ impl ShmTeam {
             self.blame(culprit);
             return Err(e);
         }
-        if polls.is_multiple_of(LIVENESS_EVERY) {
+        if check_alive {
             self.check_alive(r, ctrl).inspect_err(|_| self.blame(r))?;
         }
         Ok(())

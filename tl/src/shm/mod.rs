@@ -30,6 +30,7 @@ mod demote;
 mod epoch;
 mod inline;
 mod layout;
+mod liveness_cadence;
 mod one_epoch;
 mod prefetch;
 mod segment;

@@ -24,6 +24,7 @@ use ferrocoll_transport::liveness::Proc;
 use super::alg::single_copy::Reach;
 use super::alg::{self, ShmPost as Post};
 use super::layout::{LINE, Layout};
+use super::liveness_cadence::LivenessCadence;
 use super::one_epoch;
 use super::segment::{CAUSE_SHIFT, FAILED, LEFT, PRESENT, Segment};
 use super::{CMA_MEASURED, SCORE, ShmConfig, crossover};
@@ -119,9 +120,6 @@ pub(crate) struct TeamSetup {
     pub pids: Vec<u32>,
 }
 
-/// Polls of a team's creation between two liveness checks of the members it waits for.
-const CREATE_LIVENESS_EVERY: u64 = 4096;
-
 /// The first of `ranks` (with their pids) whose process is gone, named:
 /// `what` says what this rank waited for it to do.
 fn dead_among(ranks: impl IntoIterator<Item = (usize, u32)>, what: &str) -> Option<Error> {
@@ -162,19 +160,15 @@ impl ShmTeam {
             };
             Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed, cma_threshold)?
         } else {
-            let mut tries = 0u64;
-            std::future::poll_fn(|_| {
-                tries += 1;
-                match Segment::open(&name, size, cookie) {
-                    Ok(Some(s)) => Poll::Ready(Ok(s)),
-                    Ok(None) if tries.is_multiple_of(CREATE_LIVENESS_EVERY) => {
-                        let creator = pids.first().map(|&pid| (0, pid));
-                        dead_among(creator, "creating the team's segment")
-                            .map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
-                    }
-                    Ok(None) => Poll::Pending,
-                    Err(e) => Poll::Ready(Err(e)),
+            let mut tries = LivenessCadence::default();
+            std::future::poll_fn(|_| match Segment::open(&name, size, cookie) {
+                Ok(Some(s)) => Poll::Ready(Ok(s)),
+                Ok(None) if tries.due() => {
+                    let creator = pids.first().map(|&pid| (0, pid));
+                    dead_among(creator, "creating the team's segment").map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
                 }
+                Ok(None) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
             })
             .await?
         };
@@ -195,12 +189,11 @@ impl ShmTeam {
             me.cookie_at.store(seg.cookie()?.1, Ordering::Relaxed);
         }
         if rank == 0 {
-            let mut polls = 0u64;
+            let mut polls = LivenessCadence::default();
             std::future::poll_fn(|_| {
-                polls += 1;
                 match seg.attached() {
                     Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
-                    Ok(_) if polls.is_multiple_of(CREATE_LIVENESS_EVERY) => {
+                    Ok(_) if polls.due() => {
                         // A member that attached and is gone went on without
                         // this rank, and likely failed because of one that
                         // never attached (killed at start-up): that one is

@@ -4,8 +4,9 @@
 //! timeout (none by default).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll, Waker};
 
 use ferrocoll_core::Result;
 use ferrocoll_core::backend::McSet;
@@ -36,21 +37,36 @@ fn create(test: &str, pids: Vec<u32>, rank: usize) -> impl Future<Output = Resul
     ShmTeam::create_shared(setup(test, pids), rank, size, McSet::default(), config)
 }
 
+/// Rank 0's creation of the team `test`, polled once: its segment exists
+/// when this returns, before the creator has looked at any member's
+/// liveness. (Left to a thread, the creator could check before the test
+/// had mapped the segment as a member: on a loaded machine it then failed
+/// naming a member that had not attached yet, and unlinked the segment.)
+fn creator_with_segment(test: &str, pids: Vec<u32>) -> Pin<Box<dyn Future<Output = Result<Arc<ShmTeam>>> + Send + '_>> {
+    let mut creator = Box::pin(create(test, pids, 0));
+    let first = creator.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+    assert!(matches!(first, Poll::Pending), "the creator finished at its first poll");
+    creator
+}
+
+/// The segment of team `test` of `size` ranks, mapped as a member would
+/// (counted as attached).
+fn map_as_member(test: &str, size: usize) -> Segment {
+    let name = setup(test, vec![]).name;
+    Segment::open(&name, size, 0xcd).expect("open").expect("the creator made the segment")
+}
+
 #[test]
 fn a_member_that_died_after_attaching_but_before_writing_its_pid_is_named() {
     let (me, dead) = (std::process::id(), dead_pid());
     let pids = vec![me, me, dead];
+    let creator = creator_with_segment("nopid", pids.clone());
+    // Rank 2 maps the segment (counted as attached) and is gone before it
+    // writes its pid.
+    drop(map_as_member("nopid", 3));
     let (t0, t1) = std::thread::scope(|s| {
-        let r0 = s.spawn(|| poll_to_end(create("nopid", pids.clone(), 0)));
+        let r0 = s.spawn(|| poll_to_end(creator));
         let r1 = s.spawn(|| poll_to_end(create("nopid", pids.clone(), 1)));
-        // Rank 2 maps the segment (counted as attached) and is gone before
-        // it writes its pid.
-        let name = setup("nopid", vec![]).name;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Segment::open(&name, 3, 0xcd).expect("open").is_none() {
-            assert!(Instant::now() < deadline, "rank 0 never created the segment");
-            std::thread::yield_now();
-        }
         (r0.join().unwrap().expect("rank 0"), r1.join().unwrap().expect("rank 1"))
     });
     for t in [t0, t1] {
@@ -80,19 +96,9 @@ fn a_creator_names_the_member_that_never_attached_before_one_that_left_after() {
     // cause, though rank 1 is gone too and comes first by number.
     let (me, left, killed) = (std::process::id(), dead_pid(), dead_pid());
     let pids = vec![me, left, killed];
-    let e = std::thread::scope(|s| {
-        let r0 = s.spawn(|| poll_to_end(create("cause", pids.clone(), 0)));
-        let name = setup("cause", vec![]).name;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let seg = loop {
-            if let Some(seg) = Segment::open(&name, 3, 0xcd).expect("open") {
-                break seg;
-            }
-            assert!(Instant::now() < deadline, "rank 0 never created the segment");
-            std::thread::yield_now();
-        };
-        seg.ctrl(1).expect("rank 1's control line").pid.store(u64::from(left), std::sync::atomic::Ordering::Relaxed);
-        r0.join().unwrap().err().expect("rank 2 never attaches").to_string()
-    });
+    let creator = creator_with_segment("cause", pids);
+    let seg = map_as_member("cause", 3);
+    seg.ctrl(1).expect("rank 1's control line").pid.store(u64::from(left), std::sync::atomic::Ordering::Relaxed);
+    let e = poll_to_end(creator).err().expect("rank 2 never attaches").to_string();
     assert!(e.contains(&format!("rank 2 (pid {killed}) died before attaching")), "{e}");
 }
