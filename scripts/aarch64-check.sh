@@ -40,6 +40,10 @@
 #
 # usage: scripts/aarch64-check.sh [extra args for the test binaries]
 #   env: TARGET_DIR (default /tmp/arm-target), TEST_THREADS (default 1),
+#        SELECT (cargo's selection of what to test; default --workspace;
+#        e.g. SELECT="-p ferrocoll-tl --lib" or
+#        SELECT="-p ferrocoll-tests --test shm_inline --test small_path"),
+#        BUILD_ONLY=1 (build the tests, run none),
 #        SKIP_INSTALL=1 (do not apt-get anything)
 # Needs root for apt-get and for registering binfmt_misc.
 set -euo pipefail
@@ -114,6 +118,8 @@ export FERROCOLL_NVRTC_DIR=$nvrtc/site/nvidia/cu13/lib
 export REQUIRE_NVRTC=1 REQUIRE_FAKE_CUDA=1 REQUIRE_FAKE_SHARP=1 REQUIRE_CC=1
 
 echo "aarch64-check: building in $target_dir" >&2
-cargo test --workspace --target $target --no-run
+read -r -a select <<<"${SELECT:---workspace}"
+cargo test "${select[@]}" --target $target --no-run
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 echo "aarch64-check: running under $qemu" >&2
-cargo test --workspace --target $target --no-fail-fast -- --test-threads="${TEST_THREADS:-1}" "$@"
+cargo test "${select[@]}" --target $target --no-fail-fast -- --test-threads="${TEST_THREADS:-1}" "$@"
