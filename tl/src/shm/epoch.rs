@@ -39,7 +39,7 @@ use super::team::ShmTeam;
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct WaitCursor {
     next: usize,
-    polls: LivenessCadence,
+    liveness: LivenessCadence,
 }
 
 /// Epochs after which an inline epoch signs its control-line slot anyway.
@@ -173,7 +173,7 @@ impl ShmTeam {
             };
             if value < epoch {
                 self.diag_waiting(r);
-                let Err(e) = self.still_there(r, ctrl, cursor.polls.due()) else { return Poll::Pending };
+                let Err(e) = self.still_there(r, ctrl, cursor.liveness.due()) else { return Poll::Pending };
                 // r may have published, then left or exited (its part
                 // done), between the load and the check: a rank that
                 // finishes a collective ahead of the others and
@@ -193,7 +193,7 @@ impl ShmTeam {
                 }
             }
             cursor.next += 1;
-            cursor.polls = LivenessCadence::default();
+            cursor.liveness = LivenessCadence::default();
         }
         Poll::Ready(Ok(()))
     }

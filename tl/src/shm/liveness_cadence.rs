@@ -10,7 +10,7 @@
 //! liveness tests failed so under qemu and under CPU hogs). So the polls
 //! also look at the clock, on one in [`CLOCK_EVERY_POLLS`] (a wait that
 //! ends sooner never reads it), and check liveness once [`PERIOD`] has
-//! passed since the last check, or since the first look at the clock.
+//! passed since the clock last asked for a check, or since its first look.
 
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,8 @@ const PERIOD: Duration = Duration::from_millis(100);
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LivenessCadence {
     polls: u32,
-    /// When the clock was first read, or liveness last checked by it.
+    /// When the clock was first read, or last asked for a check (a check
+    /// asked for by the poll count leaves it: that path reads no clock).
     since: Option<Instant>,
 }
 
