@@ -39,7 +39,8 @@ use crate::base::AlgFuture;
 /// A collective that takes one epoch: its payloads fit the inline regions
 /// (`inline.rs`), or it has none.
 pub(crate) enum OneEpoch {
-    /// Barrier (`flags`): everyone arrives, everyone waits for everyone.
+    /// Barrier (`flags`): everyone arrives, everyone waits for everyone
+    /// else.
     Barrier,
     /// Allreduce and reduce (`onestep`): every rank publishes `src`; the
     /// ranks with an `out` (every rank, or the root) reduce all inputs into it.
@@ -71,7 +72,12 @@ pub(crate) trait Epoch: Send + Unpin + 'static {
     /// Step 2 of the epoch: publish what this rank gives.
     fn publish(&self, team: &ShmTeam, e: u64) -> Result<()>;
 
-    /// Step 3: the counter to wait on, and whose (none: this rank reads nothing).
+    /// Step 3: the counter to wait on, and whose (none: this rank reads
+    /// nothing). Never this rank's own (`ShmTeam::others`): it published
+    /// its flag in step 2, and its `done` in step 5 records that it finished
+    /// the epoch (`ShmTeam::publish`). Reading its own control line back
+    /// cost ~50–100 instructions a collective, 4–15 % of a 2-rank
+    /// allgather's time (BENCHMARKS.md, thirty-first round).
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])>;
 
     /// Between steps 3 and 4, once the wait is over: ask for the lines of
@@ -119,11 +125,11 @@ impl Epoch for OneEpoch {
 
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
         match self {
-            OneEpoch::Barrier => Some((Flag::Arrive, &team.all)),
+            OneEpoch::Barrier => Some((Flag::Arrive, &team.others)),
             OneEpoch::Reduce { out: Some(_), .. }
             | OneEpoch::Gather { dst: Some(_), .. }
             | OneEpoch::Alltoall { .. }
-            | OneEpoch::ReduceScatter { .. } => Some((Flag::Inline, &team.all)),
+            | OneEpoch::ReduceScatter { .. } => Some((Flag::Inline, &team.others)),
             OneEpoch::Bcast { root, .. } | OneEpoch::Scatter { root, .. } if team.rank != *root => {
                 Some((Flag::Inline, std::slice::from_ref(root)))
             }
@@ -486,5 +492,35 @@ impl<E> Drop for OneEpochPost<E> {
             Step::Begin(_) | Step::Wait(_) | Step::After => self.post.team.pass_turn(self.post.ticket, false),
             Step::Over => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{poll_to_end, threads};
+    use super::*;
+
+    /// A one-epoch collective waits for the other ranks, not for itself
+    /// (see `Epoch::waits_for`), and still runs to its end on every rank.
+    #[test]
+    fn a_one_epoch_collective_waits_for_the_others_only() {
+        let teams = threads("oe-self", 3);
+        for t in &teams {
+            let (flag, ranks) = OneEpoch::Barrier.waits_for(t).expect("a barrier waits");
+            assert_eq!(flag, Flag::Arrive);
+            let expected: Vec<usize> = (0..3).filter(|&r| r != t.rank).collect();
+            assert_eq!(ranks, &expected[..], "rank {}", t.rank);
+        }
+        std::thread::scope(|s| {
+            for t in &teams {
+                s.spawn(move || {
+                    for _ in 0..3 {
+                        poll_to_end(t.one_epoch(&OneEpoch::Barrier)).expect("barrier");
+                    }
+                    // Its own `done` recorded what a wait for itself would have.
+                    assert!((0..3).all(|r| t.known_finished(r, 2)), "rank {}", t.rank);
+                });
+            }
+        });
     }
 }

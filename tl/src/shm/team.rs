@@ -44,6 +44,9 @@ pub(crate) struct ShmTeam {
     pub(crate) size: usize,
     /// 0..size, for waiting on every rank.
     pub(crate) all: Vec<usize>,
+    /// Every rank but this one, for waits that follow this rank's own
+    /// publish of the same flag (`Epoch::waits_for`).
+    pub(crate) others: Vec<usize>,
     /// Each rank's process, from the first time its pid was seen in its
     /// control line (see `epoch.rs`).
     pub(crate) procs: Vec<OnceLock<Proc>>,
@@ -217,6 +220,7 @@ impl ShmTeam {
             rank,
             size,
             all: (0..size).collect(),
+            others: (0..size).filter(|&r| r != rank).collect(),
             procs: (0..size).map(|_| OnceLock::new()).collect(),
             pids,
             finished: (0..size).map(|_| AtomicU64::new(0)).collect(),

@@ -581,9 +581,11 @@ impl Epoch for SizeRound {
         let flag = if self.layout.table_inline { Flag::Inline } else { Flag::Arrive };
         match self.waits {
             Waits::Nobody => None,
-            // The root is a rank of the team (`SizeRound::new`).
+            // The root is a rank of the team (`SizeRound::new`), and not
+            // this one: a root waits for nobody or for everyone.
             Waits::Root(root) => Some((flag, std::slice::from_ref(&team.all[root]))),
-            Waits::Everyone => Some((flag, &team.all[..])),
+            // Its own table is its own fields (`finish` checks them).
+            Waits::Everyone => Some((flag, &team.others[..])),
         }
     }
 
@@ -628,8 +630,13 @@ impl Epoch for SizeRound {
         // rank's, this rank's included. This rank's own entries are its
         // own fields: it reads only the others' tables.
         let mut longest = if root.is_none_or(|root| root == me) { self.own_longest } else { 0 };
-        let waited_for = self.waits_for(team).map_or(&[][..], |(_, ranks)| ranks);
-        for &r in waited_for {
+        // The ranks waited for, and this rank itself with everyone.
+        let checked = match self.waits {
+            Waits::Nobody => &[][..],
+            Waits::Root(root) => std::slice::from_ref(&team.all[root]),
+            Waits::Everyone => &team.all[..],
+        };
+        for &r in checked {
             // What r gives me against what I take from r, and the other way round.
             let (r_gives, r_takes) = if r == me {
                 (self.gives[me], self.takes[me])
