@@ -35,8 +35,12 @@ pub struct Blocks(Repr);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Repr {
-    /// UCC's even split of `total` elements of `elem_size` bytes over `parts`.
-    Even { total: usize, parts: usize, elem_size: usize },
+    /// UCC's even split of some total of elements of `elem_size` bytes
+    /// over `parts`: `each` elements in every block, one more in the first
+    /// `longer` (the total's quotient and remainder, worked out once: a
+    /// block's look-up is on every small collective's path, where two
+    /// divisions took longer than the rest of it).
+    Even { parts: usize, elem_size: usize, each: usize, longer: usize },
     /// Explicit ranges.
     Listed(Arc<[(usize, usize)]>),
 }
@@ -45,7 +49,8 @@ impl Blocks {
     /// `total` elements of `elem_size` bytes cut into `parts` blocks with
     /// UCC's distribution (the first `total % parts` blocks get one more).
     pub fn even(total: usize, parts: usize, elem_size: usize) -> Blocks {
-        Blocks(Repr::Even { total, parts, elem_size })
+        let (each, longer) = if parts == 0 { (0, 0) } else { (total / parts, total % parts) };
+        Blocks(Repr::Even { parts, elem_size, each, longer })
     }
 
     /// Blocks of `counts[i]` elements at `displs[i]` elements. An empty
@@ -88,8 +93,9 @@ impl Blocks {
     /// `(byte offset, byte length)` of block `i`.
     pub fn get(&self, i: usize) -> Result<(usize, usize)> {
         match &self.0 {
-            Repr::Even { total, parts, elem_size } if i < *parts => {
-                Ok((block_offset(*total, *parts, i) * elem_size, block_count(*total, *parts, i) * elem_size))
+            // As `block_offset` and `block_count`.
+            Repr::Even { parts, elem_size, each, longer } if i < *parts => {
+                Ok(((i * each + i.min(*longer)) * elem_size, (each + usize::from(i < *longer)) * elem_size))
             }
             Repr::Listed(r) if i < r.len() => Ok(r[i]),
             _ => Err(Error::internal(format!("block {i} of a layout of {} blocks", self.len()))),
@@ -111,9 +117,7 @@ impl Blocks {
     /// starts at `i` times it (a plain array of blocks); `None` otherwise.
     pub fn uniform(&self) -> Option<usize> {
         match &self.0 {
-            Repr::Even { total, parts, elem_size } => {
-                (*parts > 0 && total.is_multiple_of(*parts)).then(|| total / parts * elem_size)
-            }
+            Repr::Even { parts, elem_size, each, longer } => (*parts > 0 && *longer == 0).then(|| each * elem_size),
             Repr::Listed(r) => {
                 let n = r.first().map_or(0, |b| b.1);
                 r.iter().enumerate().all(|(i, &(off, len))| len == n && off == i * n).then_some(n)
