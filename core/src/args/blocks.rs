@@ -49,7 +49,7 @@ impl Blocks {
     /// `total` elements of `elem_size` bytes cut into `parts` blocks with
     /// UCC's distribution (the first `total % parts` blocks get one more).
     pub fn even(total: usize, parts: usize, elem_size: usize) -> Blocks {
-        let (each, longer) = if parts == 0 { (0, 0) } else { (total / parts, total % parts) };
+        let (each, longer) = total.checked_div(parts).zip(total.checked_rem(parts)).unwrap_or((0, 0));
         Blocks(Repr::Even { parts, elem_size, each, longer })
     }
 
