@@ -191,7 +191,21 @@ pub(super) fn establish(
             }
             let Some(hs) = &mut o.conn else { continue };
             let failure = match hs.read() {
-                Step::Pending => continue,
+                Step::Pending if hs.since.elapsed() < HELLO_WAIT => continue,
+                // A peer that accepted and never answers (not a ferrocoll
+                // endpoint, or one that is stuck): close, say why, and try
+                // again later, rather than wait on this connection for as
+                // long as `connect` waits (for ever, without a deadline).
+                Step::Pending => {
+                    let why = format!("no answer to its hello within {HELLO_WAIT:?} of the connect");
+                    ferrocoll_core::log_warn!(
+                        "p2p tcp: endpoint {} to endpoint {} at {}: {why}",
+                        me.ep,
+                        o.to.ep,
+                        hs.peer
+                    );
+                    Some(why)
+                }
                 Step::Hello(h) => me.check(&h, Some(o.to.ep), &below).err(),
                 Step::Failed(why) => Some(why),
             };
@@ -415,6 +429,33 @@ mod tests {
             let cap = 2 + SILENT_SPARE; // one endpoint below endpoint 1
             assert!(closed >= flood - cap, "{closed} of {flood} silent connections closed before HELLO_WAIT / 2");
         });
+    }
+
+    /// An endpoint that accepts and never answers: the connection is
+    /// closed after `HELLO_WAIT` and tried again, and the deadline's error
+    /// says why, rather than the connector waiting on it for ever.
+    #[test]
+    fn a_peer_that_accepts_and_never_answers_is_left_and_tried_again() {
+        let (l, addr) = listener();
+        let (mute, mute_addr) = listener();
+        let peers = [Wanted { ep: 0, addr }, Wanted { ep: 1, addr: mute_addr }];
+        let deadline = HELLO_WAIT + Duration::from_secs(2);
+        let (e, accepted) = thread::scope(|s| {
+            let connector = s.spawn(|| establish(&l, Me { ep: 0, job: 3 }, &peers, Some(deadline)));
+            // Accept every connection, read nothing, answer nothing; keep them open.
+            let mut held = Vec::new();
+            while !connector.is_finished() {
+                match mute.accept() {
+                    Ok((c, _)) => held.push(c),
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+            }
+            (connector.join().unwrap().unwrap_err(), held.len())
+        });
+        let s = e.to_string();
+        assert_eq!(e.status(), ferrocoll_core::Status::TimedOut);
+        assert!(s.contains("endpoints [1]") && s.contains("no answer to its hello"), "{s}");
+        assert!(accepted >= 2, "the silent connection was not closed and tried again ({accepted} accepted)");
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //!   connections of another job or from an unexpected endpoint, or that
 //!   send no hello within 5 s of their accept, are refused and logged, and
 //!   the wait goes on; past 64 (plus two per lower endpoint) connections
-//!   waiting for their hello, the oldest are closed at once. `TCP_NODELAY`;
+//!   waiting for their hello, the oldest are closed at once. A peer that
+//!   accepts a connection and sends no answer within 5 s is left, logged and
+//!   connected to again (its reason goes into the deadline's error), so an
+//!   endpoint never waits on one connection for the whole timeout, or for
+//!   ever when it is `inf`. `TCP_NODELAY`;
 //!   every socket is non-blocking afterwards and no call waits on I/O. The
 //!   listener is closed once `connect` is done.
 //! - Address: `UCC_TL_P2P_TCP_ADDR` if set; else the local address that
