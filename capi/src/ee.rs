@@ -18,6 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use ferrocoll::core::engine::Backoff;
 use ferrocoll::ee::cuda::StreamOptions;
 use ferrocoll::{CpuEe, CudaStreamEe, Ee, Error, Event, EventType, Result};
 
@@ -327,6 +328,11 @@ pub unsafe extern "C" fn ucc_ee_wait(ee: *const EeHandle, ev: *mut Ev) -> UccSta
         let h = unsafe { borrow(ee, "ee") }?;
         non_null(ev, "ev")?;
         let engine = h.ee()?;
+        // Spin a while, then yield: a yield at every look was a system call
+        // per poll for an event that a thread on another core sets within
+        // microseconds. Where ranks outnumber cores, the progress below
+        // yields the core as well (`Context::progress`).
+        let mut backoff = Backoff::new();
         loop {
             if let Some((e, origin)) = h.next(engine.as_ref())? {
                 if let Some(o) = origin {
@@ -337,8 +343,7 @@ pub unsafe extern "C" fn ucc_ee_wait(ee: *const EeHandle, ev: *mut Ev) -> UccSta
                 return Ok(UCC_OK);
             }
             h.ctx.get()?.progress()?;
-            // Nothing arrived: let a peer's process (or the caller's other thread) run.
-            std::thread::yield_now();
+            backoff.snooze();
         }
     })
 }
