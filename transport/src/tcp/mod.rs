@@ -10,10 +10,11 @@
 //!   send no hello within 5 s of their accept, are refused and logged, and
 //!   the wait goes on; past 64 (plus two per lower endpoint) connections
 //!   waiting for their hello, the oldest are closed at once. A peer that
-//!   accepts a connection and sends no answer within 5 s is left, logged and
-//!   connected to again (its reason goes into the deadline's error), so an
-//!   endpoint never waits on one connection for the whole timeout, or for
-//!   ever when it is `inf`. `TCP_NODELAY`;
+//!   accepts a connection and does not answer is waited for (it may not
+//!   have reached its accept yet; closing would race with its answer),
+//!   named with that reason in the deadline's error, and in the log after
+//!   30 s — so a wait without a deadline (`inf`) still says what it waits
+//!   for. `TCP_NODELAY`;
 //!   every socket is non-blocking afterwards and no call waits on I/O. The
 //!   listener is closed once `connect` is done.
 //! - Address: `UCC_TL_P2P_TCP_ADDR` if set; else the local address that
