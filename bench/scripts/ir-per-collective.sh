@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Instructions per perftest iteration on a team of one (the library's own
-# path, no peer), counted by callgrind: (Ir at -n 20000 - Ir at -n 10000) /
-# 10000. An iteration is one timed collective plus the perftest's 1.5
-# untimed barriers. Repeatable for the same binary, whatever the load.
-# Usage: ir-per-collective.sh [PERFTEST_BIN]
+# path, no peer), counted by callgrind: (Ir at -n 60000 - Ir at -n 10000) /
+# 50000. An iteration is one timed collective plus the perftest's 1.5
+# untimed barriers. The start-up (bootstrap, team creation) polls for as
+# long as it takes, so a run's total moves by up to ~1 M instructions:
+# over 10 000 iterations that was ±100 an iteration, over 50 000 it is ±20.
+# Usage: ir-per-collective.sh [PERFTEST_BIN] [SPEC...]
+#   SPEC: the perftest's arguments for one line, e.g. "-c gatherv -b 2 -e 2"
+#   (default: allreduce, persistent allreduce, barrier, bcast, allgather).
 set -euo pipefail
 bin=${1:-target/release/ferrocoll-perftest}
+shift || true
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ir() {
@@ -15,8 +20,10 @@ ir() {
   # The rank's process is the one that ran the most instructions.
   grep -E "^(summary|totals):" "$(ls -S "$tmp"/cg.* | head -1)" | head -1 | awk '{print $2}'
 }
-for spec in "-c allreduce -b 2 -e 2" "-c allreduce -b 2 -e 2 -p" "-c barrier" "-c bcast -b 2 -e 2" "-c allgather -b 2 -e 2"; do
+specs=("$@")
+[ ${#specs[@]} -gt 0 ] || specs=("-c allreduce -b 2 -e 2" "-c allreduce -b 2 -e 2 -p" "-c barrier" "-c bcast -b 2 -e 2" "-c allgather -b 2 -e 2")
+for spec in "${specs[@]}"; do
   # shellcheck disable=SC2086
-  a=$(ir $spec -n 10000); b=$(ir $spec -n 20000)
-  echo "$spec: $(((b - a) / 10000)) Ir/iteration"
+  a=$(ir $spec -n 10000); b=$(ir $spec -n 60000)
+  echo "$spec: $(((b - a) / 50000)) Ir/iteration"
 done
