@@ -312,6 +312,16 @@ fn other_bad_arguments() {
         a.timeout = -1.0;
         // SAFETY: no buffers.
         expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["timeout -1"]);
+        for bad in [0.0, f64::NAN, f64::NEG_INFINITY] {
+            a.timeout = bad;
+            // SAFETY: no buffers.
+            expect_err(unsafe { team.collective_init(&a) }, Status::InvalidParam, &["is not a positive number"]);
+        }
+        // +inf is UCC's "never": accepted, and the barrier runs.
+        a.timeout = f64::INFINITY;
+        // SAFETY: no buffers.
+        let mut forever = unsafe { team.collective_init(&a) }.expect("an infinite timeout");
+        forever.run().expect("a barrier with an infinite timeout");
         // Active sets are for bcast only.
         let set = ActiveSet { start: 0, stride: 1, size: 2 };
         expect_err(

@@ -190,10 +190,13 @@ fn check_common(ck: &Checker<'_>, rank: usize, default_timeout: Option<Duration>
         return Err(Error::not_supported(format!("{coll}: mem-mapped (one-sided) buffers are not supported")));
     }
     let timeout = if args.flags.contains(CollFlags::TIMEOUT) {
-        if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        // NaN, zero and negative timeouts are refused (UCC would time such
+        // a collective out at its first look, or never for NaN); +inf is
+        // UCC's "never", which its check `now - start > timeout` gives it.
+        if !(args.timeout > 0.0) {
             return Err(ck.err(format!("timeout {} s is not a positive number of seconds", args.timeout)));
         }
-        // Longer than a Duration holds (centuries): as long as it holds.
+        // Longer than a Duration holds (centuries, or +inf): as long as it holds.
         Some(Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::MAX))
     } else {
         default_timeout
