@@ -193,7 +193,7 @@ fn check_common(ck: &Checker<'_>, rank: usize, default_timeout: Option<Duration>
         // NaN, zero and negative timeouts are refused (UCC would time such
         // a collective out at its first look, or never for NaN); +inf is
         // UCC's "never", which its check `now - start > timeout` gives it.
-        if !(args.timeout > 0.0) {
+        if args.timeout.is_nan() || args.timeout <= 0.0 {
             return Err(ck.err(format!("timeout {} s is not a positive number of seconds", args.timeout)));
         }
         // Longer than a Duration holds (centuries, or +inf): as long as it holds.
