@@ -34,7 +34,7 @@ pub const CORE_FIELDS: &[ConfigField] = &[
     ConfigField {
         name: "UCC_LOG_LEVEL",
         default: "warn",
-        doc: "Log level: error, warn, info, debug, trace (messages go to stderr).",
+        doc: "Log level: error, warn, info, debug, trace, or n for none (messages go to stderr); UCC's fatal (none of ferrocoll's), diag (warn) and trace_* (trace) too.",
     },
     ConfigField {
         name: "UCC_COLL_TRACE",

@@ -23,15 +23,22 @@ pub enum Level {
 }
 
 impl Level {
-    /// Parse `error warn info debug trace` (and `n`/`none` for off, as `None`).
+    /// Parse `error warn info debug trace` (and `n`/`none` for off, as
+    /// `None`), and the rest of UCC's (UCS's) level names, which programs
+    /// written for UCC set: `fatal` prints nothing of ours (ferrocoll has
+    /// no fatal messages: an error is returned, and UCC logs those at
+    /// `error`), `diag` is `warn` (nothing of ours between them), and the
+    /// `trace_*` levels (`req`, `data`, `async`, `func`, `poll`) and
+    /// `print` are `trace`.
     pub fn parse(s: &str) -> Option<Option<Level>> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "n" | "no" | "none" | "off" | "0" => Some(None),
+            "n" | "no" | "none" | "off" | "0" | "fatal" => Some(None),
             "error" | "err" => Some(Some(Level::Error)),
-            "warn" | "warning" => Some(Some(Level::Warn)),
+            "warn" | "warning" | "diag" => Some(Some(Level::Warn)),
             "info" | "y" | "yes" => Some(Some(Level::Info)),
             "debug" => Some(Some(Level::Debug)),
-            "trace" => Some(Some(Level::Trace)),
+            "trace" | "req" | "data" | "async" | "func" | "poll" | "print" | "trace_req" | "trace_data"
+            | "trace_async" | "trace_func" | "trace_poll" => Some(Some(Level::Trace)),
             _ => None,
         }
     }
@@ -55,7 +62,7 @@ pub fn max_level() -> Option<Level> {
             Ok(v) => Level::parse(&v).unwrap_or_else(|| {
                 // Lib creation refuses it; anything logged before that should not hide the mistake.
                 eprintln!(
-                    "ferrocoll: UCC_LOG_LEVEL={v:?} is not a level (error, warn, info, debug, trace, n); using warn"
+                    "ferrocoll: UCC_LOG_LEVEL={v:?} is not a level (fatal, error, warn, diag, info, debug, trace, n); using warn"
                 );
                 Some(Level::Warn)
             }),
@@ -128,3 +135,23 @@ macro_rules! log_info { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::I
 /// Log at debug level.
 #[macro_export]
 macro_rules! log_debug { ($($arg:tt)*) => { $crate::log_at!($crate::log::Level::Debug, $($arg)*) }; }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program written for UCC may set any of UCS's level names.
+    #[test]
+    fn ucc_level_names_parse() {
+        assert_eq!(Level::parse("fatal"), Some(None));
+        assert_eq!(Level::parse("n"), Some(None));
+        assert_eq!(Level::parse("ERROR"), Some(Some(Level::Error)));
+        assert_eq!(Level::parse("diag"), Some(Some(Level::Warn)));
+        assert_eq!(Level::parse(" info "), Some(Some(Level::Info)));
+        assert_eq!(Level::parse("debug"), Some(Some(Level::Debug)));
+        for trace in ["trace", "req", "trace_data", "poll", "print"] {
+            assert_eq!(Level::parse(trace), Some(Some(Level::Trace)), "{trace}");
+        }
+        assert_eq!(Level::parse("loud"), None);
+    }
+}

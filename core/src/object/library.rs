@@ -64,7 +64,7 @@ impl Lib {
         if let Some(v) = config.get("LOG_LEVEL") {
             let Some(level) = crate::log::Level::parse(v) else {
                 return Err(Error::invalid_param(format!(
-                    "UCC_LOG_LEVEL={v:?} is not a level (error, warn, info, debug, trace, or n for none)"
+                    "UCC_LOG_LEVEL={v:?} is not a level (fatal, error, warn, diag, info, debug, trace, or n for none)"
                 )));
             };
             // The file's or the parameters' level too, not only the environment's.
