@@ -273,6 +273,18 @@ fn a_callback_that_destroys_its_context_inside_progress_is_refused() {
     program("callbacks", 2);
 }
 
+/// Hostile arguments (types, masks, flags, datatypes, counts that
+/// overflow, NULL arrays, NaN and infinite timeouts, ...): each init is
+/// refused with an error status or runs to completion; no crash, no hang.
+/// A team of one, so that a call one rank refuses and another takes cannot
+/// leave the latter waiting; the library's error log is off (30 000 lines).
+#[test]
+fn hostile_collective_arguments_are_refused_or_run() {
+    let Some(cc) = cc() else { return };
+    let exe = build(&cc, "hostile_args");
+    print!("{}", run(&exe, 1, &[("UCC_LOG_LEVEL", std::ffi::OsStr::new("n"))]));
+}
+
 #[test]
 fn perftest_helpers_and_persistent_collectives_on_2_ranks() {
     program("bench_like", 2);
