@@ -3,8 +3,10 @@
  * collective types (and words that are none), masks, flags, datatypes,
  * memory types, reductions, roots, timeouts (NaN, negative, +inf), active
  * sets, NULL buffers with counts, counts and displacements whose extent
- * overflows, and NULL count or displacement arrays. Every call must either
- * be refused with an error status or run to completion: no crash, no hang.
+ * overflows, and NULL count or displacement arrays; through
+ * ucc_collective_init or ucc_collective_init_and_post, and a persistent
+ * request that completed is posted again. Every call must either be
+ * refused with an error status or run to completion: no crash, no hang.
  *
  * Only what the library can tell is wrong is generated: an arbitrary
  * pointer, a count larger than the real buffer, a 32-bit count of
@@ -123,18 +125,23 @@ static int body(int rank, int size)
         ucc_coll_args_t a;
         ucc_coll_req_h  req;
         ucc_status_t    st;
+        int persistent, posts, one_call = rnd() % 4 == 0; /* init and post in one call, a quarter of the time */
         hostile(&a, size);
-        st = ucc_collective_init(&a, &req, team);
+        persistent = (a.mask & UCC_COLL_ARGS_FIELD_FLAGS) && (a.flags & UCC_COLL_ARGS_FLAG_PERSISTENT);
+        st = one_call ? ucc_collective_init_and_post(&a, &req, team) : ucc_collective_init(&a, &req, team);
         if (st != UCC_OK) {
             CHECK(st < 0); /* an error status, not a stray positive one */
             refused++;
             continue;
         }
         ran++;
-        if ((st = ucc_collective_post(req)) == UCC_OK) {
+        /* A persistent request that completed is posted again. */
+        for (posts = 0; posts < (persistent ? 2 : 1); posts++) {
             long looks = 0;
+            if (!(one_call && posts == 0) && ucc_collective_post(req) != UCC_OK) break;
             while ((st = ucc_collective_test(req)) == UCC_INPROGRESS && looks++ < 10000000) ucc_context_progress(ctx);
             if (st == UCC_INPROGRESS) FAIL("call %ld (type %#x) still in progress after 10^7 looks", i, (unsigned)a.coll_type);
+            if (st != UCC_OK) break;
         }
         CHECK_OK(ucc_collective_finalize(req));
     }
