@@ -112,6 +112,24 @@ impl Handshake {
         Handshake { stream, peer, got: Vec::with_capacity(HELLO_LEN), since: Instant::now(), warned: false }
     }
 
+    /// Why an outgoing connection (from endpoint `me` to `to`) still has no
+    /// answer, once it has waited `HELLO_WAIT`: for the deadline's error,
+    /// and for the log, once, past `ANSWER_WARN`. It is not closed: the peer
+    /// may not have reached its accept yet, and one that answers a
+    /// connection this side closed would count it connected.
+    fn late(&mut self, me: usize, to: usize) -> Option<String> {
+        let waited = self.since.elapsed();
+        if waited < HELLO_WAIT {
+            return None;
+        }
+        let why = format!("it accepted the connection but has not answered for {} s", waited.as_secs());
+        if waited >= ANSWER_WARN && !self.warned {
+            self.warned = true;
+            ferrocoll_core::log_warn!("p2p tcp: endpoint {me} waits for endpoint {to} at {}: {why}", self.peer);
+        }
+        Some(why)
+    }
+
     /// Read the rest of the peer's hello, and not a byte more (frames follow it).
     fn read(&mut self) -> Step {
         let mut buf = [0u8; HELLO_LEN];
@@ -198,23 +216,9 @@ pub(super) fn establish(
             }
             let Some(hs) = &mut o.conn else { continue };
             let failure = match hs.read() {
-                // Still no answer: wait on (the peer may not have reached its
-                // accept yet, and one that answers a connection this side
-                // closed would count it connected), but say why in the
-                // deadline's error, and in the log once it is long.
+                // Still no answer: wait on (see `Handshake::late`), saying why.
                 Step::Pending => {
-                    let waited = hs.since.elapsed();
-                    if waited >= HELLO_WAIT {
-                        let why = format!("it accepted the connection but has not answered for {} s", waited.as_secs());
-                        if waited >= ANSWER_WARN && !hs.warned {
-                            hs.warned = true;
-                            ferrocoll_core::log_warn!(
-                                "p2p tcp: endpoint {} waits for endpoint {} at {}: {why}",
-                                me.ep,
-                                o.to.ep,
-                                hs.peer
-                            );
-                        }
+                    if let Some(why) = hs.late(me.ep, o.to.ep) {
                         last_err.insert(o.to.ep, why);
                     }
                     continue;
