@@ -273,6 +273,43 @@ fn bcast_against_allreduce_of_equal_bytes() {
 }
 
 #[test]
+fn a_rank_that_finished_its_call_without_a_message_answers_the_probe() {
+    // The root posts a zero-size bcast (no TL runs it: done at once, no
+    // message) and goes on to an allreduce, where it waits for rank 1; the
+    // others post a bcast of 16 bytes and wait for the root (or for a rank
+    // that waits for it). No message of one collective meets the other's:
+    // the receivers' probe (after a second) reaches the root in a later
+    // collective, which answers what it posted there. The receivers fail
+    // naming it; the root's allreduce meets the receivers' next one.
+    for size in [2, 3] {
+        let started = Instant::now();
+        let out = on_p2p(size, None, move |team| {
+            let me = team.rank();
+            let r = if me == 0 {
+                let mut none: [u8; 0] = [];
+                let mut req = Coll::bcast(&mut none, 0).timeout(T).init(team).expect("a zero-size bcast's init");
+                assert_eq!(req.selected(), "none/zero-size");
+                req.run().expect("a zero-size bcast");
+                None
+            } else {
+                let mut buf = [7u8; 16];
+                Some(run(team, Coll::bcast(&mut buf, 0).timeout(T)))
+            };
+            allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
+            r.map(|r| seen(me, r))
+        });
+        for (rank, s) in out.iter().enumerate().skip(1) {
+            let Some(Seen::Differ(text)) = s else { panic!("rank {rank} must fail naming the root's call: {out:?}") };
+            assert!(text.contains("rank 0 posted no p2p collective"), "rank {rank}: {text}");
+            assert!(text.contains("this rank posted bcast root 0 of 16 bytes"), "rank {rank}: {text}");
+        }
+        let took = started.elapsed();
+        assert!(took < T, "{size} ranks waited {took:?}: until a timeout, not an answer");
+        eprintln!("{size} ranks: the receivers failed naming the root's zero-size call ({took:.1?})");
+    }
+}
+
+#[test]
 fn matching_calls_are_unaffected() {
     for size in [2, 3] {
         let out = world::run(size, &p2p_only(), |team, ctx| -> ferrocoll::Result<()> {

@@ -267,9 +267,14 @@ impl Transport for InProcTransport {
         Poll::Ready(Ok(()))
     }
 
-    fn stray(&self, _src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+    /// One inbox holds every sender's messages (their keys name them).
+    fn find_arrived(
+        &self,
+        _from: Option<usize>,
+        pick: &dyn Fn(&MsgKey, &Signature) -> bool,
+    ) -> Option<(MsgKey, Signature)> {
         let q = self.inbox.lock();
-        q.iter().find_map(|(k, v)| v.iter().find(|e| key.stray_of(k, &e.sig, sig)).map(|e| (*k, e.sig)))
+        q.iter().find_map(|(k, v)| v.iter().find(|e| pick(k, &e.sig)).map(|e| (*k, e.sig)))
     }
 
     fn progress(&self) -> Result<()> {

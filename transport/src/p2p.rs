@@ -163,15 +163,29 @@ pub trait Transport: Send + Sync {
     /// error if `src_ep` can no longer send.
     fn try_recv(&self, src_ep: usize, key: &MsgKey, sig: &Signature, buf: MemRef) -> Poll<Result<()>>;
 
+    /// The first message that has arrived from endpoint `from` (`None`:
+    /// from any endpoint this transport serves) whose key and sender's
+    /// signature `pick` accepts: its key and signature, left where it is.
+    /// It scans the unexpected messages: call it rarely. (An I/O transport
+    /// reads what its socket holds for `from` first; for `None` it files
+    /// only what its progress has read.)
+    fn find_arrived(
+        &self,
+        _from: Option<usize>,
+        _pick: &dyn Fn(&MsgKey, &Signature) -> bool,
+    ) -> Option<(MsgKey, Signature)> {
+        None
+    }
+
     /// A message that has arrived from `src_ep` for the same team and
     /// sequence number as `key`, of any step tag, whose sender's call does
     /// not agree with `sig` ([`MsgKey::stray_of`]): its key and signature,
     /// left where it is. Ranks whose calls differ may choose different
     /// algorithms, whose messages never match a receive, so no receive ever
-    /// checks them; a receive that waits long asks this instead. It scans
-    /// the unexpected messages: call it rarely.
-    fn stray(&self, _src_ep: usize, _key: &MsgKey, _sig: &Signature) -> Option<(MsgKey, Signature)> {
-        None
+    /// checks them; a receive that waits long asks this instead (see
+    /// [`Transport::find_arrived`]: rarely).
+    fn stray(&self, src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+        self.find_arrived(Some(src_ep), &|k, theirs| key.stray_of(k, theirs, sig))
     }
 
     /// Name endpoint `cause` in the goodbye that [`Transport::close`] will

@@ -116,6 +116,12 @@ impl Router {
         self.via(src_ep).ok()?.stray(src_ep, key, sig)
     }
 
+    /// A message that has arrived from any endpoint, through any transport,
+    /// that `pick` accepts (see [`Transport::find_arrived`]: rarely).
+    pub fn find_arrived(&self, pick: &dyn Fn(&MsgKey, &Signature) -> bool) -> Option<(MsgKey, Signature)> {
+        self.transports.iter().find_map(|t| t.find_arrived(None, pick))
+    }
+
     /// Progress every transport.
     pub fn progress(&self) -> Result<()> {
         self.transports.iter().try_for_each(|t| t.progress())?;

@@ -51,4 +51,7 @@ pub(crate) fn assert_stray_rules(t: &dyn crate::Transport, found: Option<(MsgKey
     assert!(t.stray(0, &MsgKey { seq: 2, ..key(0) }, &sig()).is_none(), "another collective");
     assert!(t.stray(0, &MsgKey { team: 8, ..key(0) }, &sig()).is_none(), "another team");
     assert!(t.stray(0, &MsgKey { src: 1, ..key(0) }, &sig()).is_none(), "another sender");
+    let any = t.find_arrived(None, &|k, _| k.tag == 5);
+    assert_eq!(any, found, "found among every sender's messages");
+    assert!(t.find_arrived(None, &|k, _| k.seq != 1).is_none(), "only what the pick accepts");
 }

@@ -13,6 +13,10 @@
  * 0xffffffff or a NULL v-buffer whose displacements are not addresses
  * would be the caller's crash (as in UCC), not a refusal.
  *
+ * On several ranks each rank refuses and takes calls of its own, so the
+ * ranks post collectives that differ: those must fail (naming the calls)
+ * within HOSTILE_WAIT_S seconds (20), whatever their timeouts.
+ *
  * Deterministic (a fixed xorshift seed; HOSTILE_SEED and HOSTILE_N
  * override it and the number of calls).
  */
@@ -112,6 +116,13 @@ static void hostile(ucc_coll_args_t *a, int size)
     a->active_set.size    = rnd() % 4;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static int body(int rank, int size)
 {
     struct oob_info oob = {g_ctx_oob, rank, size, 0};
@@ -119,6 +130,10 @@ static int body(int rank, int size)
     ucc_context_h   ctx;
     ucc_team_h      team;
     long            calls = getenv("HOSTILE_N") ? atol(getenv("HOSTILE_N")) : 30000, ran = 0, refused = 0;
+    /* How long a collective may run: ranks whose calls differ (each rank
+     * refuses and takes calls of its own) must fail within a few seconds,
+     * not at a timeout (the calls' timeouts are random, +inf among them). */
+    double          wait_s = getenv("HOSTILE_WAIT_S") ? atof(getenv("HOSTILE_WAIT_S")) : 20.0;
     if (getenv("HOSTILE_SEED")) seed ^= (uint64_t)atol(getenv("HOSTILE_SEED")) * 0x9e3779b97f4a7c15ull;
     if (open_world(&oob, &lib, &ctx, &team)) return 1;
     for (long i = 0; i < calls; i++) {
@@ -137,10 +152,10 @@ static int body(int rank, int size)
         ran++;
         /* A persistent request that completed is posted again. */
         for (posts = 0; posts < (persistent ? 2 : 1); posts++) {
-            long looks = 0;
+            double until = now_s() + wait_s;
             if (!(one_call && posts == 0) && ucc_collective_post(req) != UCC_OK) break;
-            while ((st = ucc_collective_test(req)) == UCC_INPROGRESS && looks++ < 10000000) ucc_context_progress(ctx);
-            if (st == UCC_INPROGRESS) FAIL("call %ld (type %#x) still in progress after 10^7 looks", i, (unsigned)a.coll_type);
+            while ((st = ucc_collective_test(req)) == UCC_INPROGRESS && now_s() < until) ucc_context_progress(ctx);
+            if (st == UCC_INPROGRESS) FAIL("call %ld (type %#x) still in progress after %g s", i, (unsigned)a.coll_type, wait_s);
             if (st != UCC_OK) break;
         }
         CHECK_OK(ucc_collective_finalize(req));

@@ -9,5 +9,6 @@ pub(crate) use ee::{Armed, StartFn, triggered_task};
 pub use ee::{Ee, EeTrigger, EngineCopies};
 pub use mc::{CopyInFlight, Mc, McSet, PendingCopy, PreparedReduce, ReduceKernel, ReduceSpec, Scratch, ScratchOwner};
 pub use tl::{
-    AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture, TlTeamParams,
+    ACTIVE_SET_SEQ, AlgInfo, CollTask, PostInfo, TlComponent, TlContext, TlContextParams, TlPeer, TlTeam, TlTeamFuture,
+    TlTeamParams,
 };

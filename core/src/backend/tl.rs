@@ -149,10 +149,18 @@ pub trait TlTeam: Send + Sync {
     }
 }
 
+/// Sequence numbers from this one up are outside the team's order:
+/// active-set collectives' (`ACTIVE_SET_SEQ | tag`: ranks outside the set
+/// do not post them) and a TL's own (its team's creation). Below it, each
+/// rank numbers the collectives it posts to the team 0, 1, 2, … in the
+/// order posted, zero-size ones included, whichever TL runs them.
+pub const ACTIVE_SET_SEQ: u64 = 1 << 63;
+
 /// What each post of a request passes to its task.
 #[derive(Clone, Copy, Debug)]
 pub struct PostInfo<'a> {
-    /// The team's sequence number of this collective (matching key).
+    /// The team's sequence number of this collective (matching key; see
+    /// [`ACTIVE_SET_SEQ`]).
     pub seq: u64,
     /// Where the task records what it waits for (the request's: a task
     /// clones it into its future; lent, so a post counts no reference it

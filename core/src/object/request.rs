@@ -10,17 +10,12 @@ use super::plan_cache::{Plan, RawCall, RawKey, call_hint};
 use super::spare_team;
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
-use crate::backend::{CollTask, PostInfo};
+use crate::backend::{ACTIVE_SET_SEQ, CollTask, PostInfo};
 use crate::engine::{BoardWatch, Call, Polled, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
 
 mod triggered;
-
-/// Sequence numbers of active-set collectives: they do not consume the
-/// team's sequence (ranks outside the set do not post them), so they are
-/// matched by the user's tag in a separate number space.
-const ACTIVE_SET_SEQ: u64 = 1 << 63;
 
 /// Fruitless polls of its own task between two progress calls of the whole
 /// context while a request waits (see [`Request::wait`]), for a task whose

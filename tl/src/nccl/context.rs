@@ -68,6 +68,7 @@ impl TlContext for NcclContext {
             config: P2pConfig::from_config(&params.config)?,
             layout: params.layout.clone(),
             notices: Default::default(),
+            posted: Default::default(),
         });
         // The device whose context is current on the creating thread, as NCCL's own users choose it.
         let device = self.driver.current_ordinal();

@@ -21,13 +21,14 @@
 //! message between them (a bcast's receiver waits for the root, which waits
 //! in an allreduce for it): a receive still waiting after [`PROBE_AFTER`]
 //! sends its peer an empty probe carrying its call, which the peer's own
-//! looks take and check like any message. A completed operation never
-//! looks, so the success path costs nothing more. A notice or probe that no
+//! looks take and check like any message — or, when the peer finished that
+//! collective without a message to the prober and went on, judge against
+//! the calls it ran lately and answer (`past.rs`). A completed operation never
+//! looks, so the success path costs nothing more. A notice that no
 //! operation reads (its addressee completed its part, or failed already)
-//! stays queued: a few bytes per mismatch, and per receive that waited
-//! longer than [`PROBE_AFTER`] for a peer that did not wait in turn.
+//! stays queued: a few bytes per mismatch; so does a probe to a peer that
+//! never waits on the team again.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
@@ -45,12 +46,16 @@ use super::team::TeamShared;
 /// Tags below this belong to one phase; [`Comm::phase`] shifts into a fresh range.
 pub const PHASE_TAGS: u32 = 1 << 24;
 
+mod notice;
+mod past;
+
+pub(crate) use notice::Notices;
+use notice::{NOTICE_LEN, Notice};
+pub(crate) use past::PostLog;
+
 /// The step tag of a notice (see the module docs): no algorithm's, since
 /// phases are few and their tags far below it.
 const NOTICE_TAG: u32 = u32::MAX;
-/// A notice's bytes: the rank whose call differs (u32) and its signature
-/// (word and size, u64), little-endian.
-const NOTICE_LEN: usize = 20;
 /// A waiting operation considers looking for notices and stray messages
 /// once in this many fruitless polls.
 pub const LOOK_EVERY_POLLS: u32 = 64;
@@ -73,19 +78,6 @@ const PROBE_TAG: u32 = u32::MAX - 1;
 pub const PROBE_AFTER: Duration = Duration::from_secs(1);
 /// How many of its latest failed collectives a team remembers having told.
 const TOLD_KEEP: usize = 16;
-
-/// One notice's sends and the bytes they send (the handles first: a tuple
-/// drops its fields in order, so they are dropped before the bytes).
-type NoticeSends = (Vec<Box<dyn SendHandle>>, Box<[u8; NOTICE_LEN]>);
-
-/// The notices a team's rank sent (see the module docs).
-#[derive(Default)]
-pub(crate) struct Notices {
-    /// Sequence numbers told about, the latest few (each is told once).
-    told: VecDeque<u64>,
-    /// Sends in flight.
-    sending: Vec<NoticeSends>,
-}
 
 /// One execution of a collective on one rank: its team, sequence number,
 /// call signature and tag space.
@@ -192,26 +184,9 @@ impl Comm {
             n.told.pop_front();
         }
         n.told.push_back(self.seq);
-        n.sending.retain_mut(|(hs, _)| {
-            hs.retain_mut(|h| h.test().is_pending());
-            !hs.is_empty()
-        });
-        let mut bytes = Box::new([0u8; NOTICE_LEN]);
-        bytes[..4].copy_from_slice(&differ.rank.to_le_bytes());
-        bytes[4..12].copy_from_slice(&differ.theirs.word.to_le_bytes());
-        bytes[12..].copy_from_slice(&differ.theirs.size.to_le_bytes());
-        let key = self.notice_key(self.team.rank);
-        let mut handles = Vec::new();
-        for (r, &ep) in self.team.eps.iter().enumerate().filter(|&(r, _)| r != self.team.rank) {
-            // SAFETY: the bytes are boxed and kept in `sending` beside the
-            // handle, which is dropped first, so they outlive the send.
-            let mem = unsafe { MemRef::from_slice(&bytes[..]) };
-            match self.team.transport.send(ep, key, self.sig, mem) {
-                Ok(h) => handles.push(h),
-                Err(e) => ferrocoll_core::log_debug!("p2p: no mismatch notice to rank {r}: {e}"),
-            }
-        }
-        n.sending.push((handles, bytes));
+        let others = self.team.eps.iter().enumerate().filter(|&(r, _)| r != self.team.rank);
+        let notice = Notice { rank: differ.rank, theirs: differ.theirs };
+        n.send(&self.team.transport, others, self.notice_key(self.team.rank), self.sig, notice);
     }
 
     /// Whether this collective can never complete because the ranks' calls
@@ -227,7 +202,7 @@ impl Comm {
             // SAFETY: `buf` lives on this frame through the call, which alone uses it.
             let mem = unsafe { MemRef::from_mut_slice(&mut buf) };
             match t.try_recv(ep, &self.notice_key(r), &self.sig, mem) {
-                Poll::Ready(Ok(())) => return Some(self.told_by(r, &buf)),
+                Poll::Ready(Ok(())) => return Some(self.told_by(r, &Notice::decode(&buf))),
                 // Its own call differs from this rank's: the transport names both.
                 Poll::Ready(Err(e)) if e.status() == Status::InvalidParam => {
                     return Some(plain(e).prefixed(format!("rank {r} failed this collective and told this rank")));
@@ -244,6 +219,7 @@ impl Comm {
                 }
             }
         }
+        self.answer_late_probe();
         let (k, theirs) = t.stray(self.ep(peer).ok()?, &self.key(0, peer), &self.sig)?;
         let differ = CallsDiffer { rank: peer as u32, theirs };
         if k.tag != NOTICE_TAG {
@@ -265,15 +241,13 @@ impl Comm {
 
     /// The error of a notice from rank `by`, whose call agrees with this
     /// rank's, about the rank whose call it found differing.
-    fn told_by(&self, by: usize, b: &[u8; NOTICE_LEN]) -> Error {
-        let word = |i: usize| u64::from_le_bytes(std::array::from_fn(|j| b[i + j]));
-        let rank = u32::from_le_bytes(std::array::from_fn(|j| b[j]));
-        let theirs = Signature { word: word(4), size: word(12) };
+    fn told_by(&self, by: usize, n: &Notice) -> Error {
+        let Notice { rank, theirs } = *n;
         if rank as usize != self.team.rank && !theirs.agrees(&self.sig) {
             return Error::invalid_param(format!(
                 "the ranks' calls differ: rank {rank} posted {}, this rank posted {} (collective seq {}; \
                  rank {by}, whose call agrees with this rank's, found it and told this rank)",
-                theirs.describe(),
+                notice::describe(&theirs),
                 self.sig.describe(),
                 self.seq
             ));
@@ -282,7 +256,7 @@ impl Comm {
             "rank {by} failed collective seq {} because rank {rank} posted {}, which differs from its call; \
              this rank posted {}",
             self.seq,
-            theirs.describe(),
+            notice::describe(&theirs),
             self.sig.describe()
         ))
     }
@@ -510,7 +484,11 @@ impl RecvFuture {
         if let Some(e) = self.comm.look(self.peer) {
             return Poll::Ready(Err(e));
         }
-        if self.probe.is_none() && waited >= PROBE_AFTER {
+        if self.probe.is_some() {
+            if let Some(e) = self.comm.answered(self.peer) {
+                return Poll::Ready(Err(e));
+            }
+        } else if waited >= PROBE_AFTER {
             self.probe = self.comm.probe(self.peer);
         }
         Poll::Pending

@@ -95,6 +95,7 @@ impl P2pContext {
             config,
             layout: params.layout.clone(),
             notices: Default::default(),
+            posted: Default::default(),
         }))
     }
 }

@@ -31,6 +31,9 @@ pub(crate) struct TeamShared {
     /// The notices this rank sent about its collectives that failed because
     /// the ranks' calls differ (see [`Comm`]).
     pub notices: std::sync::Mutex<super::comm::Notices>,
+    /// The calls of its latest collectives, for probes of peers that still
+    /// wait in one of them (see `comm/past.rs`).
+    pub posted: std::sync::Mutex<super::comm::PostLog>,
 }
 
 /// The p2p TL's team.
@@ -182,6 +185,7 @@ impl CollTask for AlgTask {
     /// when the inputs are ready (on a CUDA stream, once the stream work
     /// writing them has run).
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
+        self.team.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(post.seq, self.sig);
         let comm = Comm::new(self.team.clone(), post.seq, self.sig, post.diag.clone());
         let run: TaskFuture = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.

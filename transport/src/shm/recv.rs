@@ -93,11 +93,9 @@ impl RecvState {
         }
     }
 
-    /// See [`Transport::stray`](crate::Transport::stray).
-    pub fn stray(&self, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
-        self.table.iter().find_map(|(k, v)| {
-            v.iter().map(Arrived::sig).find(|theirs| key.stray_of(k, theirs, sig)).map(|theirs| (*k, theirs))
-        })
+    /// See [`Transport::find_arrived`](crate::Transport::find_arrived).
+    pub fn find(&self, pick: &dyn Fn(&MsgKey, &Signature) -> bool) -> Option<(MsgKey, Signature)> {
+        self.table.iter().find_map(|(k, v)| v.iter().map(Arrived::sig).find(|theirs| pick(k, theirs)).map(|s| (*k, s)))
     }
 
     /// The first live message for `key`, taken (cancelled rendezvous are skipped).

@@ -359,11 +359,16 @@ impl Transport for ShmTransport {
         }
     }
 
-    fn stray(&self, _src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+    /// One table holds every sender's messages (their keys name them).
+    fn find_arrived(
+        &self,
+        _from: Option<usize>,
+        pick: &dyn Fn(&MsgKey, &Signature) -> bool,
+    ) -> Option<(MsgKey, Signature)> {
         let s = &self.shared;
         let mut st = lock(&s.recv);
         st.drain(&s.pool);
-        st.stray(key, sig)
+        st.find(pick)
     }
 
     fn progress(&self) -> Result<()> {

@@ -197,11 +197,11 @@ impl Peer {
         msg
     }
 
-    /// See [`Transport::stray`](crate::Transport::stray) (messages held by an
-    /// emulated link count: they have arrived).
-    pub(super) fn stray(&self, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
+    /// See [`Transport::find_arrived`](crate::Transport::find_arrived)
+    /// (messages held by an emulated link count: they have arrived).
+    pub(super) fn find(&self, pick: &dyn Fn(&MsgKey, &Signature) -> bool) -> Option<(MsgKey, Signature)> {
         let inbox = lock(&self.inbox);
-        inbox.iter().find_map(|(k, v)| v.iter().find(|m| key.stray_of(k, &m.0, sig)).map(|m| (*k, m.0)))
+        inbox.iter().find_map(|(k, v)| v.iter().find(|m| pick(k, &m.0)).map(|m| (*k, m.0)))
     }
 
     /// Why nothing more can come from this peer, if so.

@@ -260,10 +260,19 @@ impl Transport for TcpTransport {
         }
     }
 
-    fn stray(&self, src_ep: usize, key: &MsgKey, sig: &Signature) -> Option<(MsgKey, Signature)> {
-        let peer = self.peer(src_ep).ok()?;
-        peer.pump();
-        peer.stray(key, sig)
+    fn find_arrived(
+        &self,
+        from: Option<usize>,
+        pick: &dyn Fn(&MsgKey, &Signature) -> bool,
+    ) -> Option<(MsgKey, Signature)> {
+        match from {
+            Some(ep) => {
+                let peer = self.peer(ep).ok()?;
+                peer.pump();
+                peer.find(pick)
+            }
+            None => self.peers.get()?.iter().flatten().find_map(|p| p.find(pick)),
+        }
     }
 
     fn progress(&self) -> Result<()> {

@@ -72,6 +72,7 @@ where
                     config: config.clone(),
                     layout: layout.clone(),
                     notices: Default::default(),
+                    posted: Default::default(),
                 });
                 s.spawn(move || {
                     // SAFETY: `buf` lives on this thread until the future that uses it is done.

@@ -1,0 +1,190 @@
+//! Late probes: a member still waits in a collective this rank finished.
+//!
+//! A receive that waited [`PROBE_AFTER`](super::PROBE_AFTER) probes its peer
+//! at its own sequence number; the peer's looks read probes of the
+//! collectives they wait in. But the peer may have finished that collective
+//! without a message to the prober — its call there was another one, or a
+//! zero-size one that no TL runs — and gone on: no look of it ever reads
+//! the probe, and the two ranks wait for each other until their timeouts
+//! (on a team without the shm TL's call board, which would have shown the
+//! difference at once). So a waiting rank also looks for probes of earlier
+//! collectives and judges them by the calls it ran lately ([`PostLog`]):
+//! - the same call: the prober is only slow (its message is on the way);
+//!   the probe is read and dropped;
+//! - another call, or none through this TL (a gap among the collectives
+//!   this TL ran: zero-size, another TL's, or a post that failed): the
+//!   calls differ. It answers the prober with what it posted there: the
+//!   prober's receive fails naming it, and tells the others (a notice).
+//!   The answering rank goes on waiting where it is, as it would with the
+//!   call board: its own calls so far completed as posted, and its
+//!   current one may still meet the prober's next;
+//! - older than the log: not judged; read and dropped.
+
+use std::collections::VecDeque;
+use std::sync::PoisonError;
+
+use ferrocoll_core::args::Signature;
+use ferrocoll_core::backend::ACTIVE_SET_SEQ;
+use ferrocoll_core::{Error, MemRef, MemType};
+use ferrocoll_transport::{CallsDiffer, MsgKey};
+
+use super::notice::{self, NOTICE_LEN, Notice};
+use super::{Comm, PROBE_TAG};
+
+/// How many of its latest collectives a team remembers the calls of.
+const POSTS_KEPT: usize = 64;
+
+/// The step tag of an answer to a probe (see the module docs).
+const ANSWER_TAG: u32 = u32::MAX - 2;
+
+/// The calls of a team's latest collectives through this TL, by sequence
+/// number (see the module docs).
+#[derive(Default)]
+pub(crate) struct PostLog {
+    /// In increasing sequence numbers (posts take their numbers in order).
+    recent: VecDeque<(u64, Signature)>,
+    /// The first sequence number it knows about: 0 (the team's first
+    /// collective) until it forgets its oldest entries.
+    from: u64,
+}
+
+/// What this rank ran at a sequence number, as far as its log knows.
+#[derive(Debug, PartialEq)]
+enum Ran {
+    Call(Signature),
+    /// Nothing through this TL (see [`notice::not_here`]).
+    Nothing,
+    /// Too long ago (or not yet): not known.
+    Unknown,
+}
+
+impl PostLog {
+    /// Collective `seq` runs the call `sig` (collectives outside the team's
+    /// order are not kept: see [`ACTIVE_SET_SEQ`]).
+    pub(crate) fn record(&mut self, seq: u64, sig: Signature) {
+        if seq >= ACTIVE_SET_SEQ || self.recent.back().is_some_and(|&(last, _)| seq <= last) {
+            return;
+        }
+        if self.recent.len() >= POSTS_KEPT {
+            if let Some((oldest, _)) = self.recent.pop_front() {
+                self.from = oldest + 1;
+            }
+        }
+        self.recent.push_back((seq, sig));
+    }
+
+    fn ran(&self, seq: u64) -> Ran {
+        let Some(&(last, _)) = self.recent.back() else { return Ran::Unknown };
+        if seq < self.from || seq > last {
+            return Ran::Unknown;
+        }
+        match self.recent.binary_search_by_key(&seq, |&(s, _)| s) {
+            Ok(i) => self.recent.get(i).map_or(Ran::Unknown, |&(_, sig)| Ran::Call(sig)),
+            Err(_) => Ran::Nothing,
+        }
+    }
+}
+
+impl Comm {
+    /// Answer a probe from a member that waits in an earlier collective of
+    /// this team for this rank, whose call there differed (see the module
+    /// docs). Probes of earlier collectives whose calls agreed, or too old
+    /// to judge, are read and dropped. One per look.
+    pub(super) fn answer_late_probe(&self) {
+        let (id, now, me, size) = (self.team.id, self.seq, self.team.rank, self.team.size);
+        if now >= ACTIVE_SET_SEQ {
+            return;
+        }
+        let pick = |k: &MsgKey, _: &Signature| {
+            k.team == id && k.tag == PROBE_TAG && k.seq < now && (k.src as usize) < size && k.src as usize != me
+        };
+        let t = &self.team.transport;
+        let Some((key, theirs)) = t.find_arrived(&pick) else { return };
+        let r = key.src as usize;
+        let Ok(ep) = self.ep(r) else { return };
+        // Read it (as the call it carries, which agrees): a probe is judged once.
+        let _ = t.try_recv(ep, &key, &theirs, MemRef::empty(MemType::Host));
+        let ran = self.team.posted.lock().unwrap_or_else(PoisonError::into_inner).ran(key.seq);
+        let mine = match ran {
+            Ran::Call(mine) if mine.agrees(&theirs) => return,
+            Ran::Unknown => {
+                ferrocoll_core::log_debug!(
+                    "p2p: a probe of collective seq {} from rank {r}: too old to judge",
+                    key.seq
+                );
+                return;
+            }
+            Ran::Call(mine) => mine,
+            Ran::Nothing => notice::not_here(),
+        };
+        ferrocoll_core::log_info!(
+            "p2p: rank {r} waits for this rank in collective seq {} of team {}, which this rank finished: \
+             rank {r} posted {} there, this rank {}; told it",
+            key.seq,
+            self.team.id,
+            theirs.describe(),
+            notice::describe(&mine)
+        );
+        // Under the prober's call, which its receive checks the message against.
+        let answer = MsgKey { tag: ANSWER_TAG, src: me as u32, ..key };
+        let mut n = self.team.notices.lock().unwrap_or_else(PoisonError::into_inner);
+        let to = self.team.eps.iter().enumerate().filter(|&(q, _)| q == r);
+        n.send(t, to, answer, theirs, Notice { rank: me as u32, theirs: mine });
+    }
+
+    /// The answer of `peer` to this collective's probe (see the module
+    /// docs), if it came: its call differs, named in the error.
+    pub(super) fn answered(&self, peer: usize) -> Option<Error> {
+        let key = MsgKey { tag: ANSWER_TAG, ..self.notice_key(peer) };
+        let mut buf = [0u8; NOTICE_LEN];
+        // SAFETY: `buf` lives on this frame through the call, which alone uses it.
+        let mem = unsafe { MemRef::from_mut_slice(&mut buf) };
+        match self.team.transport.try_recv(self.ep(peer).ok()?, &key, &self.sig, mem) {
+            std::task::Poll::Ready(Ok(())) => {}
+            // Nothing yet, or the peer gone (its receive speaks for that).
+            _ => return None,
+        }
+        let Notice { theirs, .. } = Notice::decode(&buf);
+        self.tell_all(CallsDiffer { rank: peer as u32, theirs });
+        Some(Error::invalid_param(format!(
+            "the ranks' calls differ: rank {peer} posted {}, this rank posted {} (collective seq {}; rank {peer} \
+             answered this rank's probe: it finished that collective without a message to this rank and went on)",
+            notice::describe(&theirs),
+            self.sig.describe(),
+            self.seq
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrocoll_core::CollType;
+
+    fn sig(n: u64) -> Signature {
+        Signature::new(CollType::Allreduce, None, 0, n)
+    }
+
+    #[test]
+    fn the_log_knows_its_window_and_its_gaps() {
+        let mut log = PostLog::default();
+        assert_eq!(log.ran(0), Ran::Unknown, "empty");
+        log.record(2, sig(2));
+        assert_eq!(log.ran(0), Ran::Nothing, "the team's first collectives were not this TL's");
+        assert_eq!(log.ran(2), Ran::Call(sig(2)));
+        assert_eq!(log.ran(3), Ran::Unknown, "not yet");
+        for seq in (3..=200).filter(|s| s % 10 != 0) {
+            log.record(seq, sig(seq));
+        }
+        log.record(ACTIVE_SET_SEQ | 5, sig(1));
+        log.record(10, sig(1));
+        assert_eq!(log.recent.len(), POSTS_KEPT, "the oldest forgotten; the last two not kept");
+        assert_eq!(log.ran(199), Ran::Call(sig(199)));
+        assert_eq!(log.ran(190), Ran::Nothing, "a gap: no call of this TL");
+        assert_eq!(log.ran(200), Ran::Unknown, "not yet");
+        assert_eq!(log.ran(log.from - 1), Ran::Unknown, "forgotten");
+        assert_eq!(log.ran(log.recent[0].0), Ran::Call(sig(log.recent[0].0)));
+        assert_eq!(log.ran(10), Ran::Unknown, "forgotten");
+        assert_eq!(log.ran(ACTIVE_SET_SEQ | 5), Ran::Unknown, "outside the team's order");
+    }
+}
