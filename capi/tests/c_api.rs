@@ -289,8 +289,9 @@ fn hostile_collective_arguments_are_refused_or_run() {
 /// own, so the ranks post collectives that differ, which must fail naming
 /// the calls within seconds (the program's `HOSTILE_WAIT_S`), whatever
 /// their timeouts. With the shm TL (its call board shows every post), and
-/// on the p2p TL alone, where ranks whose calls differ meet through stray
-/// messages, notices, probes and answers to probes (each ~1 s).
+/// on ranks of hosts of their own (the p2p TL over TCP), where ranks whose
+/// calls differ meet through stray messages, notices, probes and answers
+/// to probes (each ~1 s).
 #[test]
 fn hostile_collective_arguments_on_ranks_whose_calls_differ() {
     let Some(cc) = cc() else { return };
@@ -298,7 +299,7 @@ fn hostile_collective_arguments_on_ranks_whose_calls_differ() {
     let os = std::ffi::OsStr::new;
     let quiet = ("UCC_LOG_LEVEL", os("n"));
     print!("{}", run(&exe, 4, &[quiet, ("HOSTILE_N", os("3000"))]));
-    print!("{}", run(&exe, 3, &[quiet, ("HOSTILE_N", os("300")), ("UCC_TLS", os("p2p,self"))]));
+    print!("{}", run(&exe, 3, &[quiet, ("HOSTILE_N", os("300")), ("HARNESS_HOST_PER_RANK", os("1"))]));
 }
 
 #[test]
