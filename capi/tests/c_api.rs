@@ -299,7 +299,7 @@ fn hostile_collective_arguments_on_ranks_whose_calls_differ() {
     let os = std::ffi::OsStr::new;
     let quiet = ("UCC_LOG_LEVEL", os("n"));
     print!("{}", run(&exe, 4, &[quiet, ("HOSTILE_N", os("3000"))]));
-    print!("{}", run(&exe, 3, &[quiet, ("HOSTILE_N", os("300")), ("HARNESS_HOST_PER_RANK", os("1"))]));
+    print!("{}", run(&exe, 3, &[quiet, ("HOSTILE_N", os("300")), ("HARNESS_HOSTS", os("3"))]));
 }
 
 #[test]

@@ -357,11 +357,11 @@ static inline int run_ranks(int argc, char **argv, int (*body)(int rank, int siz
         }
         if (pid == 0) {
             g_rank = r;
-            /* HARNESS_HOST_PER_RANK: each rank on a host of its own, as
-             * ferrocoll sees hosts (its TCP transport, no shared memory). */
-            if (getenv("HARNESS_HOST_PER_RANK")) {
+            /* HARNESS_HOSTS=k: the ranks on k hosts, as ferrocoll sees
+             * hosts (contiguous blocks; between hosts its TCP transport). */
+            if (getenv("HARNESS_HOSTS") && atoi(getenv("HARNESS_HOSTS")) > 0) {
                 char host[32];
-                snprintf(host, sizeof host, "host%d", r);
+                snprintf(host, sizeof host, "host%d", r * atoi(getenv("HARNESS_HOSTS")) / size);
                 setenv("FERROCOLL_HOST_ID", host, 1);
             }
             /* A rank that hangs is killed rather than hanging the test suite. */
