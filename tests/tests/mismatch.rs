@@ -90,6 +90,39 @@ fn a_bcast_root_learns_at_its_next_call_that_its_peer_posted_something_else() {
 }
 
 #[test]
+fn a_gatherv_giver_on_two_ranks_learns_at_its_next_call_that_the_root_posted_something_else() {
+    let out: Vec<(ferrocoll::Result<()>, Option<Error>)> = on_shm(|team| {
+        if team.rank() == 1 {
+            // Its short block carried, the giver reads nothing (as a gather's): its part completes.
+            let first = Coll::gatherv::<u8, u32>(&[5u8; 3], None, 0).timeout(T).run(team);
+            let next = Coll::barrier().timeout(T).run(team).err();
+            (first, next)
+        } else {
+            (allreduce_f32(team, 1), None)
+        }
+    });
+    assert!(says(&out[0].0, &["calls differ", "gatherv root 0"]), "{:?}", out[0].0);
+    assert!(out[1].0.is_ok(), "the giver gave its block: {:?}", out[1].0);
+    let next = out[1].1.as_ref().expect("the giver's next collective must fail");
+    assert!(next.to_string().contains("rank 0 stopped taking part"), "{next}");
+}
+
+#[test]
+fn a_gatherv_root_that_takes_another_count_fails_naming_both() {
+    let out = on_shm(|team| {
+        if team.rank() == 0 {
+            let mut dst = [0u8; 8];
+            Coll::gatherv(&[1u8; 2], Some((&mut dst[..], &[2u32, 6][..], &[0u32, 2][..])), 0).timeout(T).run(team)
+        } else {
+            Coll::gatherv::<u8, u32>(&[5u8; 3], None, 0).timeout(T).run(team)
+        }
+    });
+    assert!(says(&out[0], &["rank 1 gives 3 bytes to rank 0, which takes 6"]), "{:?}", out[0]);
+    // The giver's short block was carried: it waited for nobody (as a gather's giver).
+    assert!(out[1].is_ok(), "{:?}", out[1]);
+}
+
+#[test]
 fn matching_calls_still_succeed_and_v_variants_compare_what_ranks_know() {
     let out = on_shm(|team| {
         allreduce_f32(team, 1000)?;

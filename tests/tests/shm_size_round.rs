@@ -167,3 +167,36 @@ fn a_team_too_large_for_inline_tables_gives_right_values() {
     });
     check(out, "175 ranks");
 }
+
+/// Gatherv on two ranks, every pair of block lengths and both roots: the
+/// other rank leaves without the root's table when it carries its block,
+/// and the root's own block (which moves from its input to its place
+/// only) does not count towards the longest block (`meta.rs`) — so a long
+/// own block beside a short one, or the reverse, must still land whole.
+#[test]
+fn gatherv_on_two_ranks_takes_every_pair_of_block_lengths() {
+    let out = on_shm(2, |team| {
+        let me = team.rank();
+        let mut i = 0;
+        for root in 0..2 {
+            for a in COUNTS {
+                for b in COUNTS {
+                    i += 1;
+                    let len = |r: usize| if r == root { a } else { b };
+                    let mine: Vec<u32> = (0..len(me)).map(|k| value(i, me, root, k)).collect();
+                    let blocks = [len(0), len(1)];
+                    let (gc, gd) = (as_u32(&blocks), packed(&blocks));
+                    let mut all = vec![0u32; a + b];
+                    let dst = (me == root).then_some((&mut all[..], &gc[..], &gd[..]));
+                    Coll::gatherv(&mine, dst, root).timeout(T).run(team)?;
+                    let right = (0..2).all(|r| (0..blocks[r]).all(|k| all[gd[r] as usize + k] == value(i, r, root, k)));
+                    if me == root && !right {
+                        return Err(ferrocoll::Error::internal(format!("root {root}, blocks {blocks:?}: wrong")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    });
+    check(out, "2 ranks");
+}

@@ -47,9 +47,11 @@ pub(crate) enum OneEpoch {
     Reduce { src: MemRef, out: Option<MemRef>, reduction: Reduction },
     /// Bcast: the root publishes `buf`; the others copy it out.
     Bcast { buf: MemRef, root: usize },
-    /// Allgather(v) and gather(v): every rank publishes `mine`; the ranks
-    /// with a `dst` copy every rank's into its block.
-    Gather { mine: MemRef, dst: Option<Blocked> },
+    /// Allgather(v) and gather(v): every rank publishes `mine` where the
+    /// others `read` it (allgather(v), a gather(v)'s givers: a gather(v)'s
+    /// root publishes only its flag, its block going from `mine` to its
+    /// place); the ranks with a `dst` copy every rank's into its block.
+    Gather { mine: MemRef, dst: Option<Blocked>, read: bool },
     /// Alltoall: every rank publishes its whole `src`, one `block` of bytes
     /// per rank; each copies block `rank` of every rank's into block `g` of
     /// `dst`. In place (`src` is `dst`) the published copy is the input.
@@ -115,7 +117,8 @@ impl Epoch for OneEpoch {
             OneEpoch::Reduce { src, .. } => team.publish_inline(e, *src),
             OneEpoch::Bcast { buf, root } if team.rank == *root => team.publish_inline(e, *buf),
             OneEpoch::Bcast { .. } => Ok(()),
-            OneEpoch::Gather { mine, .. } => team.publish_inline(e, *mine),
+            OneEpoch::Gather { mine, read: true, .. } => team.publish_inline(e, *mine),
+            OneEpoch::Gather { read: false, .. } => team.publish_inline_written(e),
             OneEpoch::Alltoall { src, .. } => team.publish_inline(e, *src),
             OneEpoch::ReduceScatter { src, .. } => team.publish_inline(e, src.mem),
             OneEpoch::Scatter { src: Some(src), .. } => team.publish_inline(e, *src),
@@ -208,7 +211,7 @@ impl OneEpoch {
             OneEpoch::Bcast { buf, root } if team.rank != *root => {
                 team.copy(*buf, team.inline_part(*root, e, buf.len())?)
             }
-            OneEpoch::Gather { mine, dst: Some(d) } => {
+            OneEpoch::Gather { mine, dst: Some(d), .. } => {
                 for r in (0..team.size).filter(|&r| r != team.rank) {
                     let theirs = d.block(r)?;
                     team.copy(theirs, team.inline_part(r, e, theirs.len())?)?;

@@ -35,7 +35,7 @@ async fn cma(team: Exec, o: args::Allgather, coll: CollType) -> Result<()> {
 /// Blocks that all fit an inline region go in one epoch; others in rounds.
 fn start(p: ShmPost, o: args::Allgather) -> AlgFuture {
     let len = longest(p.team.size, &o);
-    p.one_epoch_or(len, o, |o| OneEpoch::Gather { mine: o.src, dst: Some(o.dst) }, staged)
+    p.one_epoch_or(len, o, |o| OneEpoch::Gather { mine: o.src, dst: Some(o.dst), read: true }, staged)
 }
 
 /// Bytes of the longest block of any rank.
@@ -44,5 +44,5 @@ fn longest(size: usize, o: &args::Allgather) -> usize {
 }
 
 async fn staged(team: Exec, o: args::Allgather) -> Result<()> {
-    gather_rounds(&team, o.src, Some(&o.dst), longest(team.size, &o)).await
+    gather_rounds(&team, o.src, Some(&o.dst), longest(team.size, &o), true).await
 }

@@ -26,23 +26,35 @@ use crate::shm::epoch::Flag;
 use crate::shm::one_epoch::OneEpoch;
 use crate::shm::team::ShmTeam;
 
-/// Publish `mine` piece by piece; where `dst` is `Some`, copy every rank's
-/// piece into its block of it (this rank's own from `mine`, nothing when it
-/// is already there). `longest`: the longest block of any rank, in bytes.
+/// Publish `mine` piece by piece where the others `read` it (see
+/// `OneEpoch::Gather`); where `dst` is `Some`, copy every other rank's
+/// piece into its block of it, and this rank's own whole from `mine`
+/// (nothing when it is already there). `longest`: the longest block that
+/// moves between ranks, in bytes (a gather(v)'s root's own may be longer).
 /// Blocks that fit an inline region go in one epoch through those.
-pub(crate) async fn gather_rounds(team: &ShmTeam, mine: MemRef, dst: Option<&Blocked>, longest: usize) -> Result<()> {
+pub(crate) async fn gather_rounds(
+    team: &ShmTeam,
+    mine: MemRef,
+    dst: Option<&Blocked>,
+    longest: usize,
+    read: bool,
+) -> Result<()> {
     if team.fits_inline(longest) {
-        return team.one_epoch(&OneEpoch::Gather { mine, dst: dst.cloned() }).await;
+        return team.one_epoch(&OneEpoch::Gather { mine, dst: dst.cloned(), read }).await;
     }
     let (p, me) = (team.size, team.rank);
     let cap = team.pipeline_round();
     for k in 0..rounds(longest, cap) {
         let e = team.begin().await?;
-        let part = piece_of(mine, cap, k)?;
-        team.copy(team.seg.data(me, e)?.range(0, part.len())?, part)?;
+        if read {
+            let part = piece_of(mine, cap, k)?;
+            team.copy(team.seg.data(me, e)?.range(0, part.len())?, part)?;
+        }
         team.publish(Flag::Arrive, e)?;
         if let Some(d) = dst {
-            copy_out(team, piece_of(d.block(me)?, cap, k)?, part, d.mem.len())?;
+            if k == 0 {
+                copy_out(team, d.block(me)?, mine, d.mem.len())?;
+            }
             team.wait(Flag::Arrive, &team.all, e).await?;
             for r in (0..p).filter(|&r| r != me) {
                 let theirs = piece_of(d.block(r)?, cap, k)?;

@@ -21,7 +21,14 @@ pub(crate) const ALGS: &[Alg<ShmPost>] = &[
         0,
         "staged",
         STAGED,
-        Run::Gather(|p, o| p.one_epoch_or(o.src.len(), o, |o| OneEpoch::Gather { mine: o.src, dst: o.dst }, staged)),
+        Run::Gather(|p, o| {
+            p.one_epoch_or(
+                o.src.len(),
+                o,
+                |o| OneEpoch::Gather { mine: o.src, read: o.dst.is_none(), dst: o.dst },
+                staged,
+            )
+        }),
     ),
     Alg::new(
         Gatherv,
@@ -48,5 +55,5 @@ async fn cma(team: Exec, o: args::Gather) -> Result<()> {
 }
 
 async fn staged(team: Exec, o: args::Gather) -> Result<()> {
-    gather_rounds(&team, o.src, o.dst.as_ref(), o.src.len()).await
+    gather_rounds(&team, o.src, o.dst.as_ref(), o.src.len(), o.dst.is_none()).await
 }

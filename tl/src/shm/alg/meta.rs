@@ -1,13 +1,15 @@
 //! The size round of the v-variants: ranks publish what they will give each
 //! rank and take from each rank (all but a scatterv's other ranks, whose
 //! tables nobody reads), so that every rank walks the same number
-//! of rounds (the longest block decides) and a count that two ranks
-//! disagree on is an error naming both, not a truncated copy: on both
-//! sides, but for scatterv's root, which waits for nobody's table (as a
-//! scatter's root waits for nobody) and learns of it at its first later
-//! collective that waits for that rank (a barrier, or any that reads what
-//! it gives; more scatters from the root run ahead first, as a bcast's
-//! root does, at most a few epochs).
+//! of rounds (the longest block that moves between ranks decides) and a
+//! count that two ranks disagree on is an error naming both, not a
+//! truncated copy: on both sides, but for scatterv's root, which waits for
+//! nobody's table (as a scatter's root waits for nobody) and learns of it
+//! at its first later collective that waits for that rank (a barrier, or
+//! any that reads what it gives; more scatters from the root run ahead
+//! first, as a bcast's root does, at most a few epochs), and for a
+//! gatherv's other rank on two ranks when its block is short enough to
+//! carry: it waits for nobody either (as a gather's), the root fails alone.
 //!
 //! The round carries the data too when every block is short: each rank
 //! writes its blocks after its table, if they fit, before it publishes;
@@ -107,8 +109,9 @@ pub(crate) struct SizeRound {
     /// may, go by single copy (`my_carry`): worked out once, not at every
     /// post's begin and write.
     carry_when: [Option<Place>; 2],
-    /// Whom its epoch waits for (`Epoch::waits_for`, asked at every poll).
-    waits: Waits,
+    /// Whom its epoch waits for while the team may not, and may, go by
+    /// single copy (`Epoch::waits_for`, asked at every poll).
+    waits_when: [Waits; 2],
     /// The longest block each rank gives and the epoch whose table said
     /// so: `finish` notes it while it checks the tables, for the copy
     /// after (where the rank carries its blocks, and in slots how long).
@@ -131,7 +134,8 @@ struct Moves {
 /// Whom a size round's epoch waits for (see `Epoch::waits_for`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Waits {
-    /// Nobody: a scatterv's root.
+    /// Nobody: a scatterv's root, and a gatherv's other rank on two ranks
+    /// when it carries its block (see [`SizeRound::new`]).
     Nobody,
     /// The root: a gatherv's or scatterv's other ranks.
     Root(usize),
@@ -320,7 +324,7 @@ impl VCall {
     /// The data rounds after a size round that did not move the blocks.
     async fn rounds(&self, team: &ShmTeam, longest: usize) -> Result<()> {
         match self {
-            VCall::Gather(o) => gather_rounds(team, o.src, o.dst.as_ref(), longest).await,
+            VCall::Gather(o) => gather_rounds(team, o.src, o.dst.as_ref(), longest, o.dst.is_none()).await,
             VCall::Scatter { o, take } => {
                 scatter_rounds(team, o.src.as_ref().map(|s| (s.mem, &s.blocks)), take, longest).await
             }
@@ -342,7 +346,16 @@ impl SizeRound {
         let addresses = (0..p).map(|j| carry.address(j)).collect::<Result<Vec<u64>>>()?;
         let table = gives.iter().chain(&takes[..]).chain(&addresses).flat_map(|v| v.to_le_bytes()).collect();
         let longest = gives.iter().copied().max().unwrap_or(0);
-        let own_longest = takes.iter().copied().max().unwrap_or(0).max(longest);
+        let own_longest = match &call {
+            // A gatherv's root gives only itself its block, copied straight
+            // from its input: what decides the rounds is the longest block
+            // that moves between ranks (on every rank alike, see `finish`).
+            VCall::Gather(_) => {
+                let others = |v: &[u64]| v.iter().enumerate().filter(|&(r, _)| r != me).map(|(_, &b)| b).max();
+                others(&takes).max(others(&gives)).unwrap_or(0)
+            }
+            _ => takes.iter().copied().max().unwrap_or(0).max(longest),
+        };
         let copy_once =
             if carry.single_copy_can() { team.single_copy_range(call.coll()) } else { (u64::MAX, u64::MAX) };
         let moves = carry.moves(team)?;
@@ -351,11 +364,18 @@ impl SizeRound {
             let range = if reach { copy_once } else { (u64::MAX, u64::MAX) };
             carried_at(&call, &layout, me, longest, p, range)
         });
-        let waits = match (&call, call.root()) {
+        let waits_when = [0, 1].map(|reach| match (&call, call.root()) {
             (VCall::Scatter { o, .. }, _) if o.root == me => Waits::Nobody,
+            // On two ranks the other rank's block is the only one that
+            // moves: when it carries it, the round ends in this epoch on
+            // both ranks whatever the root's table says, so it leaves as a
+            // gather's other ranks do — not a round trip through the root
+            // at every post. A count the root disagrees with fails the
+            // root, naming both (as a scatterv's root learns nothing).
+            (VCall::Gather(_), Some(root)) if root != me && p == 2 && carry_when[reach].is_some() => Waits::Nobody,
             (_, Some(root)) if root != me => Waits::Root(root),
             _ => Waits::Everyone,
-        };
+        });
         Ok(SizeRound {
             call,
             layout,
@@ -366,7 +386,7 @@ impl SizeRound {
             own_longest,
             copy_once,
             carry_when,
-            waits,
+            waits_when,
             moves,
             giver_longest,
         })
@@ -389,6 +409,11 @@ impl SizeRound {
     /// Where this rank carries its blocks (`None`: it carries none).
     fn my_carry(&self, team: &ShmTeam) -> Option<Place> {
         self.carry_when[usize::from(team.reach.on())]
+    }
+
+    /// Whom this rank's epoch waits for.
+    fn waits(&self, team: &ShmTeam) -> Waits {
+        self.waits_when[usize::from(team.reach.on())]
     }
 
     /// Write this rank's table of epoch `e`, and its blocks when it carries them.
@@ -579,7 +604,7 @@ impl Epoch for SizeRound {
     /// sharing 2 cores.
     fn waits_for<'a>(&'a self, team: &'a ShmTeam) -> Option<(Flag, &'a [usize])> {
         let flag = if self.layout.table_inline { Flag::Inline } else { Flag::Arrive };
-        match self.waits {
+        match self.waits(team) {
             Waits::Nobody => None,
             // The root is a rank of the team (`SizeRound::new`), and not
             // this one: a root waits for nobody or for everyone.
@@ -629,9 +654,13 @@ impl Epoch for SizeRound {
         // from (a scatterv's root reads no other); without a root, every
         // rank's, this rank's included. This rank's own entries are its
         // own fields: it reads only the others' tables.
-        let mut longest = if root.is_none_or(|root| root == me) { self.own_longest } else { 0 };
+        // A gatherv's other rank that waits for nobody (on two ranks) has
+        // the only block that moves.
+        let waits = self.waits(team);
+        let mut longest =
+            if root.is_none_or(|root| root == me) || waits == Waits::Nobody { self.own_longest } else { 0 };
         // The ranks waited for, and this rank itself with everyone.
-        let checked = match self.waits {
+        let checked = match waits {
             Waits::Nobody => &[][..],
             Waits::Root(root) => std::slice::from_ref(&team.all[root]),
             Waits::Everyone => &team.all[..],
@@ -650,10 +679,14 @@ impl Epoch for SizeRound {
                     slot.set((e, r_longest));
                 }
                 if root.is_none_or(|root| root == r) {
-                    // Everything r gives (a gatherv's root gives itself its
-                    // block) and takes.
-                    let gives = if self.moves.one_each { t.max_of(0, p)? } else { r_longest };
-                    longest = longest.max(gives).max(t.max_of(p, 2 * p)?);
+                    longest = longest.max(if self.moves.one_each {
+                        // A gatherv's root: what it takes from the others
+                        // (its own block moves from its input, see `new`).
+                        t.max_of(p, p + r)?.max(t.max_of(p + r + 1, 2 * p)?)
+                    } else {
+                        // Everything r gives and takes.
+                        r_longest.max(t.max_of(p, 2 * p)?)
+                    });
                 }
                 (r_gives, r_takes)
             };
