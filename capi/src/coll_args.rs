@@ -139,8 +139,9 @@ pub(crate) unsafe fn translate(
     } else {
         None
     };
-    // global_work_buffer and the memory handles serve one-sided collectives
-    // only (refused in validation through the mapped-buffers flag).
+    // global_work_buffer and the memory handles serve one-sided algorithms,
+    // which ferrocoll does not have: a collective on mapped buffers runs
+    // as the two-sided one (see `mem_map.rs`), and neither is read.
     let in_place = args.flags.contains(CollFlags::IN_PLACE);
     let is_root = args.root == rank as u64;
     let (read_src, read_dst) = sides(coll, in_place, is_root);

@@ -12,7 +12,9 @@
 //! imported one is marked unmapped and left to its owner to free.
 //!
 //! Collectives never read the handles (`UCC_COLL_ARGS_FIELD_MEM_MAP_*`);
-//! mapped buffers (`UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS`) stay refused.
+//! a collective on mapped buffers (`UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS`,
+//! UCC's one-sided alltoall(v) and allgather, with a `global_work_buffer`)
+//! runs as the two-sided one: every rank posts it, with the same result.
 //! The offload modes (a DPU's) answer `UCC_ERR_NOT_SUPPORTED`.
 
 use std::collections::BTreeSet;

@@ -238,10 +238,23 @@ static int mem_maps(int rank, int size, ucc_team_h team, ucc_context_h ctx)
     if (run_coll(&a, team, ctx)) return 1;
     for (int i = 0; i < COUNT; i++)
         if (out[i] != size * (size - 1) / 2 + size * i) FAIL("allreduce beside memory handles [%d] = %d", i, out[i]);
-    /* Mapped buffers (one-sided collectives) are what ferrocoll does not do. */
-    ucc_coll_req_h req;
-    a.flags |= UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS;
-    CHECK_STATUS(ucc_collective_init(&a, &req, team), UCC_ERR_NOT_SUPPORTED);
+    /* Mapped buffers, as UCC's one-sided alltoall takes them (a global work
+     * buffer beside): run as the two-sided one, with the same result. */
+    int32_t a2a_src[COUNT * 8], a2a_dst[COUNT * 8], work[16];
+    if (size > 8) FAIL("a team of %d: the one-sided alltoall's buffers hold 8 ranks", size);
+    for (int i = 0; i < COUNT * size; i++) a2a_src[i] = rank * 1000 + i, a2a_dst[i] = -1;
+    memset(&a, 0, sizeof(a));
+    a.mask               = UCC_COLL_ARGS_FIELD_FLAGS | UCC_COLL_ARGS_FIELD_GLOBAL_WORK_BUFFER;
+    a.flags              = UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS;
+    a.coll_type          = UCC_COLL_TYPE_ALLTOALL;
+    a.src.info           = (ucc_coll_buffer_info_t){a2a_src, COUNT * size, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.dst.info           = (ucc_coll_buffer_info_t){a2a_dst, COUNT * size, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.global_work_buffer = work;
+    if (run_coll(&a, team, ctx)) return 1;
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < COUNT; i++)
+            if (a2a_dst[r * COUNT + i] != r * 1000 + rank * COUNT + i)
+                FAIL("one-sided alltoall: block %d [%d] = %d", r, i, a2a_dst[r * COUNT + i]);
 
     /* Malformed calls. */
     ucc_mem_map_mem_h bad = NULL;

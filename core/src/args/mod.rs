@@ -110,7 +110,9 @@ impl CollFlags {
     pub const CONTIG_DST_BUFFER: CollFlags = CollFlags(32);
     /// [`CollArgs::timeout`] applies.
     pub const TIMEOUT: CollFlags = CollFlags(64);
-    /// Buffers are in mapped memory (one-sided; not supported yet).
+    /// Buffers are in mapped memory (`ucc_mem_map`), which lets UCC run a
+    /// one-sided algorithm; ferrocoll runs its two-sided ones, which every
+    /// rank posts alike: the same result.
     pub const MEM_MAPPED_BUFFERS: CollFlags = CollFlags(128);
     /// ferrocoll's extension (a bit UCC does not use): the buffers of a
     /// maxloc/minloc reduction hold C-layout `{ value; int32_t index }` pairs

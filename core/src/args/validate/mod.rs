@@ -186,9 +186,9 @@ fn check_common(ck: &Checker<'_>, rank: usize, default_timeout: Option<Duration>
             args.op
         )));
     }
-    if args.flags.contains(CollFlags::MEM_MAPPED_BUFFERS) {
-        return Err(Error::not_supported(format!("{coll}: mem-mapped (one-sided) buffers are not supported")));
-    }
+    // Mapped buffers (`MEM_MAPPED_BUFFERS`) let UCC choose a one-sided
+    // algorithm; every rank still posts the collective, so the two-sided
+    // ones give the same result: the flag is taken, and means nothing here.
     let timeout = if args.flags.contains(CollFlags::TIMEOUT) {
         // NaN, zero and negative timeouts are refused (UCC would time such
         // a collective out at its first look, or never for NaN); +inf is
