@@ -70,41 +70,49 @@ fn barrier_against_allreduce_fails_on_both_ranks() {
     assert!(out.iter().all(|r| says(r, &["barrier", "allreduce sum float32 of 1 elements"])), "{out:?}");
 }
 
-#[test]
-fn a_bcast_root_learns_at_its_next_call_that_its_peer_posted_something_else() {
-    let out: Vec<(ferrocoll::Result<()>, Option<Error>)> = on_shm(|team| {
-        if team.rank() == 0 {
-            // The root reads nothing in a bcast: its part completes.
-            let mut buf = [7u8; 4];
-            let first = Coll::bcast(&mut buf, 0).timeout(T).run(team);
+/// Rank `lone` runs `part`, which reads nothing from the other rank (so it
+/// completes: what a correct run gives it), then a barrier; the other rank
+/// posts an allreduce. The other rank fails naming `lone`'s call (`call`),
+/// and `lone` learns at its barrier that the other stopped taking part.
+fn a_part_that_reads_nothing_learns_at_the_next_call(
+    lone: usize,
+    part: fn(&Team) -> ferrocoll::Result<()>,
+    call: &'static str,
+) {
+    let out: Vec<(ferrocoll::Result<()>, Option<Error>)> = on_shm(move |team| {
+        if team.rank() == lone {
+            let first = part(team);
             let next = Coll::barrier().timeout(T).run(team).err();
             (first, next)
         } else {
             (allreduce_f32(team, 1), None)
         }
     });
-    assert!(says(&out[1].0, &["calls differ", "bcast root 0 of 4 bytes"]), "{:?}", out[1].0);
-    assert!(out[0].0.is_ok(), "the root sent its data: {:?}", out[0].0);
-    let next = out[0].1.as_ref().expect("the root's next collective must fail");
-    assert!(next.to_string().contains("rank 1 stopped taking part"), "{next}");
+    let other = 1 - lone;
+    assert!(says(&out[other].0, &["calls differ", call]), "{:?}", out[other].0);
+    assert!(out[lone].0.is_ok(), "rank {lone} did its part: {:?}", out[lone].0);
+    let next = out[lone].1.as_ref().unwrap_or_else(|| panic!("rank {lone}'s next collective must fail"));
+    assert!(next.to_string().contains(&format!("rank {other} stopped taking part")), "{next}");
+}
+
+#[test]
+fn a_bcast_root_learns_at_its_next_call_that_its_peer_posted_something_else() {
+    // The root reads nothing in a bcast: its part completes.
+    a_part_that_reads_nothing_learns_at_the_next_call(
+        0,
+        |team| Coll::bcast(&mut [7u8; 4], 0).timeout(T).run(team),
+        "bcast root 0 of 4 bytes",
+    );
 }
 
 #[test]
 fn a_gatherv_giver_on_two_ranks_learns_at_its_next_call_that_the_root_posted_something_else() {
-    let out: Vec<(ferrocoll::Result<()>, Option<Error>)> = on_shm(|team| {
-        if team.rank() == 1 {
-            // Its short block carried, the giver reads nothing (as a gather's): its part completes.
-            let first = Coll::gatherv::<u8, u32>(&[5u8; 3], None, 0).timeout(T).run(team);
-            let next = Coll::barrier().timeout(T).run(team).err();
-            (first, next)
-        } else {
-            (allreduce_f32(team, 1), None)
-        }
-    });
-    assert!(says(&out[0].0, &["calls differ", "gatherv root 0"]), "{:?}", out[0].0);
-    assert!(out[1].0.is_ok(), "the giver gave its block: {:?}", out[1].0);
-    let next = out[1].1.as_ref().expect("the giver's next collective must fail");
-    assert!(next.to_string().contains("rank 0 stopped taking part"), "{next}");
+    // Its short block carried, the giver reads nothing (as a gather's).
+    a_part_that_reads_nothing_learns_at_the_next_call(
+        1,
+        |team| Coll::gatherv::<u8, u32>(&[5u8; 3], None, 0).timeout(T).run(team),
+        "gatherv root 0",
+    );
 }
 
 #[test]
