@@ -19,6 +19,10 @@
 //!   call board: its own calls so far completed as posted, and its
 //!   current one may still meet the prober's next;
 //! - older than the log: not judged; read and dropped.
+//!
+//! Left: a rank that goes on to wait only on another team, or never waits
+//! again, reads no probe of this team (its looks are its waits'); the
+//! prober then waits until its timeout, or until that rank leaves.
 
 use std::collections::VecDeque;
 use std::sync::PoisonError;
