@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::args::CollInit;
+use crate::args::{CollInit, Signature};
 use crate::backend::{EngineCopies, McSet};
 use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
@@ -147,6 +147,10 @@ pub trait TlTeam: Send + Sync {
     fn call_board(&self) -> Option<Arc<dyn CallBoard>> {
         None
     }
+    /// The team's collective `seq` was posted as the call `sig` without a
+    /// task of any TL (a zero-size call, done at post): for a TL that judges
+    /// a peer's wait against what this rank posted (p2p's late probes).
+    fn posted_without_task(&self, _seq: u64, _sig: Signature) {}
 }
 
 /// Sequence numbers from this one up are outside the team's order:

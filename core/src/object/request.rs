@@ -241,8 +241,10 @@ impl<'a> Request<'a> {
         let seq = self.next_seq();
         let Some(task) = &self.plan.task else {
             // Nothing to do, but shown: a rank that waits for this one in a
-            // call that differs learns from the board what it posted.
+            // call that differs learns from the board what it posted, or,
+            // on a team without one, from the TLs that keep what it posted.
             let _shown = self.show(seq);
+            self.posted_without_task(seq);
             if let Some(cb) = self.callback() {
                 cb(Status::Ok);
             }
@@ -296,6 +298,13 @@ impl<'a> Request<'a> {
         }
         self.slot = Some(slot);
         Ok(())
+    }
+
+    /// Tell the team's TLs that post `seq` of this request ran no task.
+    fn posted_without_task(&self, seq: u64) {
+        let Some(active) = self.team.ready() else { return };
+        let sig = Signature::of(&self.plan.init);
+        active.tls.iter().for_each(|t| t.team.posted_without_task(seq, sig));
     }
 
     /// A slot for post `seq` (the request's first, or one after a triggered post).

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use ferrocoll_core::args::CollInit;
+use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, TlTeam};
 use ferrocoll_core::engine::CallBoard;
 use ferrocoll_core::score::{AlgId, MsgRange, Score, ScoreEntry};
@@ -49,6 +49,8 @@ pub(crate) trait AlgTeam: Send + Sync + Sized + 'static {
     fn call_board(self: &Arc<Self>) -> Option<Arc<dyn CallBoard>> {
         None
     }
+    /// See [`TlTeam::posted_without_task`].
+    fn posted_without_task(&self, _seq: u64, _sig: Signature) {}
     /// The team was destroyed on this rank (the engine let go of it; see
     /// [`TeamOf`]'s `Drop`): tell the peers now if this TL's peers learn it
     /// from something of this rank's, even if finished tasks, queue slots
@@ -109,6 +111,10 @@ impl<T: AlgTeam> TlTeam for TeamOf<T> {
 
     fn call_board(&self) -> Option<Arc<dyn CallBoard>> {
         self.0.call_board()
+    }
+
+    fn posted_without_task(&self, seq: u64, sig: Signature) {
+        self.0.posted_without_task(seq, sig)
     }
 }
 

@@ -143,6 +143,11 @@ impl AlgTeam for P2pTeam {
         alg::defaults_for(&self.shared.layout)
     }
 
+    /// Kept with the calls it ran, so that a late probe names the call.
+    fn posted_without_task(&self, seq: u64, sig: Signature) {
+        self.shared.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(seq, sig);
+    }
+
     fn accepts(&self, init: &CollInit) -> Result<()> {
         if self.mems.contains(&init.mem_type) {
             return Ok(());

@@ -50,7 +50,10 @@ impl Request<'_> {
         let seq = desc.seq;
         let post = PostInfo { seq, diag: &diag, engine_copies, stream };
         let start: StartFn = match &self.plan.task {
-            None => Box::new(|| Ok(None)),
+            None => {
+                self.posted_without_task(seq);
+                Box::new(|| Ok(None))
+            }
             // Teams of one do their work when the task is made (there is no
             // peer to keep in order with), so theirs is made once triggered.
             Some(task) if self.team.size == 1 => {

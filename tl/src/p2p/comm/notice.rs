@@ -11,8 +11,9 @@ use ferrocoll_transport::{MsgKey, Router, SendHandle};
 /// (word and size, u64), little-endian.
 pub(super) const NOTICE_LEN: usize = 20;
 
-/// The signature word of "no call of this TL": the post was zero-size
-/// (no TL runs those), ran on another TL, or failed before it ran. No
+/// The signature word of "no call of this TL": the post ran on another
+/// TL, or failed before it ran (zero-size posts are kept with their
+/// calls: `TlTeam::posted_without_task`). No
 /// real call has it ([`Signature::TAG_BITS`] are zero in every real word).
 const NOT_HERE: u64 = u64::MAX;
 
@@ -93,7 +94,7 @@ pub(super) fn not_here() -> Signature {
 /// A call in words, "no call of this TL" included.
 pub(super) fn describe(sig: &Signature) -> String {
     if sig.word == NOT_HERE {
-        return "no p2p collective (its call was zero-size, ran on another TL, or failed to post)".to_string();
+        return "no p2p collective (its call ran on another TL, or failed to post)".to_string();
     }
     sig.describe()
 }

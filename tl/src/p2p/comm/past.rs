@@ -8,11 +8,13 @@
 //! the probe, and the two ranks wait for each other until their timeouts
 //! (on a team without the shm TL's call board, which would have shown the
 //! difference at once). So a waiting rank also looks for probes of earlier
-//! collectives and judges them by the calls it ran lately ([`PostLog`]):
+//! collectives and judges them by the calls it posted lately ([`PostLog`]:
+//! those its p2p tasks ran, and the zero-size ones, which no TL runs, as
+//! the core tells them, `TlTeam::posted_without_task`):
 //! - the same call: the prober is only slow (its message is on the way);
 //!   the probe is read and dropped;
-//! - another call, or none through this TL (a gap among the collectives
-//!   this TL ran: zero-size, another TL's, or a post that failed): the
+//! - another call, or none known (a gap among the collectives this TL
+//!   kept: another TL's, or a post that failed): the
 //!   calls differ. It answers the prober with what it posted there: the
 //!   prober's receive fails naming it, and tells the others (a notice).
 //!   The answering rank goes on waiting where it is, as it would with the
@@ -41,8 +43,8 @@ const POSTS_KEPT: usize = 64;
 /// The step tag of an answer to a probe (see the module docs).
 const ANSWER_TAG: u32 = u32::MAX - 2;
 
-/// The calls of a team's latest collectives through this TL, by sequence
-/// number (see the module docs).
+/// The calls of a team's latest collectives through this TL (and of its
+/// zero-size ones), by sequence number (see the module docs).
 #[derive(Default)]
 pub(crate) struct PostLog {
     /// In increasing sequence numbers (posts take their numbers in order).
