@@ -311,6 +311,31 @@ fn a_rank_that_finished_its_call_without_a_message_answers_the_probe() {
 }
 
 #[test]
+fn a_rank_waiting_on_another_team_answers_the_probe() {
+    // As above, but the root goes on to an allreduce of a second team,
+    // where it waits for rank 1: its look there judges the probe of the
+    // first team's bcast.
+    let out = world::run(2, &p2p_only(), |team, ctx| {
+        let me = team.rank();
+        let other = Team::create(ctx, TeamParams::default()).expect("a second team");
+        let r = if me == 0 {
+            let mut none: [u8; 0] = [];
+            Coll::bcast(&mut none, 0).timeout(T).run(team).expect("a zero-size bcast");
+            None
+        } else {
+            let mut buf = [7u8; 16];
+            Some(run(team, Coll::bcast(&mut buf, 0).timeout(T)))
+        };
+        allreduce_sum_ok(&other).unwrap_or_else(|e| panic!("rank {me}: the second team's allreduce failed: {e}"));
+        allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the first team's next allreduce failed: {e}"));
+        r.map(|r| seen(me, r))
+    });
+    let Some(Seen::Differ(text)) = &out[1] else { panic!("rank 1 must fail naming the root's call: {out:?}") };
+    assert!(text.contains("rank 0 posted bcast root 0 of 0 bytes"), "{text}");
+    assert!(text.contains("this rank posted bcast root 0 of 16 bytes"), "{text}");
+}
+
+#[test]
 fn matching_calls_are_unaffected() {
     for size in [2, 3] {
         let out = world::run(size, &p2p_only(), |team, ctx| -> ferrocoll::Result<()> {

@@ -69,6 +69,7 @@ impl TlContext for NcclContext {
             layout: params.layout.clone(),
             notices: Default::default(),
             posted: Default::default(),
+            teams: Default::default(),
         });
         // The device whose context is current on the creating thread, as NCCL's own users choose it.
         let device = self.driver.current_ordinal();

@@ -51,7 +51,7 @@ mod past;
 
 pub(crate) use notice::Notices;
 use notice::{NOTICE_LEN, Notice};
-pub(crate) use past::PostLog;
+pub(crate) use past::{PostLog, Teams};
 
 /// The step tag of a notice (see the module docs): no algorithm's, since
 /// phases are few and their tags far below it.

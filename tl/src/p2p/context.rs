@@ -11,10 +11,13 @@ use ferrocoll_transport::tcp::TcpTransport;
 use ferrocoll_transport::{InProcTransport, Router, Transport};
 
 use super::P2pConfig;
+use super::comm::Teams;
 use super::team::{P2pTeam, TeamShared};
 
 pub(crate) struct P2pContext {
     router: Arc<Router>,
+    /// Its teams, for judging a peer's probe of any of them (`comm/past.rs`).
+    teams: Arc<Teams>,
     mcs: McSet,
     score: Score,
     ep: usize,
@@ -38,7 +41,8 @@ impl P2pContext {
                 Err(e) => return Err(e.prefixed(format!("p2p {name} transport"))),
             }
         }
-        Ok(P2pContext { router: Arc::new(Router::new(transports)), mcs: params.mcs.clone(), score, ep: params.ep })
+        let router = Arc::new(Router::new(transports));
+        Ok(P2pContext { router, teams: Arc::default(), mcs: params.mcs.clone(), score, ep: params.ep })
     }
 }
 
@@ -85,7 +89,7 @@ impl P2pContext {
             return Err(Error::not_supported(format!("no p2p transport reaches endpoint {ep}")));
         }
         let config = P2pConfig::from_config(&params.config)?;
-        Ok(Arc::new(TeamShared {
+        let shared = Arc::new(TeamShared {
             id: params.team_id,
             rank: params.rank,
             size: params.size,
@@ -96,6 +100,9 @@ impl P2pContext {
             layout: params.layout.clone(),
             notices: Default::default(),
             posted: Default::default(),
-        }))
+            teams: self.teams.clone(),
+        });
+        self.teams.add(&shared);
+        Ok(shared)
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct TeamShared {
     /// The calls of its latest collectives, for probes of peers that still
     /// wait in one of them (see `comm/past.rs`).
     pub posted: std::sync::Mutex<super::comm::PostLog>,
+    /// The p2p teams of its context, itself among them (`comm/past.rs`).
+    pub teams: Arc<super::comm::Teams>,
 }
 
 /// The p2p TL's team.

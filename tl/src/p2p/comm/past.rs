@@ -8,7 +8,8 @@
 //! the probe, and the two ranks wait for each other until their timeouts
 //! (on a team without the shm TL's call board, which would have shown the
 //! difference at once). So a waiting rank also looks for probes of earlier
-//! collectives and judges them by the calls it posted lately ([`PostLog`]:
+//! collectives — of its team, or of any other p2p team of its context
+//! ([`Teams`]), since it may wait on another team — and judges them by the calls it posted lately ([`PostLog`]:
 //! those its p2p tasks ran, and the zero-size ones, which no TL runs, as
 //! the core tells them, `TlTeam::posted_without_task`):
 //! - the same call: the prober is only slow (its message is on the way);
@@ -22,12 +23,12 @@
 //!   current one may still meet the prober's next;
 //! - older than the log: not judged; read and dropped.
 //!
-//! Left: a rank that goes on to wait only on another team, or never waits
-//! again, reads no probe of this team (its looks are its waits'); the
-//! prober then waits until its timeout, or until that rank leaves.
+//! Left: a rank that never waits on a p2p team again (idle in its own
+//! work) reads no probe (looks are waits'); the prober then waits until
+//! its timeout, or until that rank leaves.
 
 use std::collections::VecDeque;
-use std::sync::PoisonError;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::backend::ACTIVE_SET_SEQ;
@@ -36,6 +37,7 @@ use ferrocoll_transport::{CallsDiffer, MsgKey};
 
 use super::notice::{self, NOTICE_LEN, Notice};
 use super::{Comm, PROBE_TAG};
+use crate::p2p::team::TeamShared;
 
 /// How many of its latest collectives a team remembers the calls of.
 const POSTS_KEPT: usize = 64;
@@ -79,6 +81,11 @@ impl PostLog {
         self.recent.push_back((seq, sig));
     }
 
+    /// The latest sequence number it holds.
+    fn last(&self) -> Option<u64> {
+        self.recent.back().map(|&(seq, _)| seq)
+    }
+
     fn ran(&self, seq: u64) -> Ran {
         let Some(&(last, _)) = self.recent.back() else { return Ran::Unknown };
         if seq < self.from || seq > last {
@@ -92,52 +99,40 @@ impl PostLog {
 }
 
 impl Comm {
-    /// Answer a probe from a member that waits in an earlier collective of
-    /// this team for this rank, whose call there differed (see the module
-    /// docs). Probes of earlier collectives whose calls agreed, or too old
-    /// to judge, are read and dropped. One per look.
+    /// Answer a probe from a member that waits for this rank in an earlier
+    /// collective of this team, or of another p2p team of its context,
+    /// whose call there differed (see the module docs). Probes whose calls
+    /// agreed, or too old to judge, are read and dropped. One per look.
     pub(super) fn answer_late_probe(&self) {
-        let (id, now, me, size) = (self.team.id, self.seq, self.team.rank, self.team.size);
-        if now >= ACTIVE_SET_SEQ {
-            return;
+        let now = self.seq;
+        let mut teams = self.team.teams.live();
+        if !teams.iter().any(|t| Arc::ptr_eq(t, &self.team)) {
+            teams.push(self.team.clone());
         }
+        // How far each team's sequence this rank has posted: this team's
+        // collectives before this one (a probe of this one its own look
+        // reads), another's as far as its log goes.
+        let upto: Vec<(&Arc<TeamShared>, u64)> = teams
+            .iter()
+            .filter_map(|t| {
+                let last = match Arc::ptr_eq(t, &self.team) && now < ACTIVE_SET_SEQ {
+                    true => now.checked_sub(1),
+                    false => t.posted.lock().unwrap_or_else(PoisonError::into_inner).last(),
+                };
+                Some((t, last?))
+            })
+            .collect();
         let pick = |k: &MsgKey, _: &Signature| {
-            k.team == id && k.tag == PROBE_TAG && k.seq < now && (k.src as usize) < size && k.src as usize != me
+            k.tag == PROBE_TAG
+                && upto.iter().any(|&(t, last)| {
+                    t.id == k.team && k.seq <= last && (k.src as usize) < t.size && k.src as usize != t.rank
+                })
         };
-        let t = &self.team.transport;
-        let Some((key, theirs)) = t.find_arrived(&pick) else { return };
-        let r = key.src as usize;
-        let Ok(ep) = self.ep(r) else { return };
-        // Read it (as the call it carries, which agrees): a probe is judged once.
-        let _ = t.try_recv(ep, &key, &theirs, MemRef::empty(MemType::Host));
-        let ran = self.team.posted.lock().unwrap_or_else(PoisonError::into_inner).ran(key.seq);
-        let mine = match ran {
-            Ran::Call(mine) if mine.agrees(&theirs) => return,
-            Ran::Unknown => {
-                ferrocoll_core::log_debug!(
-                    "p2p: a probe of collective seq {} from rank {r}: too old to judge",
-                    key.seq
-                );
-                return;
-            }
-            Ran::Call(mine) => mine,
-            Ran::Nothing => notice::not_here(),
-        };
-        ferrocoll_core::log_info!(
-            "p2p: rank {r} waits for this rank in collective seq {} of team {}, which this rank finished: \
-             rank {r} posted {} there, this rank {}; told it",
-            key.seq,
-            self.team.id,
-            theirs.describe(),
-            notice::describe(&mine)
-        );
-        // Under the prober's call, which its receive checks the message against.
-        let answer = MsgKey { tag: ANSWER_TAG, src: me as u32, ..key };
-        let mut n = self.team.notices.lock().unwrap_or_else(PoisonError::into_inner);
-        let to = self.team.eps.iter().enumerate().filter(|&(q, _)| q == r);
-        n.send(t, to, answer, theirs, Notice { rank: me as u32, theirs: mine });
+        let Some((key, theirs)) = self.team.transport.find_arrived(&pick) else { return };
+        if let Some(&(team, _)) = upto.iter().find(|(t, _)| t.id == key.team) {
+            answer(team, key, theirs);
+        }
     }
-
     /// The answer of `peer` to this collective's probe (see the module
     /// docs), if it came: its call differs, named in the error.
     pub(super) fn answered(&self, peer: usize) -> Option<Error> {
@@ -159,6 +154,58 @@ impl Comm {
             self.sig.describe(),
             self.seq
         )))
+    }
+}
+
+/// Judge the probe `key` (the call `theirs`) of a member of `team` (see
+/// [`Comm::answer_late_probe`]), read it, and answer it if the calls differ.
+fn answer(team: &TeamShared, key: MsgKey, theirs: Signature) {
+    let r = key.src as usize;
+    let Some(&ep) = team.eps.get(r) else { return };
+    let t = &team.transport;
+    // Read it (as the call it carries, which agrees): a probe is judged once.
+    let _ = t.try_recv(ep, &key, &theirs, MemRef::empty(MemType::Host));
+    let ran = team.posted.lock().unwrap_or_else(PoisonError::into_inner).ran(key.seq);
+    let mine = match ran {
+        Ran::Call(mine) if mine.agrees(&theirs) => return,
+        Ran::Unknown => {
+            ferrocoll_core::log_debug!("p2p: a probe of collective seq {} from rank {r}: too old to judge", key.seq);
+            return;
+        }
+        Ran::Call(mine) => mine,
+        Ran::Nothing => notice::not_here(),
+    };
+    ferrocoll_core::log_info!(
+        "p2p: rank {r} waits for this rank in collective seq {} of team {:#x}, which this rank went past: \
+         rank {r} posted {} there, this rank {}; told it",
+        key.seq,
+        team.id,
+        theirs.describe(),
+        notice::describe(&mine)
+    );
+    // Under the prober's call, which its receive checks the message against.
+    let me = team.rank as u32;
+    let answer = MsgKey { tag: ANSWER_TAG, src: me, ..key };
+    let mut n = team.notices.lock().unwrap_or_else(PoisonError::into_inner);
+    let to = team.eps.iter().enumerate().filter(|&(q, _)| q == r);
+    n.send(t, to, answer, theirs, Notice { rank: me, theirs: mine });
+}
+
+/// The p2p teams of one context (weakly held), for judging probes of any
+/// of them: a rank may wait on another team than the prober's.
+#[derive(Default)]
+pub(crate) struct Teams(Mutex<Vec<Weak<TeamShared>>>);
+
+impl Teams {
+    /// Add `team` (and forget the teams gone).
+    pub(crate) fn add(&self, team: &Arc<TeamShared>) {
+        let mut v = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(team));
+    }
+
+    fn live(&self) -> Vec<Arc<TeamShared>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect()
     }
 }
 

@@ -73,6 +73,7 @@ where
                     layout: layout.clone(),
                     notices: Default::default(),
                     posted: Default::default(),
+                    teams: Default::default(),
                 });
                 s.spawn(move || {
                     // SAFETY: `buf` lives on this thread until the future that uses it is done.
