@@ -20,6 +20,8 @@
 //! only keeps a regression from hanging the test), and the team works again
 //! for the next collective that every rank posts alike.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ferrocoll::{Coll, Config, Context, ContextParams, Lib, ReduceOp, Status, TcpOob, Team, TeamParams};
@@ -333,6 +335,39 @@ fn a_rank_waiting_on_another_team_answers_the_probe() {
     let Some(Seen::Differ(text)) = &out[1] else { panic!("rank 1 must fail naming the root's call: {out:?}") };
     assert!(text.contains("rank 0 posted bcast root 0 of 0 bytes"), "{text}");
     assert!(text.contains("this rank posted bcast root 0 of 16 bytes"), "{text}");
+}
+
+#[test]
+fn a_rank_that_only_progresses_answers_the_probe() {
+    // The root posts a zero-size bcast and then waits on nothing, calling
+    // the context's progress (as a program polling its own work does)
+    // until rank 1's bcast ended: its progress judges the probe.
+    let ended = Arc::new(AtomicBool::new(false));
+    let seen_by = ended.clone();
+    let out = world::run(2, &p2p_only(), move |team, ctx| {
+        let me = team.rank();
+        let r = if me == 0 {
+            let mut none: [u8; 0] = [];
+            Coll::bcast(&mut none, 0).timeout(T).run(team).expect("a zero-size bcast");
+            let start = Instant::now();
+            while !seen_by.load(Ordering::Acquire) {
+                // Rank 1 waits for this rank's answer, and nothing else ends its wait.
+                assert!(start.elapsed() < T, "rank 1's bcast still waits after {T:?}");
+                ctx.progress().expect("progress");
+            }
+            None
+        } else {
+            let mut buf = [7u8; 16];
+            let r = run(team, Coll::bcast(&mut buf, 0).timeout(T));
+            seen_by.store(true, Ordering::Release);
+            Some(r)
+        };
+        allreduce_sum_ok(team).unwrap_or_else(|e| panic!("rank {me}: the next allreduce failed: {e}"));
+        r.map(|r| seen(me, r))
+    });
+    assert!(ended.load(Ordering::Acquire));
+    let Some(Seen::Differ(text)) = &out[1] else { panic!("rank 1 must fail naming the root's call: {out:?}") };
+    assert!(text.contains("rank 0 posted bcast root 0 of 0 bytes"), "{text}");
 }
 
 #[test]

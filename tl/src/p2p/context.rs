@@ -68,7 +68,9 @@ impl TlContext for P2pContext {
     }
 
     fn progress(&self) -> Result<()> {
-        self.router.progress()
+        self.router.progress()?;
+        self.teams.progressed(&self.router);
+        Ok(())
     }
 
     fn team_create(&self, params: &TlTeamParams) -> Result<TlTeamFuture> {

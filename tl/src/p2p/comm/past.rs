@@ -23,17 +23,22 @@
 //!   current one may still meet the prober's next;
 //! - older than the log: not judged; read and dropped.
 //!
-//! Left: a rank that never waits on a p2p team again (idle in its own
-//! work) reads no probe (looks are waits'); the prober then waits until
-//! its timeout, or until that rank leaves.
+//! A rank that waits on no p2p team (idle in `ucc_context_progress`, or in
+//! another TL's collective, whose waits progress the context) answers from
+//! the context's progress, once in [`PROGRESS_LOOK_EVERY`] calls. Left: a
+//! rank that calls no progress at all (busy in its own work) answers when
+//! it next does; the prober waits until then, its timeout, or that rank
+//! leaving.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::Poll;
 
 use ferrocoll_core::args::Signature;
 use ferrocoll_core::backend::ACTIVE_SET_SEQ;
 use ferrocoll_core::{Error, MemRef, MemType};
-use ferrocoll_transport::{CallsDiffer, MsgKey};
+use ferrocoll_transport::{CallsDiffer, MsgKey, Router};
 
 use super::notice::{self, NOTICE_LEN, Notice};
 use super::{Comm, PROBE_TAG};
@@ -104,35 +109,13 @@ impl Comm {
     /// whose call there differed (see the module docs). Probes whose calls
     /// agreed, or too old to judge, are read and dropped. One per look.
     pub(super) fn answer_late_probe(&self) {
-        let now = self.seq;
         let mut teams = self.team.teams.live();
         if !teams.iter().any(|t| Arc::ptr_eq(t, &self.team)) {
             teams.push(self.team.clone());
         }
-        // How far each team's sequence this rank has posted: this team's
-        // collectives before this one (a probe of this one its own look
-        // reads), another's as far as its log goes.
-        let upto: Vec<(&Arc<TeamShared>, u64)> = teams
-            .iter()
-            .filter_map(|t| {
-                let last = match Arc::ptr_eq(t, &self.team) && now < ACTIVE_SET_SEQ {
-                    true => now.checked_sub(1),
-                    false => t.posted.lock().unwrap_or_else(PoisonError::into_inner).last(),
-                };
-                Some((t, last?))
-            })
-            .collect();
-        let pick = |k: &MsgKey, _: &Signature| {
-            k.tag == PROBE_TAG
-                && upto.iter().any(|&(t, last)| {
-                    t.id == k.team && k.seq <= last && (k.src as usize) < t.size && k.src as usize != t.rank
-                })
-        };
-        let Some((key, theirs)) = self.team.transport.find_arrived(&pick) else { return };
-        if let Some(&(team, _)) = upto.iter().find(|(t, _)| t.id == key.team) {
-            answer(team, key, theirs);
-        }
+        answer_one(&self.team.transport, &teams, Some((&self.team, self.seq)));
     }
+
     /// The answer of `peer` to this collective's probe (see the module
     /// docs), if it came: its call differs, named in the error.
     pub(super) fn answered(&self, peer: usize) -> Option<Error> {
@@ -141,7 +124,7 @@ impl Comm {
         // SAFETY: `buf` lives on this frame through the call, which alone uses it.
         let mem = unsafe { MemRef::from_mut_slice(&mut buf) };
         match self.team.transport.try_recv(self.ep(peer).ok()?, &key, &self.sig, mem) {
-            std::task::Poll::Ready(Ok(())) => {}
+            Poll::Ready(Ok(())) => {}
             // Nothing yet, or the peer gone (its receive speaks for that).
             _ => return None,
         }
@@ -157,14 +140,44 @@ impl Comm {
     }
 }
 
+/// Answer one late probe of `teams` (see the module docs): of a team's
+/// collectives as far as its log goes — but for `waiting`, a team and the
+/// collective this rank waits in there, only those before it (a probe of
+/// that one its own look reads).
+fn answer_one(transport: &Router, teams: &[Arc<TeamShared>], waiting: Option<(&Arc<TeamShared>, u64)>) {
+    let upto: Vec<(&Arc<TeamShared>, u64)> = teams
+        .iter()
+        .filter_map(|t| {
+            let last = match waiting {
+                Some((w, now)) if Arc::ptr_eq(t, w) && now < ACTIVE_SET_SEQ => now.checked_sub(1),
+                _ => t.posted.lock().unwrap_or_else(PoisonError::into_inner).last(),
+            };
+            Some((t, last?))
+        })
+        .collect();
+    let pick = |k: &MsgKey, _: &Signature| {
+        k.tag == PROBE_TAG
+            && upto.iter().any(|&(t, last)| {
+                t.id == k.team && k.seq <= last && (k.src as usize) < t.size && k.src as usize != t.rank
+            })
+    };
+    let Some((key, theirs)) = transport.find_arrived(&pick) else { return };
+    if let Some(&(team, _)) = upto.iter().find(|(t, _)| t.id == key.team) {
+        answer(team, key, theirs);
+    }
+}
+
 /// Judge the probe `key` (the call `theirs`) of a member of `team` (see
 /// [`Comm::answer_late_probe`]), read it, and answer it if the calls differ.
 fn answer(team: &TeamShared, key: MsgKey, theirs: Signature) {
     let r = key.src as usize;
     let Some(&ep) = team.eps.get(r) else { return };
     let t = &team.transport;
-    // Read it (as the call it carries, which agrees): a probe is judged once.
-    let _ = t.try_recv(ep, &key, &theirs, MemRef::empty(MemType::Host));
+    // Read it (as the call it carries, which agrees): a probe is judged
+    // once, by the thread that took it.
+    if !matches!(t.try_recv(ep, &key, &theirs, MemRef::empty(MemType::Host)), Poll::Ready(Ok(()))) {
+        return;
+    }
     let ran = team.posted.lock().unwrap_or_else(PoisonError::into_inner).ran(key.seq);
     let mine = match ran {
         Ran::Call(mine) if mine.agrees(&theirs) => return,
@@ -192,9 +205,15 @@ fn answer(team: &TeamShared, key: MsgKey, theirs: Signature) {
 }
 
 /// The p2p teams of one context (weakly held), for judging probes of any
-/// of them: a rank may wait on another team than the prober's.
+/// of them: a rank may wait on another team than the prober's, or on
+/// none; and the context's progress calls since its last look.
 #[derive(Default)]
-pub(crate) struct Teams(Mutex<Vec<Weak<TeamShared>>>);
+pub(crate) struct Teams(Mutex<Vec<Weak<TeamShared>>>, AtomicU32);
+
+/// Calls of the context's progress between two looks for late probes
+/// (`Teams::progressed`): a few milliseconds of a rank that only
+/// progresses, nothing on the path of a collective's own polls.
+const PROGRESS_LOOK_EVERY: u32 = 4096;
 
 impl Teams {
     /// Add `team` (and forget the teams gone).
@@ -206,6 +225,19 @@ impl Teams {
 
     fn live(&self) -> Vec<Arc<TeamShared>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// The context's progress, once in [`PROGRESS_LOOK_EVERY`] calls:
+    /// answer a late probe of any of its teams, for a rank that waits on
+    /// none of them (idle in `ucc_context_progress`, or waiting on
+    /// another TL's collective, whose waits progress the context too).
+    pub(crate) fn progressed(&self, transport: &Router) {
+        // Relaxed: a count of calls; a lost update only delays a look.
+        let n = self.1.load(Ordering::Relaxed).wrapping_add(1);
+        self.1.store(n, Ordering::Relaxed);
+        if n.is_multiple_of(PROGRESS_LOOK_EVERY) {
+            answer_one(transport, &self.live(), None);
+        }
     }
 }
 
