@@ -204,11 +204,15 @@ fn answer(team: &TeamShared, key: MsgKey, theirs: Signature) {
     n.send(t, to, answer, theirs, Notice { rank: me, theirs: mine });
 }
 
-/// The p2p teams of one context (weakly held), for judging probes of any
-/// of them: a rank may wait on another team than the prober's, or on
-/// none; and the context's progress calls since its last look.
+/// The p2p teams of one context, for judging probes of any of them: a
+/// rank may wait on another team than the prober's, or on none.
 #[derive(Default)]
-pub(crate) struct Teams(Mutex<Vec<Weak<TeamShared>>>, AtomicU32);
+pub(crate) struct Teams {
+    /// Weakly held: a team destroyed is forgotten at the next `add`.
+    teams: Mutex<Vec<Weak<TeamShared>>>,
+    /// The context's progress calls (`Teams::progressed`).
+    progress_calls: AtomicU32,
+}
 
 /// Calls of the context's progress between two looks for late probes
 /// (`Teams::progressed`): a few milliseconds of a rank that only
@@ -218,13 +222,13 @@ const PROGRESS_LOOK_EVERY: u32 = 4096;
 impl Teams {
     /// Add `team` (and forget the teams gone).
     pub(crate) fn add(&self, team: &Arc<TeamShared>) {
-        let mut v = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut v = self.teams.lock().unwrap_or_else(PoisonError::into_inner);
         v.retain(|w| w.strong_count() > 0);
         v.push(Arc::downgrade(team));
     }
 
     fn live(&self) -> Vec<Arc<TeamShared>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect()
+        self.teams.lock().unwrap_or_else(PoisonError::into_inner).iter().filter_map(Weak::upgrade).collect()
     }
 
     /// The context's progress, once in [`PROGRESS_LOOK_EVERY`] calls:
@@ -233,8 +237,8 @@ impl Teams {
     /// another TL's collective, whose waits progress the context too).
     pub(crate) fn progressed(&self, transport: &Router) {
         // Relaxed: a count of calls; a lost update only delays a look.
-        let n = self.1.load(Ordering::Relaxed).wrapping_add(1);
-        self.1.store(n, Ordering::Relaxed);
+        let n = self.progress_calls.load(Ordering::Relaxed).wrapping_add(1);
+        self.progress_calls.store(n, Ordering::Relaxed);
         if n.is_multiple_of(PROGRESS_LOOK_EVERY) {
             answer_one(transport, &self.live(), None);
         }
