@@ -38,6 +38,14 @@ pub(crate) struct TeamShared {
     pub teams: Arc<super::comm::Teams>,
 }
 
+impl TeamShared {
+    /// Collective `seq` of the team was posted as the call `sig` (kept for
+    /// judging late probes, `comm/past.rs`).
+    pub(crate) fn note_post(&self, seq: u64, sig: Signature) {
+        self.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(seq, sig);
+    }
+}
+
 /// The p2p TL's team.
 pub(crate) struct P2pTeam {
     shared: Arc<TeamShared>,
@@ -147,7 +155,7 @@ impl AlgTeam for P2pTeam {
 
     /// Kept with the calls it ran, so that a late probe names the call.
     fn posted_without_task(&self, seq: u64, sig: Signature) {
-        self.shared.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(seq, sig);
+        self.shared.note_post(seq, sig);
     }
 
     fn accepts(&self, init: &CollInit) -> Result<()> {
@@ -192,7 +200,7 @@ impl CollTask for AlgTask {
     /// when the inputs are ready (on a CUDA stream, once the stream work
     /// writing them has run).
     fn start(&self, post: &PostInfo) -> Result<TaskFuture> {
-        self.team.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(post.seq, self.sig);
+        self.team.note_post(post.seq, self.sig);
         let comm = Comm::new(self.team.clone(), post.seq, self.sig, post.diag.clone());
         let run: TaskFuture = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
