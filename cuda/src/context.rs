@@ -59,6 +59,18 @@ impl Context {
         Ok((!cur.is_null()).then_some(Context(cur)))
     }
 
+    /// The driver's identifier of this context (`cuCtxGetId`): unique in
+    /// the process and never reused, unlike the handle, which a context
+    /// made after this one was destroyed may get again.
+    pub fn id(self) -> Result<u64> {
+        loaded()?;
+        let mut id: std::ffi::c_ulonglong = 0;
+        // SAFETY: the holder keeps the context alive (see the type's docs);
+        // the call writes one integer.
+        check("cuCtxGetId", unsafe { sys::cuCtxGetId(self.0, &mut id) })?;
+        Ok(id)
+    }
+
     /// Make this context current on the calling thread (`cuCtxSetCurrent`),
     /// replacing whatever was current; it stays current afterwards.
     pub fn make_current(self) -> Result<()> {

@@ -43,6 +43,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuCtxPushCurrent_v2",
     "cuCtxPopCurrent_v2",
     "cuCtxGetDevice",
+    "cuCtxGetId",
     "cuStreamCreate",
     "cuStreamDestroy_v2",
     "cuStreamGetCtx",

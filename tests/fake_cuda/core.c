@@ -322,7 +322,11 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
     pthread_mutex_lock(&ctx_mu);
     primary[d].magic = CTX_MAGIC;
     primary[d].device = d;
-    if (primary[d].retains++ == 0) __atomic_store_n(&primary[d].sticky, 0, __ATOMIC_RELEASE); /* a fresh context */
+    if (primary[d].retains++ == 0) { /* a fresh context */
+        static unsigned long long next_id = 1;
+        __atomic_store_n(&primary[d].sticky, 0, __ATOMIC_RELEASE);
+        primary[d].id = next_id++;
+    }
     pthread_mutex_unlock(&ctx_mu);
     FC_ADD(fc_n.retains[d], 1);
     *c = &primary[d];
@@ -400,6 +404,18 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c) {
     struct fc_ctx *top = stack[--depth];
     if (c) *c = top;
     FC_ADD(fc_n.pops, 1);
+    RET(CUDA_SUCCESS);
+}
+
+CUresult cuCtxGetId(CUcontext c, unsigned long long *id) {
+    ENTER(cuCtxGetId);
+    CUresult err = CUDA_SUCCESS;
+    struct fc_ctx *x = c ? fc_ctx_of(c) : fc_current(&err);
+    if (!x) RET(c ? CUDA_ERROR_INVALID_CONTEXT : err);
+    if (!id) RET(CUDA_ERROR_INVALID_VALUE);
+    pthread_mutex_lock(&ctx_mu);
+    *id = x->id;
+    pthread_mutex_unlock(&ctx_mu);
     RET(CUDA_SUCCESS);
 }
 

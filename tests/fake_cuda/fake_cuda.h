@@ -148,7 +148,7 @@ enum {
     X(cuGetErrorString) X(cuGetErrorName) X(cuDriverGetVersion) X(cuInit) X(cuDeviceGet)           \
     X(cuDeviceGetCount) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                        \
     X(cuDevicePrimaryCtxRelease_v2) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2)   \
-    X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuStreamCreate)                  \
+    X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuCtxGetId) X(cuCtxSynchronize) X(cuStreamCreate)                  \
     X(cuStreamDestroy_v2) X(cuStreamGetCtx) X(cuStreamSynchronize) X(cuStreamQuery)                \
     X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuStreamIsCapturing)                        \
     X(cuThreadExchangeStreamCaptureMode)                                                           \
@@ -219,6 +219,7 @@ struct fc_ctx {
     int retains;         /* current retain count; 0 = inactive */
     struct fc_stream *legacy;
     int sticky;          /* a device fault: every later call in the context fails with it */
+    unsigned long long id; /* cuCtxGetId: new each time the context becomes active, never reused */
 };
 /* The current context if it is usable; else NULL and *err says why. */
 struct fc_ctx *fc_current(CUresult *err);

@@ -495,7 +495,8 @@ fn triggered_posts_keep_stream_order_with_32_bit_writes_on_a_slow_stream() {
 /// With `UCC_EE_CUDA_STREAM_WAIT=kernel` (read from the environment when the
 /// engine is created) the stream is held by `fc_flag_wait`, one thread
 /// spinning on the flag, instead of a stream memory wait; stream order holds
-/// on pinned and on device memory, and no stream memory wait is enqueued.
+/// on pinned and on device memory, no stream memory wait is enqueued, and
+/// the kernel is loaded by the first engine of the context only.
 #[test]
 fn triggered_posts_keep_stream_order_with_the_kernel_wait() {
     const TEST: &str = "triggered_posts_keep_stream_order_with_the_kernel_wait";
@@ -505,14 +506,20 @@ fn triggered_posts_keep_stream_order_with_the_kernel_wait() {
         || {
             let ee = CudaStreamEe::new_stream(0).unwrap();
             assert_eq!(ee.wait_kind(), StreamWait::Kernel, "the knob of the environment");
-            drop(ee);
+            // Kept to the end: the engines below share its context (a context
+            // released by its last holder goes, and its modules with it).
             ten_rounds_on_two_ranks_on_both_memories();
+            drop(ee);
         },
         |report, output| {
             let memops = report.calls("cuStreamWaitValue64_v2") + report.calls("cuStreamWaitValue32_v2");
             assert_eq!(memops, 0, "stream memory waits with the kernel wait\n{output}");
             // One wait kernel per post (2 ranks, 10 rounds, 2 memory types), and one per engine at creation.
             assert!(report.calls("cuLaunchKernel") >= 2 * 10 * 2, "{output}");
+            // Five engines in one context load the wait kernel once (loading
+            // may wait for a held stream); the reductions' kernels may be one more.
+            let loads = report.calls("cuModuleLoadData");
+            assert!(loads <= 2, "{loads} module loads: the wait kernel loaded per engine\n{output}");
             balanced(TEST, report, output);
         },
     );

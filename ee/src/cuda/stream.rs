@@ -209,7 +209,7 @@ impl CudaStreamEe {
         let device = current_device()?;
         let wait_kernel = match wait {
             StreamWait::Memop => None,
-            StreamWait::Kernel => Some(WaitKernel::load(device).map_err(|e| {
+            StreamWait::Kernel => Some(WaitKernel::in_context(ctx, device).map_err(|e| {
                 e.prefixed(format!("UCC_EE_CUDA_STREAM_WAIT=kernel on device {device} (memop needs no kernel)"))
             })?),
         };

@@ -14,10 +14,11 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Mutex;
 
 use ferrocoll_core::config::{Config, ConfigField};
 use ferrocoll_core::{Error, Result};
-use ferrocoll_cuda::{Attribute, DeviceId, Function, Module, Stream};
+use ferrocoll_cuda::{Attribute, Context, DeviceId, Function, Module, Stream};
 
 /// `UCC_EE_CUDA_STREAM_WAIT`.
 pub const WAIT: ConfigField = ConfigField {
@@ -73,25 +74,53 @@ impl fmt::Display for StreamWait {
     }
 }
 
-/// `fc_flag_wait`, loaded in an engine's context (the `kernel` wait).
+/// `fc_flag_wait`, loaded once per context (the `kernel` wait).
+///
+/// Loading a module may wait until every stream of its context is idle
+/// (CUDA's lazy-loading notes: loading kernels may need a context
+/// synchronisation). An engine made while another engine of the process
+/// holds its stream behind a triggered post would wait for that post's
+/// collective, which may need this very rank: ranks as threads of one
+/// process on one GPU hung so on an H200 (`gpu_stream`'s ordering test,
+/// one rank in `cuModuleLoadData`, the others' driver calls behind it). So
+/// the first kernel-wait engine of a context loads the kernel and every
+/// later one takes it from [`LOADED`]; modules are never unloaded.
+#[derive(Clone, Copy)]
 pub(crate) struct WaitKernel {
     function: Function,
-    /// Unloaded when the engine is dropped, after its stream was
-    /// synchronised (no launch of it is left).
-    _module: Module,
 }
 
+/// The wait kernel of each context that has had a kernel-wait engine, by
+/// the context's driver id (never reused, unlike its handle; an entry of a
+/// destroyed context is a few dead bytes).
+static LOADED: Mutex<Vec<(u64, WaitKernel)>> = Mutex::new(Vec::new());
+
 impl WaitKernel {
+    /// The kernel in `ctx` (current on this thread, of `device`): loaded
+    /// the first time, then the same. A failure is not kept: the next
+    /// engine tries again.
+    pub(crate) fn in_context(ctx: Context, device: DeviceId) -> Result<WaitKernel> {
+        let id = ctx.id()?;
+        // Held while loading: a second engine of the context waits for the first's kernel.
+        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&(_, kernel)) = loaded.iter().find(|(of, _)| *of == id) {
+            return Ok(kernel);
+        }
+        let kernel = Self::load(device)?;
+        loaded.push((id, kernel));
+        Ok(kernel)
+    }
+
     /// ferrocoll's kernels for `device`, compiled with NVRTC (or taken from
-    /// the cache) and loaded in the current context, which must be the
-    /// engine's. Errors name NVRTC or the driver call that failed.
-    pub(crate) fn load(device: DeviceId) -> Result<WaitKernel> {
+    /// the cache) and loaded in the current context. Errors name NVRTC or
+    /// the driver call that failed.
+    fn load(device: DeviceId) -> Result<WaitKernel> {
         let cc = |a| device.attribute(a).map(|v| u32::try_from(v).unwrap_or(0));
         let (major, minor) = (cc(Attribute::ComputeCapabilityMajor)?, cc(Attribute::ComputeCapabilityMinor)?);
         let ptx = ferrocoll_kernels::ptx_for_arch(major, minor)?;
         let module = Module::load_ptx(&ptx)?;
         let function = module.function(ferrocoll_kernels::FLAG_WAIT_KERNEL)?;
-        Ok(WaitKernel { function, _module: module })
+        Ok(WaitKernel { function })
     }
 
     /// Enqueue "wait until the 64-bit flag at device address `flag` is ≥
