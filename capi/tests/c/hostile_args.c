@@ -18,7 +18,9 @@
  * within HOSTILE_WAIT_S seconds (20), whatever their timeouts.
  *
  * Deterministic (a fixed xorshift seed; HOSTILE_SEED and HOSTILE_N
- * override it and the number of calls).
+ * override it and the number of calls). HOSTILE_TRACE=DIR writes each
+ * rank's calls and their statuses to DIR/hostile-rank<r>.log, a line per
+ * call, flushed (a rank killed by the harness leaves its log).
  */
 #include "harness.h"
 
@@ -77,11 +79,24 @@ static void v_side(ucc_coll_buffer_info_v_t *i, char *base, int wide, int k)
     i->mem_type      = any_mem_type();
 }
 
+/* The memory types of the call's sides, read as hostile() wrote them (a v side where the type has one). */
+static const uint64_t src_v = UCC_COLL_TYPE_ALLTOALLV | UCC_COLL_TYPE_SCATTERV;
+static const uint64_t dst_v =
+    UCC_COLL_TYPE_ALLGATHERV | UCC_COLL_TYPE_ALLTOALLV | UCC_COLL_TYPE_GATHERV | UCC_COLL_TYPE_REDUCE_SCATTERV;
+static ucc_memory_type_t src_mem(const ucc_coll_args_t *a)
+{
+    return a->coll_type & src_v ? a->src.info_v.mem_type : a->src.info.mem_type;
+}
+static ucc_memory_type_t dst_mem(const ucc_coll_args_t *a)
+{
+    return a->coll_type & dst_v ? a->dst.info_v.mem_type : a->dst.info.mem_type;
+}
+static int is_cuda(ucc_memory_type_t m) { return m == UCC_MEMORY_TYPE_CUDA || m == UCC_MEMORY_TYPE_CUDA_MANAGED; }
+static int on_gpu_memory(const ucc_coll_args_t *a) { return is_cuda(src_mem(a)) || is_cuda(dst_mem(a)); }
+
 static void hostile(ucc_coll_args_t *a, int size)
 {
-    const uint64_t v_types = UCC_COLL_TYPE_ALLGATHERV | UCC_COLL_TYPE_ALLTOALLV | UCC_COLL_TYPE_GATHERV |
-                             UCC_COLL_TYPE_SCATTERV | UCC_COLL_TYPE_REDUCE_SCATTERV;
-    const uint64_t src_v   = UCC_COLL_TYPE_ALLTOALLV | UCC_COLL_TYPE_SCATTERV;
+    const uint64_t v_types = src_v | dst_v;
     const uint64_t roots[] = {0, 1, 2, UINT64_MAX, (uint64_t)size};
     const double   timeouts[] = {0.0, -1.0, 1e-9, 1e300, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 5.0};
     int            t = (int)(rnd() % 18), wide = (int)(rnd() % 2);
@@ -91,7 +106,7 @@ static void hostile(ucc_coll_args_t *a, int size)
         /* The v sides hold arrays (valid or NULL), whatever else the type says. */
         if (a->coll_type & src_v) v_side(&a->src.info_v, src_buf, wide, 0);
         else plain_side(&a->src.info, src_buf);
-        if (a->coll_type & (v_types & ~(uint64_t)UCC_COLL_TYPE_SCATTERV)) v_side(&a->dst.info_v, dst_buf, wide, 1);
+        if (a->coll_type & dst_v) v_side(&a->dst.info_v, dst_buf, wide, 1);
         else plain_side(&a->dst.info, dst_buf);
     } else {
         plain_side(&a->src.info, src_buf);
@@ -114,15 +129,38 @@ static void hostile(ucc_coll_args_t *a, int size)
     a->active_set.start   = rnd() % 4;
     a->active_set.stride  = (int64_t)(rnd() % 5) - 2;
     a->active_set.size    = rnd() % 4;
-    if (size > 1 && (a->mask & UCC_COLL_ARGS_FIELD_ACTIVE_SET)) {
+    if (size > 1 && ((a->mask & UCC_COLL_ARGS_FIELD_ACTIVE_SET) || on_gpu_memory(a))) {
         /* Ranks that take and refuse calls differently post active sets
          * whose members never all post them: matched by tag outside the
          * team's order, such a call waits (in UCC too) for a post that may
-         * yet come; only its timeout ends it. */
+         * yet come; only its timeout ends it. Likewise a collective on GPU
+         * memory that TL/NCCL serves: NCCL matches nothing (its first one
+         * makes the communicator, with every rank; a differing one hangs
+         * its kernels), so where the calls differ only the timeout ends it
+         * (seen on an H200: two ranks in a CUDA gather that the root had
+         * refused, waiting for the communicator). */
         a->mask |= UCC_COLL_ARGS_FIELD_FLAGS;
         a->flags |= UCC_COLL_ARGS_FLAG_TIMEOUT;
         a->timeout = 2.0;
     }
+}
+
+/* One line per call into the rank's trace, if HOSTILE_TRACE names a folder. */
+static FILE *trace;
+static void open_trace(int rank)
+{
+    char path[4096];
+    if (!getenv("HOSTILE_TRACE")) return;
+    snprintf(path, sizeof(path), "%s/hostile-rank%d.log", getenv("HOSTILE_TRACE"), rank);
+    trace = fopen(path, "w");
+}
+static void trace_call(long i, const ucc_coll_args_t *a, const char *what, ucc_status_t st)
+{
+    if (!trace) return;
+    fprintf(trace, "call %ld type %#x root %llu mem %d/%d mask %#llx flags %#llx: %s %d\n", i, (unsigned)a->coll_type,
+            (unsigned long long)a->root, (int)src_mem(a), (int)dst_mem(a), (unsigned long long)a->mask,
+            (unsigned long long)a->flags, what, (int)st);
+    fflush(trace);
 }
 
 static double now_s(void)
@@ -145,6 +183,7 @@ static int body(int rank, int size)
     double          wait_s = getenv("HOSTILE_WAIT_S") ? atof(getenv("HOSTILE_WAIT_S")) : 20.0;
     if (getenv("HOSTILE_SEED")) seed ^= (uint64_t)atol(getenv("HOSTILE_SEED")) * 0x9e3779b97f4a7c15ull;
     if (open_world(&oob, &lib, &ctx, &team)) return 1;
+    open_trace(rank);
     for (long i = 0; i < calls; i++) {
         ucc_coll_args_t a;
         ucc_coll_req_h  req;
@@ -153,6 +192,7 @@ static int body(int rank, int size)
         hostile(&a, size);
         persistent = (a.mask & UCC_COLL_ARGS_FIELD_FLAGS) && (a.flags & UCC_COLL_ARGS_FLAG_PERSISTENT);
         st = one_call ? ucc_collective_init_and_post(&a, &req, team) : ucc_collective_init(&a, &req, team);
+        trace_call(i, &a, one_call ? "init_and_post" : "init", st);
         if (st != UCC_OK) {
             CHECK(st < 0); /* an error status, not a stray positive one */
             refused++;
@@ -164,6 +204,7 @@ static int body(int rank, int size)
             double until = now_s() + wait_s;
             if (!(one_call && posts == 0) && ucc_collective_post(req) != UCC_OK) break;
             while ((st = ucc_collective_test(req)) == UCC_INPROGRESS && now_s() < until) ucc_context_progress(ctx);
+            trace_call(i, &a, "ended", st);
             if (st == UCC_INPROGRESS) FAIL("call %ld (type %#x) still in progress after %g s", i, (unsigned)a.coll_type, wait_s);
             if (st != UCC_OK) break;
         }
