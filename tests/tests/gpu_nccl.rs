@@ -17,6 +17,7 @@
 mod gpu_support;
 mod nccl_support;
 
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -79,6 +80,22 @@ fn skip_unless_real_nccl(test: &str, what: &str) -> bool {
     }
 }
 
+/// A CUDA graph capture in global mode (PyTorch's default) forbids the
+/// process's other threads the driver calls NCCL makes while it creates a
+/// communicator: on an H200 (driver 580.159.04, NCCL 2.28.9) one test's
+/// creation crashed inside `cuStreamSynchronize` (NCCL's `initChannel`)
+/// while another test captured. Tests that capture hold this for writing,
+/// those that make communicators in this process for reading.
+static CAPTURE: RwLock<()> = RwLock::new(());
+
+fn capturing() -> RwLockWriteGuard<'static, ()> {
+    CAPTURE.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn not_capturing() -> RwLockReadGuard<'static, ()> {
+    CAPTURE.read().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn one_rank<R: Send + 'static>(f: impl Fn(&Team) -> R + Send + Sync + 'static) -> R {
     world::run(1, &Config::new(), move |team, _| {
         gpu_support::bind();
@@ -97,6 +114,7 @@ fn a_one_rank_nccl_team_runs_every_collective_and_datatype() {
     if skip_unless_nccl("a_one_rank_nccl_team_runs_every_collective_and_datatype") {
         return;
     }
+    let _capture = not_capturing();
     let every = if fake_cuda::is_child() { 5 } else { 1 };
     one_rank(move |team| {
         for coll in CollType::ALL.into_iter().filter(|c| !c.is_synchronisation()) {
@@ -125,6 +143,7 @@ fn two_ranks_on_one_gpu_fall_back_from_nccl() {
     if skip_unless_nccl("two_ranks_on_one_gpu_fall_back_from_nccl") {
         return;
     }
+    let _capture = not_capturing();
     let selected = allreduce_on_two_ranks([0, 0]);
     assert!(selected.iter().all(|s| !s.starts_with("nccl/")), "{selected:?}");
 }
@@ -134,6 +153,7 @@ fn a_host_driven_post_on_a_capturing_stream_is_refused_and_the_capture_survives(
     if skip_unless_nccl("a_host_driven_post_on_a_capturing_stream_is_refused_and_the_capture_survives") {
         return;
     }
+    let _capture = capturing();
     let mut config = Config::new();
     config.set("TL_NCCL_TUNE", "0");
     world::run(1, &config, |team, _| {
@@ -168,6 +188,7 @@ fn an_nccl_allreduce_captured_in_a_graph_replays_100_times() {
     if skip_unless_real_nccl("an_nccl_allreduce_captured_in_a_graph_replays_100_times", "graph replay") {
         return;
     }
+    let _capture = capturing();
     one_rank(|team| {
         let n = 1 << 16;
         let input: Vec<f32> = (0..n).map(|i| (i % 977) as f32).collect();
@@ -227,6 +248,7 @@ fn nccl_overhead_benchmark_one_rank() {
     if skip_unless_real_nccl("nccl_overhead_benchmark_one_rank", "the overhead benchmark") {
         return;
     }
+    let _capture = not_capturing();
     const ITERS: u32 = 20_000;
     one_rank(|team| {
         let src = DevBuf::from_host(&f32_bytes(&[1.0, 2.0]), Kind::Device);
