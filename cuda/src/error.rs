@@ -9,6 +9,7 @@
 //! | `OUT_OF_MEMORY` | `NoMemory` |
 //! | `NO_DEVICE`, `SYSTEM_DRIVER_MISMATCH`, `NOT_SUPPORTED`, `STUB_LIBRARY`, `UNSUPPORTED_PTX_VERSION`, `NO_BINARY_FOR_GPU` | `NotSupported` |
 //! | `INVALID_VALUE`, `INVALID_HANDLE`, `INVALID_CONTEXT`, `CONTEXT_IS_DESTROYED`, `INVALID_DEVICE` | `InvalidParam` |
+//! | `ALREADY_MAPPED` (an IPC handle whose allocation this process holds open already) | `NoResource` |
 //! | anything else (a launch failure, an illegal address, ECC, ...) | `NoMessage` |
 //!
 //! | NVRTC result | status |
@@ -22,8 +23,9 @@
 //! UCC's own CUDA components give a CUDA error they do not classify
 //! (`cuda_error_to_ucc_status`). The other candidates would mislead:
 //! `NoResource` says "unavailable, try elsewhere or later", but a kernel
-//! that faulted or a context that is broken will not get better, and
-//! nothing in ferrocoll retries on a status anyway.
+//! that faulted or a context that is broken will not get better. The one
+//! status ferrocoll acts on is `ALREADY_MAPPED`'s: the IPC cache
+//! (`ipc/cache.rs`) then closes the peer's stale mappings and opens again.
 //!
 //! Results a caller expects and handles (`CUDA_ERROR_NOT_READY` from an
 //! event query, `CUDA_ERROR_INVALID_CONTEXT` from a pointer query) never get
@@ -51,6 +53,7 @@ pub fn driver_status(r: driver::CUresult) -> Status {
         | R::CUDA_ERROR_INVALID_CONTEXT
         | R::CUDA_ERROR_CONTEXT_IS_DESTROYED
         | R::CUDA_ERROR_INVALID_DEVICE => Status::InvalidParam,
+        R::CUDA_ERROR_ALREADY_MAPPED => Status::NoResource,
         _ => Status::NoMessage,
     }
 }

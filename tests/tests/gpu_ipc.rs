@@ -14,8 +14,9 @@
 //! Where there is no GPU every test runs on the fake CUDA driver
 //! (`tests/fake_cuda/ipc.c`: device memory is a memfd the importer maps
 //! through `/proc/<pid>/fd`), in a child process that starts the importer
-//! in turn; under `REQUIRE_GPU=1` a missing GPU fails instead. These tests
-//! have not run on a GPU yet (`scripts/gpu-check.sh build` collects them).
+//! in turn; under `REQUIRE_GPU=1` a missing GPU fails instead. On a GPU
+//! they passed on an H200 (2026-11-30; `scripts/gpu-check.sh build`
+//! collects them).
 
 mod gpu_support;
 
@@ -262,11 +263,16 @@ fn a_reallocated_buffer_gets_a_new_id_and_the_cache_never_serves_the_stale_mappi
     let e2 = ipc::export(second.addr() as u64).unwrap();
     assert_ne!(e2.buffer_id, e1.buffer_id, "a new allocation has a new buffer id ({e1:?}, {e2:?})");
     let answer = importer.open(&e2, LEN, 0x22, 0x23);
-    if e2.base == e1.base {
+    let overlaps = e2.base < e1.base + e1.size && e1.base < e2.base + e2.size;
+    if overlaps {
+        // On an H200 it came back 4 KiB lower: overlapping, not equal.
         assert_eq!(answer, "ok opens=2 hits=0 stale=1 len=1", "the stale mapping was closed and replaced");
     } else {
-        eprintln!("the second allocation is at another address ({:#x}, then {:#x})", e1.base, e2.base);
-        assert_eq!(answer, "ok opens=2 hits=0 stale=0 len=2");
+        eprintln!("the second allocation is elsewhere ({:#x}, then {:#x})", e1.base, e2.base);
+        // Kept, unless the driver refused the open as already mapped (the
+        // memory of the first): then the peer's mappings were closed first.
+        let kept = answer == "ok opens=2 hits=0 stale=0 len=2";
+        assert!(kept || answer == "ok opens=2 hits=0 stale=1 len=1", "{answer}");
     }
     importer.finish(2);
     assert!(second.read().iter().all(|&b| b == 0x23), "the importer wrote the new buffer");

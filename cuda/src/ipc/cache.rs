@@ -3,9 +3,15 @@
 //!
 //! Entries are keyed by (peer rank, buffer id, handle bytes): the buffer
 //! id names one allocation of the peer for its whole life, the handle
-//! guards against a peer that restarted with the same ids. A second index
-//! by (peer rank, base) finds the entry a new allocation at a reused
-//! address makes stale; it is dropped (closed) before the new one opens.
+//! guards against a peer that restarted with the same ids. An entry whose
+//! range in the peer's address space overlaps a new allocation's is stale
+//! (the peer freed it: two live allocations never overlap); it is dropped
+//! (closed) before the new one opens. The driver may also give a new
+//! allocation memory of a freed one elsewhere in the address space (on an
+//! H200 a 1 MiB buffer freed and allocated again came back 4 KiB lower,
+//! and opening it failed with `CUDA_ERROR_ALREADY_MAPPED` while the old
+//! mapping was open): an open that fails so (`NoResource`) closes every
+//! mapping of that peer and opens once more, as UCX's CUDA IPC cache does.
 //! The cache is bounded: past its capacity the least recently used entry is
 //! dropped. It is generic over the mapping (`M`, [`OpenedMem`] by default)
 //! so that its bookkeeping is tested without a driver; a mapping is closed
@@ -15,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use ferrocoll_core::{Error, Result};
+use ferrocoll_core::{Error, Result, Status};
 
 use super::{Exported, IpcHandle, OpenedMem};
 
@@ -35,7 +41,9 @@ struct Key {
 #[derive(Debug)]
 struct Entry<M> {
     mapping: M,
+    /// The allocation's range in the peer's address space.
     base: u64,
+    size: u64,
     last_use: u64,
 }
 
@@ -48,7 +56,8 @@ pub struct CacheStats {
     pub opens: u64,
     /// Least recently used mappings dropped for room.
     pub evicted: u64,
-    /// Mappings dropped because the peer's address now holds another allocation.
+    /// Mappings dropped because the peer's addresses now hold another
+    /// allocation (or the driver said the new one was mapped already).
     pub stale: u64,
 }
 
@@ -56,7 +65,6 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct IpcCache<M = OpenedMem> {
     entries: HashMap<Key, Entry<M>>,
-    by_base: HashMap<(usize, u64), Key>,
     capacity: usize,
     tick: u64,
     stats: CacheStats,
@@ -73,13 +81,7 @@ impl<M> IpcCache<M> {
         if capacity == 0 {
             return Err(Error::invalid_param("a CUDA IPC cache of capacity 0 could hold no mapping"));
         }
-        Ok(IpcCache {
-            entries: HashMap::new(),
-            by_base: HashMap::new(),
-            capacity,
-            tick: 0,
-            stats: CacheStats::default(),
-        })
+        Ok(IpcCache { entries: HashMap::new(), capacity, tick: 0, stats: CacheStats::default() })
     }
 
     /// Mappings held.
@@ -103,27 +105,32 @@ impl<M> IpcCache<M> {
     }
 
     /// The mapping of `peer`'s allocation exported by rank `rank`: the
-    /// cached one, else one made by `open` (an entry at the same base with
-    /// another buffer id is dropped before `open` is called; the least
-    /// recently used one is dropped after it succeeded, when the cache is
-    /// full). `open`'s error is returned as is, and the cache is left
-    /// without the entry (and with every other one it had).
+    /// cached one, else one made by `open` (entries of that rank whose
+    /// range overlaps the allocation are dropped before `open` is called;
+    /// an open refused with `NoResource` drops every entry of that rank and
+    /// is tried once more; the least recently used entry is dropped after
+    /// it succeeded, when the cache is full). `open`'s error is returned as
+    /// is, and the cache is left without the entry.
     pub fn get_or_open(
         &mut self,
         rank: usize,
         peer: &Exported,
-        open: impl FnOnce(&Exported) -> Result<M>,
+        mut open: impl FnMut(&Exported) -> Result<M>,
     ) -> Result<&M> {
         self.tick += 1;
         let key = Key { rank, buffer_id: peer.buffer_id, handle: peer.handle };
         if self.entries.contains_key(&key) {
             self.stats.hits += 1;
         } else {
-            if let Some(old) = self.by_base.get(&(rank, peer.base)).copied() {
-                self.remove(&old);
-                self.stats.stale += 1;
-            }
-            let mapping = open(peer)?;
+            let end = peer.base.saturating_add(peer.size);
+            self.drop_where(|k, e| k.rank == rank && e.base < end && peer.base < e.base.saturating_add(e.size));
+            let mapping = match open(peer) {
+                Err(e) if e.status() == Status::NoResource => {
+                    self.drop_where(|k, _| k.rank == rank);
+                    open(peer)?
+                }
+                opened => opened?,
+            };
             self.stats.opens += 1;
             // Room is made only once the open succeeded: a refused open costs no entry.
             if self.entries.len() >= self.capacity {
@@ -133,8 +140,7 @@ impl<M> IpcCache<M> {
                     self.stats.evicted += 1;
                 }
             }
-            self.by_base.insert((rank, peer.base), key);
-            self.entries.insert(key, Entry { mapping, base: peer.base, last_use: 0 });
+            self.entries.insert(key, Entry { mapping, base: peer.base, size: peer.size, last_use: 0 });
         }
         let entry = self.entries.get_mut(&key).expect("present or just inserted");
         entry.last_use = self.tick;
@@ -150,16 +156,18 @@ impl<M> IpcCache<M> {
 
     /// Drop every mapping.
     pub fn clear(&mut self) {
-        self.by_base.clear();
         self.entries.clear();
     }
 
+    /// Drop the stale entries `stale` picks (counted).
+    fn drop_where(&mut self, stale: impl Fn(&Key, &Entry<M>) -> bool) {
+        let before = self.entries.len();
+        self.entries.retain(|k, e| !stale(k, e));
+        self.stats.stale += (before - self.entries.len()) as u64;
+    }
+
     fn remove(&mut self, key: &Key) {
-        if let Some(e) = self.entries.remove(key) {
-            if self.by_base.get(&(key.rank, e.base)) == Some(key) {
-                self.by_base.remove(&(key.rank, e.base));
-            }
-        }
+        self.entries.remove(key);
     }
 }
 
@@ -173,8 +181,6 @@ impl<M> Default for IpcCache<M> {
 mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
-
-    use ferrocoll_core::Status;
 
     use super::*;
 
@@ -191,11 +197,16 @@ mod tests {
         }
     }
 
+    /// A 4 KiB allocation.
     fn peer(base: u64, buffer_id: u64) -> Exported {
+        sized(base, buffer_id, 0x1000)
+    }
+
+    fn sized(base: u64, buffer_id: u64, size: u64) -> Exported {
         let mut h = [0u8; 64];
         h[..8].copy_from_slice(&base.to_le_bytes());
         h[8..16].copy_from_slice(&buffer_id.to_le_bytes());
-        Exported { handle: IpcHandle(h), base, size: 1 << 20, offset: 0, buffer_id }
+        Exported { handle: IpcHandle(h), base, size, offset: 0, buffer_id }
     }
 
     struct World {
@@ -216,7 +227,7 @@ mod tests {
             self.cache
                 .get_or_open(rank, p, |p| {
                     opened.push(p.buffer_id);
-                    Ok(Fake { id: p.buffer_id, closed })
+                    Ok(Fake { id: p.buffer_id, closed: closed.clone() })
                 })
                 .unwrap()
                 .id
@@ -262,6 +273,48 @@ mod tests {
         assert_eq!(w.get(0, &other), 5);
         assert_eq!(w.opened, [1, 5, 5]);
         assert_eq!(w.cache.len(), 1);
+    }
+
+    #[test]
+    fn an_overlapping_reallocation_replaces_the_stale_mapping() {
+        let mut w = World::new(8);
+        let mib = 1 << 20;
+        assert_eq!(w.get(0, &sized(0x11000, 1, mib)), 1);
+        assert_eq!(w.get(0, &sized(0x111000, 2, mib)), 2, "right after the first");
+        assert_eq!(w.get(1, &sized(0x10000, 7, mib)), 7, "another rank's addresses");
+        // Freed, and 1 MiB allocated again 4 KiB lower (seen on an H200).
+        assert_eq!(w.get(0, &sized(0x10000, 3, mib)), 3);
+        assert_eq!(*w.closed.borrow(), [1], "only the overlapped mapping of that rank");
+        assert_eq!(w.cache.stats().stale, 1);
+        assert_eq!(w.cache.len(), 3);
+    }
+
+    #[test]
+    fn a_refusal_as_already_mapped_closes_the_peers_mappings_and_opens_again() {
+        let mut w = World::new(8);
+        w.get(0, &peer(0x1000, 1));
+        w.get(1, &peer(0x1000, 1));
+        let closed = w.closed.clone();
+        let mut tries = 0;
+        let got = w.cache.get_or_open(0, &peer(0x800000, 2), |p| {
+            tries += 1;
+            if tries == 1 {
+                Err(Error::new(Status::NoResource, "cuIpcOpenMemHandle failed: CUDA_ERROR_ALREADY_MAPPED"))
+            } else {
+                Ok(Fake { id: p.buffer_id, closed: closed.clone() })
+            }
+        });
+        assert_eq!(got.unwrap().id, 2);
+        assert_eq!(tries, 2);
+        assert_eq!(*w.closed.borrow(), [1], "rank 0's mapping closed, rank 1's kept");
+        assert_eq!(w.cache.len(), 2);
+        // Refused again after the retry: the error, and no entry.
+        let err = w
+            .cache
+            .get_or_open(0, &peer(0x900000, 3), |_| Err(Error::new(Status::NoResource, "still mapped")))
+            .unwrap_err();
+        assert_eq!(err.context(), "still mapped");
+        assert_eq!(w.cache.len(), 1, "rank 0's entry dropped before the retry; rank 1's kept");
     }
 
     #[test]
