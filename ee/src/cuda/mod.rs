@@ -21,9 +21,12 @@
 //!     the flag, and the task reads it with an acquire load (`started ≥ n`),
 //!     no driver call per poll. A failed stream never writes: every 1024
 //!     polls that find it unwritten, one `cuStreamQuery` reports a failed
-//!     stream, and the collective fails. **`write` has not run on a GPU
-//!     yet** (only on the fake driver), hence not the default; the timing
-//!     test of `gpu_stream.rs` measures both;
+//!     stream, and the collective fails. On an H200 a busy stream waited
+//!     4.3–4.6 µs for a triggered post with `write` against 13.3 with
+//!     `event`, for ~4 µs more of the host's time per post (BENCHMARKS.md,
+//!     "GPU: third session"); not the default yet, since `write` refuses
+//!     the engine on a device without stream writes where `event` runs.
+//!     The timing test of `gpu_stream.rs` measures both;
 //! - **output dependency**: right after the event, it enqueues on the same
 //!   stream `cuStreamWaitValue64(flag ≥ n, GEQ)` on a 64-bit counter in
 //!   pinned host memory mapped into the device (one per engine, n = the
@@ -33,10 +36,10 @@
 //!   1..=n have all ended. Work enqueued after the post waits for that.
 //!   `UCC_EE_CUDA_STREAM_WAIT=kernel` ([`StreamWait`], read with the input
 //!   knob) holds the stream with a one-thread kernel spinning on the same
-//!   flag (`fc_flag_wait` of `ferrocoll-kernels`, compiled with NVRTC when
-//!   the engine is created) instead of the stream memory wait. **`kernel`
-//!   has not run on a GPU yet** (only on the fake driver), hence not the
-//!   default; the timing test of `gpu_stream.rs` measures every input × wait.
+//!   flag (`fc_flag_wait` of `ferrocoll-kernels`, compiled with NVRTC and
+//!   loaded by the first such engine of a context) instead of the stream
+//!   memory wait; on an H200 it was no faster than `memop`. The timing test
+//!   of `gpu_stream.rs` measures every input × wait.
 //!
 //! Devices without 64-bit stream memory operations
 //! (`CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS` = 0) wait with

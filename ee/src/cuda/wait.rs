@@ -6,10 +6,10 @@
 //! device) to reach the post's number. `memop` is the driver's stream
 //! memory operation, polled by the GPU's front end; `kernel` is a one-thread
 //! kernel (`fc_flag_wait` of `ferrocoll-kernels`) that spins on the flag
-//! with `__nanosleep` between reads. On an H100 a triggered post adds
-//! 12.4 µs to a busy stream with `memop` (BENCHMARKS.md); how much of it is
-//! the front end noticing the flag is not measured — the timing test of
-//! `gpu_stream.rs` compares both so that the next GPU run can tell.
+//! with `__nanosleep` between reads. On an H200 (BENCHMARKS.md, "GPU: third
+//! session") the kernel holds no faster than `memop`: with the `write`
+//! input a triggered post adds 4.3–4.6 µs to a busy stream with `memop`,
+//! 6.3–6.7 with `kernel`, and on an idle stream 7 against 10 µs.
 
 use std::ffi::c_void;
 use std::fmt;
@@ -26,7 +26,8 @@ pub const WAIT: ConfigField = ConfigField {
     default: "memop",
     doc: "How a CUDA stream engine holds its stream behind a host-driven triggered post until the collective \
           ends: memop (cuStreamWaitValue on a flag in pinned host memory) or kernel (a one-thread kernel spinning \
-          on that flag; compiles ferrocoll's kernels with NVRTC when the engine is created; not yet run on a GPU). \
+          on that flag; compiles ferrocoll's kernels with NVRTC when the first such engine of a context is made; on an \
+          H200 no faster than memop). \
           Read when the engine is created.",
 };
 
@@ -37,8 +38,7 @@ pub enum StreamWait {
     /// 64-bit stream memory operations).
     #[default]
     Memop,
-    /// `kernel`: `fc_flag_wait(flag, n)` launched with one thread. Not yet
-    /// run on a GPU.
+    /// `kernel`: `fc_flag_wait(flag, n)` launched with one thread.
     Kernel,
 }
 
