@@ -324,6 +324,44 @@ fn two_ranks_share_one_unique_id_and_errors_name_each_rank() {
     );
 }
 
+/// Without the call board (no shm TL), a rank waiting in a TL/NCCL
+/// collective answers a p2p probe of that collective: the prober's call
+/// differs from this rank's, which went to another TL, though it is this
+/// rank's newest post (the p2p TL's own log could not tell it from "not
+/// posted yet"). Seen on an H200: the prober waited until its timeout.
+#[test]
+fn a_rank_waiting_in_an_nccl_collective_answers_a_p2p_probe_of_it() {
+    scenario(
+        "a_rank_waiting_in_an_nccl_collective_answers_a_p2p_probe_of_it",
+        Nccl::Fake(&[]),
+        &[("FAKE_CUDA_DEVICES", "2"), ("FAKE_NCCL_INIT_HANG", "1"), ("UCC_TLS", "p2p,nccl")],
+        || {
+            let out = two_ranks([0, 1], |team| {
+                let started = std::time::Instant::now();
+                let e = if team.rank() == 1 {
+                    // Its communicator never comes (rank 0 posts no CUDA collective).
+                    let (src, dst) =
+                        (DevBuf::from_host(&f32_bytes(&[1.0; 8]), Kind::Device), DevBuf::new(32, Kind::Device));
+                    // SAFETY: 8 f32 each, outliving the request.
+                    let mut req =
+                        unsafe { allreduce(team, &src, &dst, 8, Some(Duration::from_secs(3))) }.expect("init");
+                    assert_eq!(req.selected(), "nccl/nccl");
+                    req.post().and_then(|()| req.wait()).expect_err("no communicator")
+                } else {
+                    let mut buf = [0u8; 16];
+                    ferrocoll::Coll::bcast(&mut buf, 1).timeout(Duration::from_secs(60)).run(team).expect_err("differs")
+                };
+                (e.status(), e.to_string(), started.elapsed())
+            });
+            let (status, text, took) = &out[0];
+            assert_eq!(*status, Status::InvalidParam, "rank 0 must learn that the calls differ: {text}");
+            assert!(text.contains("calls differ") && text.contains("rank 1"), "{text}");
+            assert!(*took < Duration::from_secs(60), "before its timeout: {took:?}");
+            assert_eq!(out[1].0, Status::TimedOut, "rank 1 waits for the communicator until its timeout: {}", out[1].1);
+        },
+    );
+}
+
 #[test]
 fn two_ranks_on_one_device_fall_back_to_other_tls() {
     scenario("two_ranks_on_one_device_fall_back_to_other_tls", Nccl::Fake(&[]), &[], || {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::args::{CollInit, Signature};
-use crate::backend::{EngineCopies, McSet};
+use crate::backend::{EngineCopies, McSet, PostedVia};
 use crate::config::{Config, ConfigField};
 use crate::engine::{BoxFuture, CallBoard, TaskDiag, TaskFuture};
 use crate::error::Result;
@@ -105,6 +105,11 @@ pub struct TlTeamParams {
     /// it must make its members agree on one view (TL/shm takes its first
     /// rank's, through the segment).
     pub oversubscribed: bool,
+    /// Which TL each of the team's latest posts went to (the core notes
+    /// every post), for judging late probes (see `PostedVia`).
+    pub posted_via: Arc<PostedVia>,
+    /// The tag the core notes this TL's posts under in `posted_via`.
+    pub via_tag: u8,
 }
 
 /// The future of a TL team creation.

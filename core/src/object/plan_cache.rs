@@ -46,6 +46,9 @@ pub(crate) struct Plan {
     pub(crate) task: Option<Arc<dyn CollTask>>,
     /// `"tl/algorithm"`.
     pub(crate) selected: Arc<str>,
+    /// The TL's tag that each post notes in the team's `PostedVia`
+    /// (`NO_TL` for zero-size collectives).
+    pub(crate) via_tag: u8,
     /// What each post shows on the call board, if there is one (all but the sequence number).
     pub(crate) shown: Option<Posted>,
     /// What its task waits for, shared by its posts: a post starts once the
@@ -474,6 +477,7 @@ mod tests {
             init: Arc::new(init),
             task: Some(task),
             selected: "test/reusable".into(),
+            via_tag: 0,
             shown: None,
             diag: Arc::default(),
             raw: None,

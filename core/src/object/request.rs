@@ -10,7 +10,7 @@ use super::plan_cache::{Plan, RawCall, RawKey, call_hint};
 use super::spare_team;
 use super::team::{ActiveTeam, AlgName, Team, TeamInner};
 use crate::args::{CollArgs, CollInit, CompletionCallback, Signature};
-use crate::backend::{ACTIVE_SET_SEQ, CollTask, PostInfo};
+use crate::backend::{ACTIVE_SET_SEQ, CollTask, NO_TL, PostInfo};
 use crate::engine::{BoardWatch, Call, Polled, Posted, SlotPost, TaskDesc, TaskDiag, TaskFuture, TaskSlot};
 use crate::error::{Error, Result, Status};
 use crate::log::Level;
@@ -112,7 +112,7 @@ impl Team {
         if init.is_zero_size() {
             trace(team, &init, "no-op (zero size)", String::new);
             let name = AlgName::new("none/zero-size".into());
-            return Ok(Request::new(spare_team::take(team), init, None, &name, active, raw));
+            return Ok(Request::new(spare_team::take(team), init, None, (&name, NO_TL), active, raw));
         }
         let choices = active.selection.choices(active, init.coll, init.mem_type, init.msgsize);
         let mut skipped = Vec::new();
@@ -129,7 +129,7 @@ impl Team {
                         };
                         format!("score {} in range {}{fallbacks}", c.score, c.range)
                     });
-                    return Ok(Request::new(spare_team::take(team), init, Some(task), name, active, raw));
+                    return Ok(Request::new(spare_team::take(team), init, Some(task), (name, t.via_tag), active, raw));
                 }
                 Err(e) if matches!(e.status(), Status::NotSupported | Status::NotImplemented) => {
                     skipped.push(format!("{} ({})", name.name, e.context()));
@@ -164,7 +164,7 @@ impl<'a> Request<'a> {
         team: Arc<TeamInner>,
         init: Arc<CollInit>,
         task: Option<Arc<dyn CollTask>>,
-        selected: &AlgName,
+        (selected, via_tag): (&AlgName, u8),
         active: &ActiveTeam,
         raw: Option<RawKey>,
     ) -> Self {
@@ -174,6 +174,7 @@ impl<'a> Request<'a> {
             init,
             task,
             selected: selected.name.clone(),
+            via_tag,
             shown,
             diag: Arc::default(),
             raw,
@@ -239,6 +240,7 @@ impl<'a> Request<'a> {
         self.check_postable()?;
         self.team.check_usable()?;
         let seq = self.next_seq();
+        self.team.posted_via.note(seq, self.plan.via_tag);
         let Some(task) = &self.plan.task else {
             // Nothing to do, but shown: a rank that waits for this one in a
             // call that differs learns from the board what it posted, or,

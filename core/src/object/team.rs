@@ -10,7 +10,7 @@ use super::agreement;
 use super::context::{Context, ContextInner};
 use super::plan_cache::PlanCache;
 use super::selection::SelectionTable;
-use crate::backend::{TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
+use crate::backend::{NO_TL, PostedVia, TlComponent, TlTeam, TlTeamFuture, TlTeamParams};
 use crate::config::Config;
 use crate::engine::{CallBoard, FlightRecorder, Posted, TaskDiag, TeamIdentity};
 use crate::error::{Error, Result, Status};
@@ -66,6 +66,8 @@ impl TeamParams {
 pub(crate) struct TeamTl {
     pub(crate) component: Arc<dyn TlComponent>,
     pub(crate) team: Arc<dyn TlTeam>,
+    /// Its posts' tag in the team's `PostedVia`.
+    pub(crate) via_tag: u8,
 }
 
 pub(crate) struct ActiveTeam {
@@ -106,7 +108,7 @@ impl AlgName {
 
 enum TeamState {
     Creating {
-        pending: Vec<(Arc<dyn TlComponent>, TlTeamFuture)>,
+        pending: Vec<(Arc<dyn TlComponent>, u8, TlTeamFuture)>,
         done: Vec<TeamTl>,
         started: Instant,
         diag: Arc<TaskDiag>,
@@ -137,6 +139,8 @@ pub(crate) struct TeamInner {
     /// what every `collective_init` reads, without the state's lock.
     ready: OnceLock<ActiveTeam>,
     seq: AtomicU64,
+    /// Which TL each of its latest posts went to (see `PostedVia`).
+    pub(crate) posted_via: Arc<PostedVia>,
     pub(super) alive: AtomicBool,
     /// The prepared parts of the last one-shot request, for the next with the same call.
     pub(crate) plans: PlanCache,
@@ -230,14 +234,21 @@ impl Team {
             layout: layout.clone(),
             agreed: Arc::new([]),
             oversubscribed: !c.dedicated,
+            posted_via: Arc::new(PostedVia::new()),
+            via_tag: 0,
         };
         let common = agreement::common_tls(c, &tl_params.eps);
         agreement::check_settings(c, &tl_params.eps, &common).map_err(|e| e.prefixed(format!("team {id:#x}")))?;
         tl_params.agreed = agreement::team_settings(c, &common, &config);
         let mut pending = Vec::new();
-        for tl in common.iter().filter_map(|&i| c.tls.get(i)) {
+        for (tl, i) in common.iter().filter_map(|&i| Some((c.tls.get(i)?, i))) {
+            // The TL's place in the context (a handful of TLs; were there
+            // hundreds, tags shared by two TLs would only leave some late
+            // probes to be judged later).
+            let tag = u8::try_from(i).unwrap_or(NO_TL - 1);
+            tl_params.via_tag = tag;
             match tl.context.team_create(&tl_params) {
-                Ok(f) => pending.push((tl.component.clone(), f)),
+                Ok(f) => pending.push((tl.component.clone(), tag, f)),
                 Err(e) if e.status() == Status::NotSupported => {
                     crate::log_debug!("TL {} is off for team {id:#x}: {}", tl.component.name(), e.context());
                 }
@@ -274,6 +285,7 @@ impl Team {
                 state: Mutex::new(state),
                 ready: OnceLock::new(),
                 seq: AtomicU64::new(0),
+                posted_via: tl_params.posted_via.clone(),
                 alive: AtomicBool::new(true),
                 plans: PlanCache::default(),
                 recorder,
@@ -302,12 +314,12 @@ impl Team {
         let mut failure = None;
         let mut i = 0;
         while i < pending.len() {
-            match pending[i].1.as_mut().poll(&mut cx) {
+            match pending[i].2.as_mut().poll(&mut cx) {
                 Poll::Pending => i += 1,
                 Poll::Ready(result) => {
-                    let (component, _) = pending.swap_remove(i);
+                    let (component, via_tag, _) = pending.swap_remove(i);
                     match result {
-                        Ok(team) => done.push(TeamTl { component, team }),
+                        Ok(team) => done.push(TeamTl { component, team, via_tag }),
                         Err(e) if e.status() == Status::NotSupported => {
                             crate::log_debug!(
                                 "TL {} is off for team {:#x}: {}",

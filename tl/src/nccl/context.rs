@@ -70,6 +70,8 @@ impl TlContext for NcclContext {
             notices: Default::default(),
             posted: Default::default(),
             teams: Default::default(),
+            posted_via: params.posted_via.clone(),
+            via_tag: params.via_tag,
         });
         // The device whose context is current on the creating thread, as NCCL's own users choose it.
         let device = self.driver.current_ordinal();

@@ -103,6 +103,8 @@ impl P2pContext {
             notices: Default::default(),
             posted: Default::default(),
             teams: self.teams.clone(),
+            posted_via: params.posted_via.clone(),
+            via_tag: params.via_tag,
         });
         self.teams.add(&shared);
         Ok(shared)

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ferrocoll_core::args::{CollInit, Signature};
-use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, TlTeam};
+use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, PostedVia, TlTeam};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::topo::subgroups::Layout;
@@ -36,6 +36,11 @@ pub(crate) struct TeamShared {
     pub posted: std::sync::Mutex<super::comm::PostLog>,
     /// The p2p teams of its context, itself among them (`comm/past.rs`).
     pub teams: Arc<super::comm::Teams>,
+    /// Which TL each of the team's latest posts went to (noted by the
+    /// core), and this TL's tag there: a post of another TL is a call that
+    /// differs from a p2p one, even this rank's newest (`comm/past.rs`).
+    pub posted_via: Arc<PostedVia>,
+    pub via_tag: u8,
 }
 
 impl TeamShared {
@@ -43,6 +48,12 @@ impl TeamShared {
     /// judging late probes, `comm/past.rs`).
     pub(crate) fn note_post(&self, seq: u64, sig: Signature) {
         self.posted.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(seq, sig);
+    }
+
+    /// Whether this rank posted collective `seq` to another TL (or as a
+    /// zero-size call, which no TL runs), as far as the core's note goes.
+    pub(crate) fn posted_elsewhere(&self, seq: u64) -> bool {
+        self.posted_via.tag(seq).is_some_and(|tag| tag != self.via_tag)
     }
 }
 

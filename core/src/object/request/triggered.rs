@@ -48,6 +48,7 @@ impl Request<'_> {
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
         let seq = desc.seq;
+        self.team.posted_via.note(seq, self.plan.via_tag);
         let post = PostInfo { seq, diag: &diag, engine_copies, stream };
         let start: StartFn = match &self.plan.task {
             None => {

@@ -15,7 +15,9 @@
 //! - the same call: the prober is only slow (its message is on the way);
 //!   the probe is read and dropped;
 //! - another call, or none known (a gap among the collectives this TL
-//!   kept: another TL's, or a post that failed): the
+//!   kept: another TL's, or a post that failed; or, past the last of them,
+//!   a post the core noted as another TL's, `PostedVia`: this rank may
+//!   wait in that very collective, TL/NCCL's say): the
 //!   calls differ. It answers the prober with what it posted there: the
 //!   prober's receive fails naming it, and tells the others (a notice).
 //!   The answering rank goes on waiting where it is, as it would with the
@@ -145,24 +147,25 @@ impl Comm {
 /// collective this rank waits in there, only those before it (a probe of
 /// that one its own look reads).
 fn answer_one(transport: &Router, teams: &[Arc<TeamShared>], waiting: Option<(&Arc<TeamShared>, u64)>) {
-    let upto: Vec<(&Arc<TeamShared>, u64)> = teams
+    // Per team: the last collective its log judges, and whether later ones
+    // this rank posted to other TLs are judged too (not on the team this
+    // rank waits in: nothing after its current collective is posted).
+    let upto: Vec<(&Arc<TeamShared>, Option<u64>, bool)> = teams
         .iter()
-        .filter_map(|t| {
-            let last = match waiting {
-                Some((w, now)) if Arc::ptr_eq(t, w) && now < ACTIVE_SET_SEQ => now.checked_sub(1),
-                _ => t.posted.lock().unwrap_or_else(PoisonError::into_inner).last(),
-            };
-            Some((t, last?))
+        .map(|t| match waiting {
+            Some((w, now)) if Arc::ptr_eq(t, w) && now < ACTIVE_SET_SEQ => (t, now.checked_sub(1), false),
+            _ => (t, t.posted.lock().unwrap_or_else(PoisonError::into_inner).last(), true),
         })
         .collect();
     let pick = |k: &MsgKey, _: &Signature| {
         k.tag == PROBE_TAG
-            && upto.iter().any(|&(t, last)| {
-                t.id == k.team && k.seq <= last && (k.src as usize) < t.size && k.src as usize != t.rank
+            && upto.iter().any(|&(t, last, later)| {
+                let judged = last.is_some_and(|last| k.seq <= last) || (later && t.posted_elsewhere(k.seq));
+                t.id == k.team && judged && (k.src as usize) < t.size && k.src as usize != t.rank
             })
     };
     let Some((key, theirs)) = transport.find_arrived(&pick) else { return };
-    if let Some(&(team, _)) = upto.iter().find(|(t, _)| t.id == key.team) {
+    if let Some(&(team, _, _)) = upto.iter().find(|(t, _, _)| t.id == key.team) {
         answer(team, key, theirs);
     }
 }
@@ -178,7 +181,11 @@ fn answer(team: &TeamShared, key: MsgKey, theirs: Signature) {
     if !matches!(t.try_recv(ep, &key, &theirs, MemRef::empty(MemType::Host)), Poll::Ready(Ok(()))) {
         return;
     }
-    let ran = team.posted.lock().unwrap_or_else(PoisonError::into_inner).ran(key.seq);
+    let mut ran = team.posted.lock().unwrap_or_else(PoisonError::into_inner).ran(key.seq);
+    if ran == Ran::Unknown && team.posted_elsewhere(key.seq) {
+        // Another TL's collective (this rank's newest, maybe): not this TL's call.
+        ran = Ran::Nothing;
+    }
     let mine = match ran {
         Ran::Call(mine) if mine.agrees(&theirs) => return,
         Ran::Unknown => {
