@@ -74,6 +74,8 @@ where
                     notices: Default::default(),
                     posted: Default::default(),
                     teams: Default::default(),
+                    posted_via: Default::default(),
+                    via_tag: 0,
                 });
                 s.spawn(move || {
                     // SAFETY: `buf` lives on this thread until the future that uses it is done.
