@@ -302,6 +302,36 @@ fn hostile_collective_arguments_on_ranks_whose_calls_differ() {
     print!("{}", run(&exe, 3, &[quiet, ("HOSTILE_N", os("300")), ("HARNESS_HOSTS", os("3"))]));
 }
 
+/// What an H200 found, on the fake CUDA driver and the fake NCCL: ranks on
+/// three hosts take and refuse calls on CUDA memory differently, so some
+/// wait in TL/NCCL for a communicator that never comes (a creation that
+/// needs every rank), while others wait for them in p2p collectives; every
+/// call must still end within `HOSTILE_WAIT_S`.
+#[test]
+fn hostile_collective_arguments_on_gpu_memory_across_hosts_on_the_fakes() {
+    const TEST: &str = "hostile_collective_arguments_on_gpu_memory_across_hosts_on_the_fakes";
+    let Some(cc) = cc() else { return };
+    let cuda = match ferrocoll_tests::fake_cuda::fake() {
+        Ok(f) => f,
+        Err(why) => return ferrocoll_tests::fake_cuda::skip(TEST, &why),
+    };
+    let nccl = match ferrocoll_tests::fake_nccl::fake() {
+        Ok(d) => d,
+        Err(why) => return ferrocoll_tests::fake_cuda::skip(TEST, &why),
+    };
+    let exe = build(&cc, "hostile_args");
+    let path = std::env::join_paths([cuda.dir(), nccl]).expect("a loader path");
+    let os = std::ffi::OsStr::new;
+    let env = [
+        ("LD_LIBRARY_PATH", path.as_os_str()),
+        ("FAKE_NCCL_INIT_HANG", os("1")),
+        ("HARNESS_HOSTS", os("3")),
+        ("HOSTILE_N", os("300")),
+        ("UCC_LOG_LEVEL", os("n")),
+    ];
+    print!("{}", run(&exe, 3, &env));
+}
+
 #[test]
 fn perftest_helpers_and_persistent_collectives_on_2_ranks() {
     program("bench_like", 2);
