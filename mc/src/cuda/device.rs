@@ -11,7 +11,7 @@ use std::sync::Arc;
 use ferrocoll_core::Result;
 use ferrocoll_cuda::{Driver, Kept, PerDevice};
 
-use super::pool::{DeviceBacking, ManagedBacking, PinnedBacking, Pool};
+use super::pool::{DeviceBacking, Keep, ManagedBacking, PinnedBacking, Pool};
 use super::reduce::Kernels;
 
 /// Default cap on the bytes each device pool keeps cached.
@@ -58,7 +58,8 @@ pub(crate) struct Device {
     pub pool: Arc<Pool<DeviceBacking>>,
     /// Managed memory scratch.
     pub managed_pool: Arc<Pool<ManagedBacking>>,
-    /// Pinned host scratch (for staging through the host).
+    /// Pinned host scratch (for staging through the host); keeps its
+    /// users' peak ([`Keep::Peak`]: registering memory is slow).
     pub pinned_pool: Arc<Pool<PinnedBacking>>,
     /// The kernels' module, loaded on the first reduction.
     pub kernels: Kept<Kernels>,
@@ -71,7 +72,7 @@ impl Device {
             cuda,
             pool: Arc::new(Pool::new(DeviceBacking { ordinal, ctx }, DEFAULT_DEVICE_CACHE_LIMIT)),
             managed_pool: Arc::new(Pool::new(ManagedBacking { ordinal, ctx }, DEFAULT_DEVICE_CACHE_LIMIT)),
-            pinned_pool: Arc::new(Pool::new(PinnedBacking { ctx }, DEFAULT_DEVICE_CACHE_LIMIT)),
+            pinned_pool: Arc::new(Pool::keeping(PinnedBacking { ctx }, DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak)),
             kernels: Kept::new(),
         })
     }

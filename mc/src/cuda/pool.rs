@@ -7,7 +7,9 @@
 //!
 //! Blocks of at most the cap go to the class of the next power of two (at
 //! least [`MIN_BLOCK`] bytes); larger ones are allocated at their own size
-//! and freed when returned.
+//! and freed when returned — unless the pool keeps its users' peak
+//! ([`Keep::Peak`], the pinned pool): then it caches up to the most bytes
+//! they held at once, larger blocks included (reused at the same size).
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -110,23 +112,52 @@ impl Backing for PinnedBacking {
     }
 }
 
+/// How much of what comes back a pool keeps for reuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// At most the cap, in the power-of-two classes up to it; larger
+    /// blocks are freed when they come back.
+    UpToCap,
+    /// Also up to the most bytes its users held at once (their peak),
+    /// larger blocks included. For pinned staging memory: a collective
+    /// whose host copies together pass the cap (two of 256 MiB) otherwise
+    /// pins and unpins one of them on every call — `cuMemHostRegister` of
+    /// 256 MiB takes milliseconds and synchronises the device (on an H200 a
+    /// 256 MiB allreduce on CUDA memory took 5× the host path's time, 16 MiB
+    /// 1.6×). It never holds more than the program held pinned at once.
+    Peak,
+}
+
 struct Lists {
     /// `free[k]`: blocks of `1 << k` bytes.
     free: Vec<Vec<usize>>,
+    /// Blocks over the cap kept by a [`Keep::Peak`] pool: (size, address).
+    large: Vec<(usize, usize)>,
     /// Bytes on all free lists.
     cached: usize,
+    /// Bytes handed out and not yet back, and the most there ever were.
+    in_use: usize,
+    peak: usize,
 }
 
 /// A thread-safe pool of blocks from one [`Backing`].
 pub(crate) struct Pool<B: Backing> {
     lists: Mutex<Lists>,
     cap: usize,
+    keep: Keep,
     backing: B,
 }
 
 impl<B: Backing> Pool<B> {
+    /// A pool that caches up to `cap` bytes ([`Keep::UpToCap`]).
     pub(crate) fn new(backing: B, cap: usize) -> Pool<B> {
-        Pool { lists: Mutex::new(Lists { free: Vec::new(), cached: 0 }), cap, backing }
+        Pool::keeping(backing, cap, Keep::UpToCap)
+    }
+
+    /// A pool with the policy `keep`.
+    pub(crate) fn keeping(backing: B, cap: usize, keep: Keep) -> Pool<B> {
+        let lists = Lists { free: Vec::new(), large: Vec::new(), cached: 0, in_use: 0, peak: 0 };
+        Pool { lists: Mutex::new(lists), cap, keep, backing }
     }
 
     /// Bytes of freed blocks held for reuse.
@@ -146,15 +177,35 @@ impl<B: Backing> Pool<B> {
         }
         let (size, list) = class(len, self.cap)
             .ok_or_else(|| Error::no_memory(format!("{} scratch of {len} bytes is too large", B::WHAT)))?;
-        let reused = list.and_then(|k| {
+        let reused = {
             let mut lists = self.lock();
-            let block = lists.free.get_mut(k)?.pop()?;
-            lists.cached -= size;
-            Some(block)
-        });
+            let block = match list {
+                Some(k) => lists.free.get_mut(k).and_then(Vec::pop),
+                None => {
+                    let at = lists.large.iter().position(|&(s, _)| s == size);
+                    at.map(|i| lists.large.swap_remove(i).1)
+                }
+            };
+            if block.is_some() {
+                lists.cached -= size;
+            }
+            // Counted before a new block is allocated: a failed allocation
+            // (given back below) then leaves the peak a little high, which
+            // only lets the pool keep a little more.
+            lists.in_use = lists.in_use.saturating_add(size);
+            lists.peak = lists.peak.max(lists.in_use);
+            block
+        };
         let ptr = match reused {
             Some(p) => p as *mut u8,
-            None => self.backing.alloc(size)?,
+            None => match self.backing.alloc(size) {
+                Ok(p) => p,
+                Err(e) => {
+                    let mut lists = self.lock();
+                    lists.in_use = lists.in_use.saturating_sub(size);
+                    return Err(e);
+                }
+            },
         };
         // SAFETY: ptr is a live allocation of size >= len bytes of B's memory
         // type, used only through the returned MemRef (in its Scratch) until
@@ -177,16 +228,32 @@ impl<B: Backing> ScratchOwner for Pool<B> {
             return;
         }
         let Some((size, list)) = class(mem.len(), self.cap) else { return };
-        if let Some(k) = list {
+        {
             let mut lists = self.lock();
-            if lists.cached + size <= self.cap {
-                if lists.free.len() <= k {
-                    lists.free.resize_with(k + 1, Vec::new);
-                }
-                if let Some(l) = lists.free.get_mut(k) {
-                    l.push(mem.addr() as usize);
-                    lists.cached += size;
-                    return;
+            lists.in_use = lists.in_use.saturating_sub(size);
+            let room = match self.keep {
+                Keep::UpToCap => self.cap,
+                Keep::Peak => self.cap.max(lists.peak),
+            };
+            if lists.cached.saturating_add(size) <= room {
+                let block = mem.addr() as usize;
+                match list {
+                    Some(k) => {
+                        if lists.free.len() <= k {
+                            lists.free.resize_with(k + 1, Vec::new);
+                        }
+                        if let Some(l) = lists.free.get_mut(k) {
+                            l.push(block);
+                            lists.cached += size;
+                            return;
+                        }
+                    }
+                    None if self.keep == Keep::Peak => {
+                        lists.large.push((size, block));
+                        lists.cached += size;
+                        return;
+                    }
+                    None => {}
                 }
             }
         }
@@ -201,6 +268,9 @@ impl<B: Backing> Drop for Pool<B> {
             for block in list {
                 self.backing.free(block as *mut u8, 1 << k);
             }
+        }
+        for (size, block) in lists.large.drain(..) {
+            self.backing.free(block as *mut u8, size);
         }
         lists.cached = 0;
     }
@@ -264,5 +334,31 @@ mod tests {
         let err = pool.take(usize::MAX).unwrap_err();
         assert!(err.to_string().contains(&usize::MAX.to_string()), "{err}");
         drop(pool);
+    }
+
+    #[test]
+    fn a_peak_keeping_pool_keeps_what_its_users_held_at_once() {
+        let live = |p: &Pool<Fake>| p.backing.live.load(std::sync::atomic::Ordering::Relaxed);
+        let pool = Pool::keeping(Fake { live: 0.into() }, 4096, Keep::Peak);
+        // A collective's host copies: two blocks of the cap and one over it, at once.
+        for _ in 0..3 {
+            let (a, b, big) = (pool.take(4096).unwrap(), pool.take(4000).unwrap(), pool.take(10_000).unwrap());
+            pool.release(a);
+            pool.release(b);
+            pool.release(big);
+        }
+        assert_eq!(live(&pool), 3, "the first call's blocks, reused by the next calls");
+        assert_eq!(pool.cached_bytes(), 2 * 4096 + 10_240, "the peak, over the cap");
+        // A block of another size over the cap: kept only within the peak.
+        let odd = pool.take(20_000).unwrap();
+        pool.release(odd);
+        assert_eq!(live(&pool), 3, "the peak (18 432 bytes cached + 20 224) would pass: freed");
+        let plain = Pool::new(Fake { live: 0.into() }, 4096);
+        for _ in 0..3 {
+            let (a, b) = (plain.take(4096).unwrap(), plain.take(4096).unwrap());
+            plain.release(a);
+            plain.release(b);
+        }
+        assert_eq!(plain.cached_bytes(), 4096, "a capped pool keeps one and frees the other each time");
     }
 }
