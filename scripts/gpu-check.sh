@@ -313,6 +313,11 @@ all() {
         run_limited 60 "$t/gpu_stream" the_time_a_triggered_post_adds_to_a_stream --exact --nocapture || true
         echo "=== TL/NCCL overhead"
         run_limited 60 "$t/gpu_nccl" nccl_overhead_benchmark_one_rank --exact --nocapture || true
+        # A team of one stages without a transport: whether the small
+        # sizes' time (170-240 us on an H200, more than 64 KiB's 50) is the
+        # staging copies' or the two processes'.
+        echo "=== perftest allreduce -m cuda, team of one"
+        run_limited 60 "$tools/ferrocoll-perftest" --np 1 -c allreduce -m cuda -b 4 -e 64k -f 16 -n 200 -w 20 || true
         local coll mem
         for coll in allreduce allgather reduce_scatter; do
             for mem in cuda host; do
