@@ -295,6 +295,21 @@ fn nccl_overhead_benchmark_one_rank() {
         }
         let triggered = posting.as_secs_f64() * 1e6 / f64::from(ITERS / 1000 * 1000);
         gpu_support::stream::sync(stream);
+        // The driver calls a warm triggered post makes besides NCCL's (as the
+        // fake driver counts them), each timed alone on the same stream.
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: the engine's stream, live; `status` is ours.
+        let is_capturing =
+            per_iter(ITERS, || ok(unsafe { sys::cuStreamIsCapturing(stream, &mut status) }, "capturing"));
+        let mut ev: sys::CUevent = std::ptr::null_mut();
+        let no_timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as std::ffi::c_uint;
+        // SAFETY: the engine's context is current on this thread; `ev` is ours.
+        ok(unsafe { sys::cuEventCreate(&mut ev, no_timing) }, "cuEventCreate");
+        // SAFETY: the event made above and the engine's stream, both live.
+        let record = per_iter(ITERS, || ok(unsafe { sys::cuEventRecord(ev, stream) }, "cuEventRecord"));
+        gpu_support::stream::sync(stream);
+        // SAFETY: made above, its records done (the stream was synchronised).
+        ok(unsafe { sys::cuEventDestroy_v2(ev) }, "cuEventDestroy");
         // TL/NCCL plain post + wait (its own stream, an event queried until done)
         // against direct enqueue + stream synchronisation.
         let req = &mut reqs[0];
@@ -309,7 +324,8 @@ fn nccl_overhead_benchmark_one_rank() {
         eprintln!(
             "TL/NCCL overhead, one rank, 8-byte allreduce, NCCL {}:\n  enqueue: direct ncclAllReduce {direct:.2} µs, \
              TL/NCCL triggered_post on a stream engine {triggered:.2} µs (overhead {:.2} µs)\n  to completion: direct + \
-             stream sync {direct_synced:.2} µs, TL/NCCL post + wait {plain:.2} µs (overhead {:.2} µs)",
+             stream sync {direct_synced:.2} µs, TL/NCCL post + wait {plain:.2} µs (overhead {:.2} µs)\n  pieces of a \
+             triggered post, alone: cuStreamIsCapturing {is_capturing:.2} µs, cuEventRecord {record:.2} µs",
             nccl.version_string(),
             triggered - direct,
             plain - direct_synced
