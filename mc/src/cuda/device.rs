@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use ferrocoll_core::Result;
+use ferrocoll_core::{Error, Result};
 use ferrocoll_cuda::{Driver, Kept, PerDevice};
 
 use super::pool::{DeviceBacking, Keep, ManagedBacking, PinnedBacking, Pool};
@@ -16,6 +16,26 @@ use super::reduce::Kernels;
 
 /// Default cap on the bytes each device pool keeps cached.
 pub const DEFAULT_DEVICE_CACHE_LIMIT: usize = 256 << 20;
+
+/// What the pinned staging pool keeps (read from the environment when a
+/// device is first used, as the pools are the process's): `peak` (the
+/// default: up to the most bytes its users held at once, see
+/// [`Keep::Peak`]) or a size (`256M`: at most that many bytes).
+pub const PINNED_CACHE_VAR: &str = "UCC_MC_CUDA_PINNED_CACHE";
+
+/// The pinned pool's (cap, policy) for a value of [`PINNED_CACHE_VAR`]
+/// (`None`: unset); `InvalidParam` naming the variable and the value.
+pub(crate) fn pinned_keep(value: Option<&str>) -> Result<(usize, Keep)> {
+    match value.map(str::trim) {
+        None | Some("") => Ok((DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak)),
+        Some(v) if v.eq_ignore_ascii_case("peak") => Ok((DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak)),
+        Some(v) => {
+            let bytes = ferrocoll_core::config::parse_size(v)
+                .map_err(|e| Error::invalid_param(format!("{PINNED_CACHE_VAR}={v:?}: {} (or peak)", e.context())))?;
+            Ok((usize::try_from(bytes).unwrap_or(usize::MAX), Keep::UpToCap))
+        }
+    }
+}
 
 /// The probed driver and the component's state of each device.
 pub(crate) struct Devices {
@@ -59,7 +79,8 @@ pub(crate) struct Device {
     /// Managed memory scratch.
     pub managed_pool: Arc<Pool<ManagedBacking>>,
     /// Pinned host scratch (for staging through the host); keeps its
-    /// users' peak ([`Keep::Peak`]: registering memory is slow).
+    /// users' peak ([`Keep::Peak`]: registering memory is slow) unless
+    /// [`PINNED_CACHE_VAR`] caps it.
     pub pinned_pool: Arc<Pool<PinnedBacking>>,
     /// The kernels' module, loaded on the first reduction.
     pub kernels: Kept<Kernels>,
@@ -68,12 +89,29 @@ pub(crate) struct Device {
 impl Device {
     fn open(cuda: &'static ferrocoll_cuda::Device) -> Result<Device> {
         let (ordinal, ctx) = (cuda.ordinal(), cuda.context());
+        let (pinned_cap, pinned) = pinned_keep(std::env::var(PINNED_CACHE_VAR).ok().as_deref())?;
         Ok(Device {
             cuda,
             pool: Arc::new(Pool::new(DeviceBacking { ordinal, ctx }, DEFAULT_DEVICE_CACHE_LIMIT)),
             managed_pool: Arc::new(Pool::new(ManagedBacking { ordinal, ctx }, DEFAULT_DEVICE_CACHE_LIMIT)),
-            pinned_pool: Arc::new(Pool::keeping(PinnedBacking { ctx }, DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak)),
+            pinned_pool: Arc::new(Pool::keeping(PinnedBacking { ctx }, pinned_cap, pinned)),
             kernels: Kept::new(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_cache_knob_takes_peak_or_a_size_and_names_a_bad_value() {
+        assert_eq!(pinned_keep(None).unwrap(), (DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak));
+        assert_eq!(pinned_keep(Some(" Peak ")).unwrap(), (DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak));
+        assert_eq!(pinned_keep(Some("64M")).unwrap(), (64 << 20, Keep::UpToCap));
+        assert_eq!(pinned_keep(Some("0")).unwrap(), (0, Keep::UpToCap), "0: keep nothing");
+        let e = pinned_keep(Some("lots")).unwrap_err();
+        assert_eq!(e.status(), ferrocoll_core::Status::InvalidParam);
+        assert!(e.context().contains(PINNED_CACHE_VAR) && e.context().contains("lots"), "{e}");
     }
 }
