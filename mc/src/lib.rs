@@ -31,7 +31,10 @@ use std::sync::Arc;
 
 use ferrocoll_core::backend::Mc;
 
-pub use cuda::{CudaMc, DEFAULT_DEVICE_CACHE_LIMIT, PinnedHost};
+pub use cuda::{CudaMc, DEFAULT_DEVICE_CACHE_LIMIT, PINNED_CACHE, PinnedHost};
+
+/// The variables the memory components read.
+pub const CONFIG_FIELDS: &[ferrocoll_core::config::ConfigField] = &[PINNED_CACHE];
 pub use host::{ALIGN, DEFAULT_CACHE_LIMIT, HostMc, Pool};
 pub use reduce::{reduce_slices, reduce_slices_in_place};
 

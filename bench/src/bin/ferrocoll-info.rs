@@ -81,6 +81,7 @@ fn print_config(lib: &Lib) {
     let cfg: &Config = lib.config();
     let mut fields: Vec<_> = CORE_FIELDS.to_vec();
     fields.extend_from_slice(ferrocoll::ee::cuda::CONFIG_FIELDS);
+    fields.extend_from_slice(ferrocoll_mc::CONFIG_FIELDS);
     for tl in lib.tls() {
         fields.extend(tl.config_fields());
     }

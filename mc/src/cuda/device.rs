@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use ferrocoll_core::config::ConfigField;
 use ferrocoll_core::{Error, Result};
 use ferrocoll_cuda::{Driver, Kept, PerDevice};
 
@@ -19,9 +20,16 @@ pub const DEFAULT_DEVICE_CACHE_LIMIT: usize = 256 << 20;
 
 /// What the pinned staging pool keeps (read from the environment when a
 /// device is first used, as the pools are the process's): `peak` (the
-/// default: up to the most bytes its users held at once, see
-/// [`Keep::Peak`]) or a size (`256M`: at most that many bytes).
-pub const PINNED_CACHE_VAR: &str = "UCC_MC_CUDA_PINNED_CACHE";
+/// default: up to the most bytes its users held at once) or a size
+/// (`256M`: at most that many bytes).
+pub const PINNED_CACHE: ConfigField = ConfigField {
+    name: "UCC_MC_CUDA_PINNED_CACHE",
+    default: "peak",
+    doc: "How much pinned host memory the CUDA staging pool keeps for reuse: peak (up to the most the process's \
+          collectives held at once; pinning memory is slow) or a size (at most that much, 0: none). Read from the \
+          environment when a CUDA device is first used.",
+};
+const PINNED_CACHE_VAR: &str = PINNED_CACHE.name;
 
 /// The pinned pool's (cap, policy) for a value of [`PINNED_CACHE_VAR`]
 /// (`None`: unset); `InvalidParam` naming the variable and the value.

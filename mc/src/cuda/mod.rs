@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use ferrocoll_cuda::{EventPool, PerDevice};
 
-pub use device::DEFAULT_DEVICE_CACHE_LIMIT;
+pub use device::{DEFAULT_DEVICE_CACHE_LIMIT, PINNED_CACHE};
 pub use pinned::PinnedHost;
 
 use device::{Devices, devices};
