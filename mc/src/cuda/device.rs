@@ -29,9 +29,8 @@ pub const PINNED_CACHE: ConfigField = ConfigField {
           collectives held at once; pinning memory is slow) or a size (at most that much, 0: none). Read from the \
           environment when a CUDA device is first used.",
 };
-const PINNED_CACHE_VAR: &str = PINNED_CACHE.name;
 
-/// The pinned pool's (cap, policy) for a value of [`PINNED_CACHE_VAR`]
+/// The pinned pool's (cap, policy) for a value of [`PINNED_CACHE`]
 /// (`None`: unset); `InvalidParam` naming the variable and the value.
 pub(crate) fn pinned_keep(value: Option<&str>) -> Result<(usize, Keep)> {
     match value.map(str::trim) {
@@ -39,7 +38,7 @@ pub(crate) fn pinned_keep(value: Option<&str>) -> Result<(usize, Keep)> {
         Some(v) if v.eq_ignore_ascii_case("peak") => Ok((DEFAULT_DEVICE_CACHE_LIMIT, Keep::Peak)),
         Some(v) => {
             let bytes = ferrocoll_core::config::parse_size(v)
-                .map_err(|e| Error::invalid_param(format!("{PINNED_CACHE_VAR}={v:?}: {} (or peak)", e.context())))?;
+                .map_err(|e| Error::invalid_param(format!("{}={v:?}: {} (or peak)", PINNED_CACHE.name, e.context())))?;
             Ok((usize::try_from(bytes).unwrap_or(usize::MAX), Keep::UpToCap))
         }
     }
@@ -88,7 +87,7 @@ pub(crate) struct Device {
     pub managed_pool: Arc<Pool<ManagedBacking>>,
     /// Pinned host scratch (for staging through the host); keeps its
     /// users' peak ([`Keep::Peak`]: registering memory is slow) unless
-    /// [`PINNED_CACHE_VAR`] caps it.
+    /// [`PINNED_CACHE`] caps it.
     pub pinned_pool: Arc<Pool<PinnedBacking>>,
     /// The kernels' module, loaded on the first reduction.
     pub kernels: Kept<Kernels>,
@@ -97,7 +96,7 @@ pub(crate) struct Device {
 impl Device {
     fn open(cuda: &'static ferrocoll_cuda::Device) -> Result<Device> {
         let (ordinal, ctx) = (cuda.ordinal(), cuda.context());
-        let (pinned_cap, pinned) = pinned_keep(std::env::var(PINNED_CACHE_VAR).ok().as_deref())?;
+        let (pinned_cap, pinned) = pinned_keep(std::env::var(PINNED_CACHE.name).ok().as_deref())?;
         Ok(Device {
             cuda,
             pool: Arc::new(Pool::new(DeviceBacking { ordinal, ctx }, DEFAULT_DEVICE_CACHE_LIMIT)),
@@ -120,6 +119,6 @@ mod tests {
         assert_eq!(pinned_keep(Some("0")).unwrap(), (0, Keep::UpToCap), "0: keep nothing");
         let e = pinned_keep(Some("lots")).unwrap_err();
         assert_eq!(e.status(), ferrocoll_core::Status::InvalidParam);
-        assert!(e.context().contains(PINNED_CACHE_VAR) && e.context().contains("lots"), "{e}");
+        assert!(e.context().contains(PINNED_CACHE.name) && e.context().contains("lots"), "{e}");
     }
 }

@@ -11,9 +11,9 @@ use ferrocoll_cuda::Driver;
 use ferrocoll_cuda::nccl::{Nccl, UniqueId, sys::UNIQUE_ID_BYTES};
 
 use super::team::NcclTeam;
+use crate::p2p::Comm;
 use crate::p2p::context::P2pContext;
 use crate::p2p::team::TeamShared;
-use crate::p2p::{Comm, P2pConfig};
 
 /// The sequence number of the unique id's messages on the service
 /// transports (the p2p handshake uses `u64::MAX`; collectives count from 0).
@@ -54,25 +54,9 @@ impl TlContext for NcclContext {
     }
 
     fn team_create(&self, params: &TlTeamParams) -> Result<TlTeamFuture> {
-        let router = self.service.router();
-        if let Some(ep) = params.eps.iter().find(|&&ep| !router.reaches_ep(ep)) {
-            return Err(Error::not_supported(format!("TL/NCCL's service transports do not reach endpoint {ep}")));
-        }
-        let shared = Arc::new(TeamShared {
-            id: params.team_id,
-            rank: params.rank,
-            size: params.size,
-            eps: params.eps.clone(),
-            transport: router.clone(),
-            mcs: ferrocoll_core::backend::McSet::default(),
-            config: P2pConfig::from_config(&params.config)?,
-            layout: params.layout.clone(),
-            notices: Default::default(),
-            posted: Default::default(),
-            teams: Default::default(),
-            posted_via: params.posted_via.clone(),
-            via_tag: params.via_tag,
-        });
+        let shared = TeamShared::of(params, self.service.router(), Default::default(), Default::default())
+            .map_err(|e| e.prefixed("TL/NCCL's service team (its unique-id exchange)"))?;
+        let shared = Arc::new(shared);
         // The device whose context is current on the creating thread, as NCCL's own users choose it.
         let device = self.driver.current_ordinal();
         let nccl = self.nccl;

@@ -3,14 +3,13 @@
 
 use std::sync::Arc;
 
+use ferrocoll_core::Result;
 use ferrocoll_core::backend::{McSet, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams};
 use ferrocoll_core::score::Score;
-use ferrocoll_core::{Error, Result};
 use ferrocoll_transport::shm::ShmTransport;
 use ferrocoll_transport::tcp::TcpTransport;
 use ferrocoll_transport::{InProcTransport, Router, Transport};
 
-use super::P2pConfig;
 use super::comm::Teams;
 use super::team::{P2pTeam, TeamShared};
 
@@ -87,25 +86,7 @@ impl P2pContext {
     /// What every task of a p2p team over this context shares (also the
     /// SHARP TL's, which runs p2p algorithms over a p2p context of its own).
     pub(crate) fn team_shared(&self, params: &TlTeamParams) -> Result<Arc<TeamShared>> {
-        if let Some(ep) = params.eps.iter().find(|&&ep| !self.router.reaches_ep(ep)) {
-            return Err(Error::not_supported(format!("no p2p transport reaches endpoint {ep}")));
-        }
-        let config = P2pConfig::from_config(&params.config)?;
-        let shared = Arc::new(TeamShared {
-            id: params.team_id,
-            rank: params.rank,
-            size: params.size,
-            eps: params.eps.clone(),
-            transport: self.router.clone(),
-            mcs: self.mcs.clone(),
-            config,
-            layout: params.layout.clone(),
-            notices: Default::default(),
-            posted: Default::default(),
-            teams: self.teams.clone(),
-            posted_via: params.posted_via.clone(),
-            via_tag: params.via_tag,
-        });
+        let shared = Arc::new(TeamShared::of(params, &self.router, self.mcs.clone(), self.teams.clone())?);
         self.teams.add(&shared);
         Ok(shared)
     }

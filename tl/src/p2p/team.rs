@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ferrocoll_core::args::{CollInit, Signature};
-use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, PostedVia, TlTeam};
+use ferrocoll_core::backend::{CollTask, EngineCopies, McSet, PostInfo, PostedVia, TlTeam, TlTeamParams};
 use ferrocoll_core::engine::{TaskDiag, TaskFuture};
 use ferrocoll_core::score::Score;
 use ferrocoll_core::topo::subgroups::Layout;
@@ -44,6 +44,35 @@ pub(crate) struct TeamShared {
 }
 
 impl TeamShared {
+    /// A team's shared state for `params` over `transport` (which must
+    /// reach every member: `NotSupported` naming the first it does not),
+    /// with the memory components `mcs` and the context's team registry.
+    pub(crate) fn of(
+        params: &TlTeamParams,
+        transport: &Arc<Router>,
+        mcs: McSet,
+        teams: Arc<super::comm::Teams>,
+    ) -> Result<TeamShared> {
+        if let Some(ep) = params.eps.iter().find(|&&ep| !transport.reaches_ep(ep)) {
+            return Err(Error::not_supported(format!("no p2p transport reaches endpoint {ep}")));
+        }
+        Ok(TeamShared {
+            id: params.team_id,
+            rank: params.rank,
+            size: params.size,
+            eps: params.eps.clone(),
+            transport: transport.clone(),
+            mcs,
+            config: P2pConfig::from_config(&params.config)?,
+            layout: params.layout.clone(),
+            notices: Default::default(),
+            posted: Default::default(),
+            teams,
+            posted_via: params.posted_via.clone(),
+            via_tag: params.via_tag,
+        })
+    }
+
     /// Collective `seq` of the team was posted as the call `sig` (kept for
     /// judging late probes, `comm/past.rs`).
     pub(crate) fn note_post(&self, seq: u64, sig: Signature) {

@@ -160,8 +160,8 @@ fn answer_one(transport: &Router, teams: &[Arc<TeamShared>], waiting: Option<(&A
     let pick = |k: &MsgKey, _: &Signature| {
         k.tag == PROBE_TAG
             && upto.iter().any(|&(t, last, later)| {
-                let judged = last.is_some_and(|last| k.seq <= last) || (later && t.posted_elsewhere(k.seq));
-                t.id == k.team && judged && (k.src as usize) < t.size && k.src as usize != t.rank
+                let judged = || last.is_some_and(|last| k.seq <= last) || (later && t.posted_elsewhere(k.seq));
+                t.id == k.team && (k.src as usize) < t.size && k.src as usize != t.rank && judged()
             })
     };
     let Some((key, theirs)) = transport.find_arrived(&pick) else { return };
