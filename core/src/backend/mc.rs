@@ -36,6 +36,20 @@ impl ReduceSpec {
 /// lengths [`PreparedReduce::run`] checked against the spec.
 pub type ReduceKernel = fn(dst: &mut [u8], first: Option<&[u8]>, rest: &[&[u8]], spec: &ReduceSpec) -> Result<()>;
 
+/// The short two-source kernel of a [`PreparedReduce`]: `dst = op(a, b)`
+/// element by element, over operands of equal length holding whole
+/// elements, up to [`PAIR_BYTES`] ([`PreparedReduce::run_pair`] checked
+/// them). The same operation on each element as the full kernel's, so the
+/// same bits.
+pub type PairKernel = fn(dst: &mut [u8], a: &[u8], b: &[u8]);
+
+/// Operand bytes up to which [`PreparedReduce::run_pair`] takes the pair
+/// kernel: a small collective's payload on two ranks. The full kernel's
+/// layers (operand lists, the driver's size cases) cost ~150 instructions
+/// there, as much as the rest of the reduction's step (callgrind, 2-rank
+/// allreduce of two `f32`: 259 instructions a reduction, BENCHMARKS.md).
+pub const PAIR_BYTES: usize = 64;
+
 /// A reduction whose spec a memory component checked once, for a task
 /// that reduces alike at every post: each run checks its operands'
 /// lengths and calls the kernel chosen for the spec's type and operation.
@@ -46,13 +60,27 @@ pub struct PreparedReduce {
     spec: ReduceSpec,
     bytes: usize,
     kernel: ReduceKernel,
+    /// For operands of at most [`PAIR_BYTES`] and exactly two sources.
+    pair: Option<PairKernel>,
 }
 
 impl PreparedReduce {
     /// `kernel` for `spec`, which the caller checked it can reduce; `None`
     /// if the operands' bytes overflow.
     pub fn new(spec: ReduceSpec, kernel: ReduceKernel) -> Option<PreparedReduce> {
-        Some(PreparedReduce { spec, bytes: spec.bytes()?, kernel })
+        Some(PreparedReduce { spec, bytes: spec.bytes()?, kernel, pair: None })
+    }
+
+    /// With `pair` for two short sources (see [`PairKernel`]).
+    pub fn with_pair(self, pair: Option<PairKernel>) -> PreparedReduce {
+        PreparedReduce { pair: pair.filter(|_| self.bytes <= PAIR_BYTES), ..self }
+    }
+
+    /// Whether [`run_pair`](PreparedReduce::run_pair) has a kernel of its
+    /// own: a caller with two sources may then skip building the operand
+    /// lists of [`run`](PreparedReduce::run).
+    pub fn has_pair(&self) -> bool {
+        self.pair.is_some()
     }
 
     /// The spec it reduces.
@@ -71,6 +99,18 @@ impl PreparedReduce {
             return Ok(());
         }
         (self.kernel)(dst, first, rest, &self.spec)
+    }
+
+    /// `dst = op(a, b)`: [`run`](PreparedReduce::run) with two sources,
+    /// by the pair kernel where there is one.
+    pub fn run_pair(&self, dst: &mut [u8], a: &[u8], b: &[u8]) -> Result<()> {
+        match self.pair {
+            Some(pair) if dst.len() == self.bytes && a.len() == self.bytes && b.len() == self.bytes => {
+                pair(dst, a, b);
+                Ok(())
+            }
+            _ => self.run(dst, Some(a), std::slice::from_ref(&b)),
+        }
     }
 
     /// The first operand whose length is not the spec's, named as

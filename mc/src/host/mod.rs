@@ -138,12 +138,32 @@ impl Mc for HostMc {
     }
 
     fn prepare_reduce(&self, spec: &ReduceSpec) -> Option<PreparedReduce> {
-        reduce::prepare(spec).ok()
+        reduce::prepare(spec).ok().map(|p| p.with_pair(reduce::pair_of(spec)))
     }
 
     fn reduce_prepared(&self, dst: MemRef, srcs: &[MemRef], prepared: &PreparedReduce) -> Result<()> {
+        if let [a, b] = srcs
+            && prepared.has_pair()
+            && apart_on_host(&dst, a, b)
+        {
+            // SAFETY: by the MemRef contract the three ranges are live host
+            // allocations (host checked) of their lengths, dst writable, and
+            // nothing outside ferrocoll accesses them during the call;
+            // neither source overlaps dst (checked), so the &mut slice over
+            // dst aliases neither shared one (the sources may alias each other).
+            let (d, a, b) = unsafe { (dst.as_mut_slice(), a.as_slice(), b.as_slice()) };
+            return prepared.run_pair(d, a, b);
+        }
         with_operands(dst, srcs, prepared.spec(), |dst, first, rest| prepared.run(dst, first, rest))
     }
+}
+
+/// Whether `dst` and two sources are all host memory and neither source
+/// overlaps `dst`: a two-source reduction that needs none of
+/// [`with_operands`]' cases (in place, errors to name), which it is left to.
+fn apart_on_host(dst: &MemRef, a: &MemRef, b: &MemRef) -> bool {
+    let host = |m: &MemRef| m.mem_type() == MemType::Host;
+    host(dst) && host(a) && host(b) && !a.overlaps(dst) && !b.overlaps(dst)
 }
 
 /// `f(dst, first, rest)` on the slices of a reduction's operands, host

@@ -224,3 +224,71 @@ fn a_prepared_reduction_gives_the_same_bits_and_checks_each_call() {
     let (mut d, mut x) = (vec![0u8; 32], vec![0u8; 32]);
     assert_eq!(mc.reduce(mref(&mut d), &[mref(&mut x)], &s).unwrap_err().status(), Status::NotSupported);
 }
+
+/// Two short sources go by the pair kernel (every real and integer type,
+/// every operation but avg and the logical ones), with the full kernel's
+/// bits at every length up to `PAIR_BYTES`, special floats included; the
+/// others, and longer operands, keep the full kernel; an overlap is still
+/// refused, named.
+#[test]
+fn two_short_sources_go_by_the_pair_kernel_with_the_same_bits() {
+    use ferrocoll_core::backend::PAIR_BYTES;
+    let mc = HostMc::new();
+    let reals = [DataType::Float32, DataType::Float64];
+    let ints = [
+        DataType::Int8,
+        DataType::Int16,
+        DataType::Int32,
+        DataType::Int64,
+        DataType::Int128,
+        DataType::Uint8,
+        DataType::Uint16,
+        DataType::Uint32,
+        DataType::Uint64,
+        DataType::Uint128,
+    ];
+    let arithmetic = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
+    let bitwise = [ReduceOp::Band, ReduceOp::Bor, ReduceOp::Bxor];
+    let cases = reals
+        .iter()
+        .flat_map(|&d| arithmetic.map(|op| (d, op)))
+        .chain(ints.iter().flat_map(|&d| arithmetic.iter().chain(&bitwise).map(move |&op| (d, op))));
+    // Bytes that make NaNs, infinities, signed zeros and denormals among
+    // the floats, and overflows among the integers.
+    let pattern = [0x00, 0x80, 0xff, 0x7f, 0x7f, 0x80, 0x01, 0xc0, 0x00, 0x00, 0x80, 0xff, 0x3f, 0x12];
+    for (dtype, op) in cases {
+        let size = op.element_size(dtype);
+        for count in 0..=PAIR_BYTES / size + 1 {
+            let s = spec(dtype, op, count);
+            let bytes = count * size;
+            let prepared = mc.prepare_reduce(&s).expect("the host component reduces it");
+            assert_eq!(prepared.has_pair(), bytes <= PAIR_BYTES, "{dtype} {op} count {count}");
+            let mut a: Vec<u8> = (0..bytes).map(|i| pattern[i % pattern.len()]).collect();
+            let mut b: Vec<u8> = (0..bytes).map(|i| pattern[(i * 5 + 3) % pattern.len()] ^ (i as u8)).collect();
+            let (mut want, mut got) = (vec![0u8; bytes], vec![0u8; bytes]);
+            mc.reduce(mref(&mut want), &[mref(&mut a), mref(&mut b)], &s).unwrap();
+            mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b)], &prepared).unwrap();
+            assert_eq!(got, want, "{dtype} {op} count {count}");
+        }
+    }
+    // Avg, the logical operations, the complex and narrow types: no pair kernel.
+    for (dtype, op) in [
+        (DataType::Float32, ReduceOp::Avg),
+        (DataType::Int32, ReduceOp::Land),
+        (DataType::Float32Complex, ReduceOp::Sum),
+        (DataType::Float16, ReduceOp::Sum),
+        (DataType::Bfloat16, ReduceOp::Max),
+        (DataType::Int32, ReduceOp::Maxloc),
+    ] {
+        assert!(!mc.prepare_reduce(&spec(dtype, op, 2)).unwrap().has_pair(), "{dtype} {op}");
+    }
+    // A source that overlaps dst is refused as before, named.
+    let s = spec(DataType::Float32, ReduceOp::Sum, 2);
+    let prepared = mc.prepare_reduce(&s).unwrap();
+    let mut buf = vec![0u8; 16];
+    let whole = mref(&mut buf);
+    let (dst, src1) = (whole.range(0, 8).unwrap(), whole.range(4, 8).unwrap());
+    let mut other = vec![0u8; 8];
+    let err = mc.reduce_prepared(dst, &[mref(&mut other), src1], &prepared).unwrap_err();
+    assert!(err.to_string().contains("source 1 overlaps"), "{err}");
+}

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use ferrocoll_core::backend::{ReduceKernel, ReduceSpec};
+use ferrocoll_core::backend::{PairKernel, ReduceKernel, ReduceSpec};
 use ferrocoll_core::{Error, ReduceOp, Result};
 
 use super::driver::{Kernel, Operands, run, sub};
@@ -173,6 +173,40 @@ fn arithmetic<T: Num>(op: ReduceOp) -> Option<ReduceKernel> {
         Min => fold::<T, self::Min>,
         _ => return None,
     })
+}
+
+/// The pair kernel of a real or integer reduction whose kernel is a
+/// [`Fold`] without a divisor (every one but avg, the logical operations
+/// and the complex and narrow types): `O::apply(a, b)` on each element, as
+/// `Fold`'s element loop and `combine2` compute it.
+pub(crate) fn pair_of<T: Num>(op: ReduceOp) -> Option<PairKernel> {
+    use ReduceOp::*;
+    Some(match op {
+        Sum => pair::<T, Add>,
+        Prod => pair::<T, Mul>,
+        Max => pair::<T, self::Max>,
+        Min => pair::<T, self::Min>,
+        _ => return None,
+    })
+}
+
+/// The pair kernels of the bitwise operations on integers.
+pub(crate) fn int_pair_of<T: Int>(op: ReduceOp) -> Option<PairKernel> {
+    use ReduceOp::*;
+    match op {
+        Band => Some(pair::<T, And>),
+        Bor => Some(pair::<T, Or>),
+        Bxor => Some(pair::<T, Xor>),
+        _ => pair_of::<T>(op),
+    }
+}
+
+fn pair<T: Num, O: Op<T>>(dst: &mut [u8], a: &[u8], b: &[u8]) {
+    let n = std::mem::size_of::<T>();
+    for ((d, a), b) in dst.chunks_exact_mut(n).zip(a.chunks_exact(n)).zip(b.chunks_exact(n)) {
+        let v = O::apply(bytemuck::pod_read_unaligned(a), bytemuck::pod_read_unaligned(b));
+        d.copy_from_slice(bytemuck::bytes_of(&v));
+    }
 }
 
 // The kernels, chosen once per prepared reduction: each runs one kernel

@@ -24,7 +24,7 @@ mod num;
 #[cfg(test)]
 mod tests;
 
-use ferrocoll_core::backend::{PreparedReduce, ReduceKernel, ReduceSpec};
+use ferrocoll_core::backend::{PairKernel, PreparedReduce, ReduceKernel, ReduceSpec};
 use ferrocoll_core::{DataType, Error, Float8E4M3, Float8E5M2, ReduceOp, Result};
 use half::{bf16, f16};
 
@@ -116,6 +116,29 @@ fn kernel_of(spec: &ReduceSpec) -> Result<ReduceKernel> {
         D::Float128 | D::Float128Complex => {
             Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)))
         }
+    }
+}
+
+/// The pair kernel of `spec`'s (dtype, op), where its kernel is an
+/// element-wise fold without a divisor (see `elementwise::pair_of`): for
+/// reductions prepared once and run at every post (a one-off reduction
+/// would spend on this dispatch what the pair kernel saves).
+pub(crate) fn pair_of(spec: &ReduceSpec) -> Option<PairKernel> {
+    use DataType as D;
+    match spec.dtype {
+        D::Int8 => elementwise::int_pair_of::<i8>(spec.op),
+        D::Int16 => elementwise::int_pair_of::<i16>(spec.op),
+        D::Int32 => elementwise::int_pair_of::<i32>(spec.op),
+        D::Int64 => elementwise::int_pair_of::<i64>(spec.op),
+        D::Int128 => elementwise::int_pair_of::<i128>(spec.op),
+        D::Uint8 => elementwise::int_pair_of::<u8>(spec.op),
+        D::Uint16 => elementwise::int_pair_of::<u16>(spec.op),
+        D::Uint32 => elementwise::int_pair_of::<u32>(spec.op),
+        D::Uint64 => elementwise::int_pair_of::<u64>(spec.op),
+        D::Uint128 => elementwise::int_pair_of::<u128>(spec.op),
+        D::Float32 => elementwise::pair_of::<f32>(spec.op),
+        D::Float64 => elementwise::pair_of::<f64>(spec.op),
+        _ => None,
     }
 }
 
