@@ -46,9 +46,12 @@ pub type PairKernel = fn(dst: &mut [u8], a: &[u8], b: &[u8]);
 /// Operand bytes up to which [`PreparedReduce::run_pair`] takes the pair
 /// kernel: a small collective's payload on two ranks. The full kernel's
 /// layers (operand lists, the driver's size cases) cost ~150 instructions
-/// there, as much as the rest of the reduction's step (callgrind, 2-rank
-/// allreduce of two `f32`: 259 instructions a reduction, BENCHMARKS.md).
-pub const PAIR_BYTES: usize = 64;
+/// a call there, as much as the rest of the reduction's step; its vector
+/// loops win past ~768 bytes (callgrind, 2-rank allreduce of `f32`,
+/// instructions a reduction, full kernel against pair kernel: 8 B 259 /
+/// 109, 128 B 340 / 189, 256 B 358 / 233, 1 KiB 466 / 497, 4 KiB 898 /
+/// 1 553; BENCHMARKS.md, thirty-fourth round).
+pub const PAIR_BYTES: usize = 512;
 
 /// A reduction whose spec a memory component checked once, for a task
 /// that reduces alike at every post: each run checks its operands'
