@@ -59,6 +59,25 @@ impl FlightDir {
     /// Ask the ranks `pids` for dumps, wait for them a little, and return
     /// the analysis of every dump in the directory (`None`: there is none).
     pub fn collect(&self, pids: &[libc::pid_t]) -> Option<String> {
+        let Collected { report, silent } = self.collect_within(pids, WAIT);
+        if silent.is_empty() {
+            return report;
+        }
+        let pids: Vec<String> = silent.iter().map(|p| p.to_string()).collect();
+        let line = format!(
+            "process(es) {} neither answered nor ended within {} s (blocked outside the library, or stopped)\n",
+            pids.join(", "),
+            WAIT.as_secs()
+        );
+        Some(report.unwrap_or_default() + &line)
+    }
+
+    /// [`collect`](FlightDir::collect), waiting at most `wait` for the
+    /// dumps. A rank that ends meanwhile is not waited for: the ranks a
+    /// failed one leaves behind often fail at once too (it died), before
+    /// or instead of answering, and waiting the whole `wait` for them held
+    /// the job's end back by two seconds.
+    fn collect_within(&self, pids: &[libc::pid_t], wait: Duration) -> Collected {
         let asked = self.ready(pids);
         let since = SystemTime::now() - Duration::from_millis(1);
         for &p in asked.iter().filter(|&&p| p > 0) {
@@ -66,17 +85,47 @@ impl FlightDir {
             // which announced a handler for SIGUSR1.
             unsafe { libc::kill(p, libc::SIGUSR1) };
         }
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
+        let deadline = Instant::now() + wait;
+        let silent = loop {
             let answered: Vec<i64> = self.dumps(Some(since)).iter().filter_map(|d| d["pid"].as_i64()).collect();
-            if asked.iter().all(|p| answered.contains(&i64::from(*p))) {
-                break;
+            let silent: Vec<libc::pid_t> =
+                asked.iter().copied().filter(|&p| !answered.contains(&i64::from(p)) && running(p)).collect();
+            if silent.is_empty() || Instant::now() >= deadline {
+                break silent;
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
         let all = self.dumps(None);
-        (!all.is_empty()).then(|| analyze(&all))
+        Collected { report: (!all.is_empty()).then(|| analyze(&all)), silent }
     }
+}
+
+/// What [`FlightDir::collect_within`] found.
+struct Collected {
+    /// The analysis of every dump (`None`: there is none).
+    report: Option<String>,
+    /// The ranks' processes that neither answered nor ended by the deadline.
+    silent: Vec<libc::pid_t>,
+}
+
+/// Whether process `pid` (a child of this one: the ranks are) has not
+/// ended. An ended child stays waitable until the supervisor reaps it,
+/// and `WNOWAIT` leaves it so; a process that is not a child is asked
+/// with signal 0 (a zombie still answers that, so children are not).
+fn running(pid: libc::pid_t) -> bool {
+    let Some(id) = libc::id_t::try_from(pid).ok().filter(|&id| id > 0) else { return false };
+    // SAFETY: an all-zero siginfo_t is a valid value of that plain C struct.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes only into `info`, which outlives the call;
+    // WNOWAIT leaves the child to be reaped by the supervisor.
+    let r = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+    if r != 0 {
+        // SAFETY: kill with signal 0 sends nothing; pid > 0 (checked above).
+        return unsafe { libc::kill(pid, 0) } == 0;
+    }
+    // SAFETY: waitid filled `info` (or left it zeroed: no child changed
+    // state), and si_pid is the field it sets for a child's exit.
+    unsafe { info.si_pid() == 0 }
 }
 
 impl Drop for FlightDir {
@@ -183,6 +232,43 @@ mod tests {
         assert!(a.contains("rank 3 is in allreduce seq 17, waiting for rank 0"), "{a}");
         assert!(a.contains("no record from rank(s) 4"), "{a}");
         assert_eq!(ranges(&[0, 1, 3, 5, 6, 7]), "0, 1, 3, 5–7");
+    }
+
+    /// A rank asked for its record that ends instead of answering is not
+    /// waited for; one that neither answers nor ends is, until the deadline.
+    #[test]
+    fn ranks_that_end_are_not_waited_for() {
+        let dir = FlightDir::create(&format!("test-{}", line!())).unwrap();
+        let ask = |child: &std::process::Child| {
+            let pid = libc::pid_t::try_from(child.id()).unwrap();
+            std::fs::write(dir.path.join(format!("ready-{pid}")), b"").unwrap();
+            pid
+        };
+        use std::os::unix::process::CommandExt;
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        // Ignores the SIGUSR1 that asks for its record (from before its
+        // exec, so from its first instruction), and never answers.
+        let mut sleep = std::process::Command::new("sleep");
+        sleep.arg("60");
+        // SAFETY: the closure only calls signal(), which is async-signal-safe.
+        unsafe {
+            sleep.pre_exec(|| {
+                libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let mut silent = sleep.spawn().unwrap();
+        let (ended_pid, silent_pid) = (ask(&ended), ask(&silent));
+        let started = Instant::now();
+        let c = dir.collect_within(&[ended_pid], Duration::from_secs(60));
+        assert!(c.silent.is_empty(), "an ended rank was waited for until the deadline ({:?})", started.elapsed());
+        assert!(c.report.is_none(), "no rank dumped anything");
+        assert!(running(silent_pid) && !running(ended_pid));
+        let c = dir.collect_within(&[ended_pid, silent_pid], Duration::from_millis(300));
+        assert_eq!(c.silent, [silent_pid], "a rank that neither answered nor ended");
+        silent.kill().unwrap();
+        silent.wait().unwrap();
+        ended.wait().unwrap();
     }
 
     #[test]
