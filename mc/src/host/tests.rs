@@ -227,7 +227,8 @@ fn a_prepared_reduction_gives_the_same_bits_and_checks_each_call() {
 
 /// Two short sources go by the pair kernel (every real and integer type,
 /// every operation but avg and the logical ones), with the full kernel's
-/// bits at every length up to `PAIR_BYTES`, special floats included; the
+/// bits at every length up to `PAIR_BYTES`, special floats included (in
+/// place, the full kernel's, as before); the
 /// others, and longer operands, keep the full kernel; an overlap is still
 /// refused, named.
 #[test]
@@ -269,6 +270,11 @@ fn two_short_sources_go_by_the_pair_kernel_with_the_same_bits() {
             mc.reduce(mref(&mut want), &[mref(&mut a), mref(&mut b)], &s).unwrap();
             mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b)], &prepared).unwrap();
             assert_eq!(got, want, "{dtype} {op} count {count}");
+            // In place: dst is source 0.
+            let mut in_place = a.clone();
+            let whole = mref(&mut in_place);
+            mc.reduce_prepared(whole, &[whole, mref(&mut b)], &prepared).unwrap();
+            assert_eq!(in_place, want, "{dtype} {op} count {count} in place");
         }
     }
     // Avg, the logical operations, the complex and narrow types: no pair kernel.
@@ -291,4 +297,7 @@ fn two_short_sources_go_by_the_pair_kernel_with_the_same_bits() {
     let mut other = vec![0u8; 8];
     let err = mc.reduce_prepared(dst, &[mref(&mut other), src1], &prepared).unwrap_err();
     assert!(err.to_string().contains("source 1 overlaps"), "{err}");
+    // Source 0 over part of dst (not dst itself) too.
+    let err = mc.reduce_prepared(dst, &[src1, mref(&mut other)], &prepared).unwrap_err();
+    assert!(err.to_string().contains("source 0 overlaps"), "{err}");
 }
