@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ferrocoll_core::backend::{Mc, ReduceSpec};
+use ferrocoll_core::backend::{Mc, PreparedReduce, ReduceSpec};
 use ferrocoll_core::{DataType, MemRef, MemType, ReduceOp, Status};
 
 use super::HostMc;
@@ -181,6 +181,20 @@ fn reduce_with_many_sources_spills_to_the_heap() {
     assert_eq!(bytemuck::cast_slice::<u8, u64>(&out), [190, 380]);
 }
 
+/// `prepared` reduces `a` and `b` to `reduce`'s bits for spec `s`, into
+/// another buffer and in place (dst is source 0).
+fn prepared_as_reduce(mc: &HostMc, s: &ReduceSpec, prepared: &PreparedReduce, a: &mut [u8], b: &mut [u8]) {
+    let what = format!("{} {} count {}", s.dtype, s.op, s.count);
+    let (mut want, mut got) = (vec![0u8; a.len()], vec![0u8; a.len()]);
+    mc.reduce(mref(&mut want), &[mref(a), mref(b)], s).unwrap();
+    mc.reduce_prepared(mref(&mut got), &[mref(a), mref(b)], prepared).unwrap();
+    assert_eq!(got, want, "{what}");
+    let mut in_place = a.to_vec();
+    let whole = mref(&mut in_place);
+    mc.reduce_prepared(whole, &[whole, mref(b)], prepared).unwrap();
+    assert_eq!(in_place, want, "{what} in place");
+}
+
 #[test]
 fn a_prepared_reduction_gives_the_same_bits_and_checks_each_call() {
     let mc = HostMc::new();
@@ -203,15 +217,8 @@ fn a_prepared_reduction_gives_the_same_bits_and_checks_each_call() {
             assert_eq!(prepared.spec(), &s);
             let mut a: Vec<u8> = (0..bytes).map(|i| (i * 7 + 3) as u8).collect();
             let mut b: Vec<u8> = (0..bytes).map(|i| (i * 13 + 1) as u8).collect();
-            let (mut want, mut got) = (vec![0u8; bytes], vec![0u8; bytes]);
-            mc.reduce(mref(&mut want), &[mref(&mut a), mref(&mut b)], &s).unwrap();
-            mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b)], &prepared).unwrap();
-            assert_eq!(got, want, "{dtype} {op} count {count}");
-            // In place: dst is source 0.
-            let mut in_place = a.clone();
-            let whole = mref(&mut in_place);
-            mc.reduce_prepared(whole, &[whole, mref(&mut b)], &prepared).unwrap();
-            assert_eq!(in_place, want, "{dtype} {op} count {count} in place");
+            prepared_as_reduce(&mc, &s, &prepared, &mut a, &mut b);
+            let mut got = vec![0u8; bytes];
             // A source of another length is refused, named, at every call.
             let err = mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b[1..])], &prepared).unwrap_err();
             assert_eq!(err.status(), Status::InvalidParam);
@@ -236,18 +243,7 @@ fn two_short_sources_go_by_the_pair_kernel_with_the_same_bits() {
     use ferrocoll_core::backend::PAIR_BYTES;
     let mc = HostMc::new();
     let reals = [DataType::Float32, DataType::Float64];
-    let ints = [
-        DataType::Int8,
-        DataType::Int16,
-        DataType::Int32,
-        DataType::Int64,
-        DataType::Int128,
-        DataType::Uint8,
-        DataType::Uint16,
-        DataType::Uint32,
-        DataType::Uint64,
-        DataType::Uint128,
-    ];
+    let ints: Vec<DataType> = DataType::ALL.into_iter().filter(|d| d.is_integer()).collect();
     let arithmetic = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
     let bitwise = [ReduceOp::Band, ReduceOp::Bor, ReduceOp::Bxor];
     let cases = reals
@@ -266,15 +262,7 @@ fn two_short_sources_go_by_the_pair_kernel_with_the_same_bits() {
             assert_eq!(prepared.has_pair(), bytes <= PAIR_BYTES, "{dtype} {op} count {count}");
             let mut a: Vec<u8> = (0..bytes).map(|i| pattern[i % pattern.len()]).collect();
             let mut b: Vec<u8> = (0..bytes).map(|i| pattern[(i * 5 + 3) % pattern.len()] ^ (i as u8)).collect();
-            let (mut want, mut got) = (vec![0u8; bytes], vec![0u8; bytes]);
-            mc.reduce(mref(&mut want), &[mref(&mut a), mref(&mut b)], &s).unwrap();
-            mc.reduce_prepared(mref(&mut got), &[mref(&mut a), mref(&mut b)], &prepared).unwrap();
-            assert_eq!(got, want, "{dtype} {op} count {count}");
-            // In place: dst is source 0.
-            let mut in_place = a.clone();
-            let whole = mref(&mut in_place);
-            mc.reduce_prepared(whole, &[whole, mref(&mut b)], &prepared).unwrap();
-            assert_eq!(in_place, want, "{dtype} {op} count {count} in place");
+            prepared_as_reduce(&mc, &s, &prepared, &mut a, &mut b);
         }
     }
     // Avg, the logical operations, the complex and narrow types: no pair kernel.
