@@ -238,13 +238,13 @@ mod tests {
     /// waited for; one that neither answers nor ends is, until the deadline.
     #[test]
     fn ranks_that_end_are_not_waited_for() {
+        use std::os::unix::process::CommandExt;
         let dir = FlightDir::create(&format!("test-{}", line!())).unwrap();
         let ask = |child: &std::process::Child| {
             let pid = libc::pid_t::try_from(child.id()).unwrap();
             std::fs::write(dir.path.join(format!("ready-{pid}")), b"").unwrap();
             pid
         };
-        use std::os::unix::process::CommandExt;
         let mut ended = std::process::Command::new("true").spawn().unwrap();
         // Ignores the SIGUSR1 that asks for its record (from before its
         // exec, so from its first instruction), and never answers.
