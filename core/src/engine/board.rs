@@ -92,9 +92,14 @@ impl Posted {
 
     /// The entry's words.
     pub fn encode(&self) -> [u64; ENTRY_WORDS] {
-        let mut w = [self.seq, self.sig.word, self.sig.size, self.via[0], self.via[1], self.via[2], self.via[3], 0];
+        let mut w = self.words();
         w[ENTRY_WORDS - 1] = checksum(&w);
         w
+    }
+
+    /// The entry's words but its checksum (0 in its place).
+    fn words(&self) -> [u64; ENTRY_WORDS] {
+        [self.seq, self.sig.word, self.sig.size, self.via[0], self.via[1], self.via[2], self.via[3], 0]
     }
 
     /// The post an entry holds, or `None` if it holds none whole (empty,
@@ -108,9 +113,21 @@ impl Posted {
     }
 }
 
-/// A mix of every word but the last (the checksum's own place).
+/// A mix of every word but the last (the checksum's own place): the
+/// call's words first, the sequence number last, so that a request's next
+/// post mixes one word into what its first computed ([`BoardWatch::reshow`]).
 fn checksum(w: &[u64; ENTRY_WORDS]) -> u64 {
-    w[..ENTRY_WORDS - 1].iter().fold(SEED, |h, &x| (h ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29))
+    mix(call_mix(w), w[0])
+}
+
+/// The checksum's mix of the words a request's posts share: all but the
+/// sequence number (and the checksum's place).
+fn call_mix(w: &[u64; ENTRY_WORDS]) -> u64 {
+    w[1..ENTRY_WORDS - 1].iter().fold(SEED, |h, &x| mix(h, x))
+}
+
+fn mix(h: u64, x: u64) -> u64 {
+    (h ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
 }
 
 /// A posted task's place on its team's board: shown at post, looked at
@@ -119,19 +136,26 @@ pub struct BoardWatch {
     board: Arc<dyn CallBoard>,
     rank: usize,
     mine: Posted,
+    /// `call_mix` of `mine`, which its posts share.
+    call: u64,
 }
 
 impl BoardWatch {
     /// Show `mine`, posted by team rank `rank`, on `board`.
     pub fn show(board: &Arc<dyn CallBoard>, rank: usize, mine: Posted) -> BoardWatch {
-        board.write(index(mine.seq), &mine.encode());
-        BoardWatch { board: board.clone(), rank, mine }
+        let mut w = mine.words();
+        let call = call_mix(&w);
+        w[ENTRY_WORDS - 1] = mix(call, mine.seq);
+        board.write(index(mine.seq), &w);
+        BoardWatch { board: board.clone(), rank, mine, call }
     }
 
     /// Show the next post of the same request (the same call), as `seq`.
     pub fn reshow(&mut self, seq: u64) {
         self.mine.seq = seq;
-        self.board.write(index(seq), &self.mine.encode());
+        let mut w = self.mine.words();
+        w[ENTRY_WORDS - 1] = mix(self.call, seq);
+        self.board.write(index(seq), &w);
     }
 
     /// Compare this post with the other ranks' posts of the same sequence
@@ -219,6 +243,24 @@ mod tests {
         assert_eq!(Posted::decode(&torn), None);
         let long = "p2p/a_very_long_algorithm_name_that_is_cut";
         assert_eq!(allreduce(1, 1, long).via_name(), &long[..32]);
+    }
+
+    /// `show` and `reshow` write what `encode` does (they mix the call's
+    /// words once and the sequence number at each post), which decodes.
+    #[test]
+    fn shown_and_reshown_posts_are_encoded_entries() {
+        let board = MemBoard::new(2, 0);
+        let dynb: Arc<dyn CallBoard> = board.clone();
+        let mut watch = BoardWatch::show(&dynb, 0, allreduce(7, 5000, "shm/rsag"));
+        for seq in [7, 8, 9 + BOARD_DEPTH as u64, u64::MAX] {
+            if seq != 7 {
+                watch.reshow(seq);
+            }
+            let want = allreduce(seq, 5000, "shm/rsag");
+            let entry = board.read(0, index(seq)).unwrap();
+            assert_eq!(entry, want.encode(), "seq {seq}");
+            assert_eq!(Posted::decode(&entry), Some(want), "seq {seq}");
+        }
     }
 
     #[test]
