@@ -17,7 +17,7 @@ use serde_json::Value;
 pub const DIR_VAR: &str = "FERROCOLL_FLIGHT_RECORDER_DIR";
 
 /// How long the launcher waits for the ranks' dumps.
-const WAIT: Duration = Duration::from_secs(2);
+pub const WAIT: Duration = Duration::from_secs(2);
 
 /// A job's dump directory, removed when dropped.
 #[derive(Debug)]
@@ -56,20 +56,11 @@ impl FlightDir {
             .collect()
     }
 
-    /// Ask the ranks `pids` for dumps, wait for them a little, and return
-    /// the analysis of every dump in the directory (`None`: there is none).
-    pub fn collect(&self, pids: &[libc::pid_t]) -> Option<String> {
-        let Collected { report, silent } = self.collect_within(pids, WAIT);
-        if silent.is_empty() {
-            return report;
-        }
-        let pids: Vec<String> = silent.iter().map(|p| p.to_string()).collect();
-        let line = format!(
-            "process(es) {} neither answered nor ended within {} s (blocked outside the library, or stopped)\n",
-            pids.join(", "),
-            WAIT.as_secs()
-        );
-        Some(report.unwrap_or_default() + &line)
+    /// Ask the ranks `pids` for dumps, wait for them a little ([`WAIT`]),
+    /// and return the analysis of every dump in the directory, and which
+    /// of them neither answered nor ended.
+    pub fn collect(&self, pids: &[libc::pid_t]) -> Collected {
+        self.collect_within(pids, WAIT)
     }
 
     /// [`collect`](FlightDir::collect), waiting at most `wait` for the
@@ -100,12 +91,13 @@ impl FlightDir {
     }
 }
 
-/// What [`FlightDir::collect_within`] found.
-struct Collected {
+/// What [`FlightDir::collect`] found.
+#[derive(Debug)]
+pub struct Collected {
     /// The analysis of every dump (`None`: there is none).
-    report: Option<String>,
+    pub report: Option<String>,
     /// The ranks' processes that neither answered nor ended by the deadline.
-    silent: Vec<libc::pid_t>,
+    pub silent: Vec<libc::pid_t>,
 }
 
 /// Whether process `pid` (a child of this one: the ranks are) has not

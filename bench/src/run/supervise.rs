@@ -84,10 +84,23 @@ impl Supervisor<'_> {
         }
         let Some(f) = self.flight else { return };
         let pids: Vec<libc::pid_t> = self.live().map(|r| r.pid).collect();
-        if let Some(report) = f.collect(&pids) {
-            for line in report.lines() {
-                self.say(format_args!("{line}"));
-            }
+        let collected = f.collect(&pids);
+        for line in collected.report.iter().flat_map(|r| r.lines()) {
+            self.say(format_args!("{line}"));
+        }
+        let silent: Vec<String> = self
+            .ranks
+            .iter()
+            .filter(|r| collected.silent.contains(&r.pid))
+            .map(|r| format!("{} (pid {})", r.rank, r.pid))
+            .collect();
+        if !silent.is_empty() {
+            self.say(format_args!(
+                "rank(s) {} neither answered for a flight record nor ended within {} s (blocked outside the \
+                 library, or stopped)",
+                silent.join(", "),
+                super::flight::WAIT.as_secs()
+            ));
         }
     }
 
