@@ -143,11 +143,9 @@ pub struct BoardWatch {
 impl BoardWatch {
     /// Show `mine`, posted by team rank `rank`, on `board`.
     pub fn show(board: &Arc<dyn CallBoard>, rank: usize, mine: Posted) -> BoardWatch {
-        let mut w = mine.words();
-        let call = call_mix(&w);
-        w[ENTRY_WORDS - 1] = mix(call, mine.seq);
-        board.write(index(mine.seq), &w);
-        BoardWatch { board: board.clone(), rank, mine, call }
+        let mut watch = BoardWatch { board: board.clone(), rank, mine, call: call_mix(&mine.words()) };
+        watch.reshow(mine.seq);
+        watch
     }
 
     /// Show the next post of the same request (the same call), as `seq`.

@@ -138,7 +138,7 @@ impl Mc for HostMc {
     }
 
     fn prepare_reduce(&self, spec: &ReduceSpec) -> Option<PreparedReduce> {
-        reduce::prepare(spec).ok().map(|p| p.with_pair(reduce::pair_of(spec)))
+        reduce::prepare(spec).ok()
     }
 
     fn reduce_prepared(&self, dst: MemRef, srcs: &[MemRef], prepared: &PreparedReduce) -> Result<()> {

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use ferrocoll_core::backend::{PairKernel, ReduceKernel, ReduceSpec};
 use ferrocoll_core::{Error, ReduceOp, Result};
 
+use super::Kernels;
 use super::driver::{Kernel, Operands, run, sub};
 use super::num::{Add, And, Int, Max, Min, Mul, Num, Op, Or, Xor};
 
@@ -140,13 +141,14 @@ fn unsupported(spec: &ReduceSpec) -> Error {
     Error::internal(format!("no kernel for reduction {} on {} (check_dtype passed)", spec.op, spec.dtype))
 }
 
-/// The kernel of an integer reduction.
-pub(crate) fn int<T: Int>(spec: &ReduceSpec) -> Result<ReduceKernel> {
+/// The kernels of an integer reduction.
+pub(crate) fn int<T: Int>(spec: &ReduceSpec) -> Result<Kernels> {
     use ReduceOp::*;
+    let pair = int_pair_of::<T>(spec.op);
     if let Some(kernel) = arithmetic::<T>(spec.op) {
-        return Ok(kernel);
+        return Ok((kernel, pair));
     }
-    Ok(match spec.op {
+    let kernel = match spec.op {
         Band => fold::<T, And>,
         Bor => fold::<T, Or>,
         Bxor => fold::<T, Xor>,
@@ -154,12 +156,14 @@ pub(crate) fn int<T: Int>(spec: &ReduceSpec) -> Result<ReduceKernel> {
         Lor => logical::<T, Or>,
         Lxor => logical::<T, Xor>,
         _ => return Err(unsupported(spec)),
-    })
+    };
+    Ok((kernel, pair))
 }
 
 /// The kernel of a real `f32`/`f64` reduction.
-pub(crate) fn float<T: Num>(spec: &ReduceSpec) -> Result<ReduceKernel> {
-    arithmetic::<T>(spec.op).ok_or_else(|| unsupported(spec))
+pub(crate) fn float<T: Num>(spec: &ReduceSpec) -> Result<Kernels> {
+    let kernel = arithmetic::<T>(spec.op).ok_or_else(|| unsupported(spec))?;
+    Ok((kernel, pair_of::<T>(spec.op)))
 }
 
 /// The kernels of sum (and avg, which divides when storing), prod, max
@@ -179,7 +183,7 @@ fn arithmetic<T: Num>(op: ReduceOp) -> Option<ReduceKernel> {
 /// [`Fold`] without a divisor (every one but avg, the logical operations
 /// and the complex and narrow types): `O::apply(a, b)` on each element, as
 /// `Fold`'s element loop and `combine2` compute it.
-pub(crate) fn pair_of<T: Num>(op: ReduceOp) -> Option<PairKernel> {
+fn pair_of<T: Num>(op: ReduceOp) -> Option<PairKernel> {
     use ReduceOp::*;
     Some(match op {
         Sum => pair::<T, Add>,
@@ -191,7 +195,7 @@ pub(crate) fn pair_of<T: Num>(op: ReduceOp) -> Option<PairKernel> {
 }
 
 /// The pair kernels of the bitwise operations on integers.
-pub(crate) fn int_pair_of<T: Int>(op: ReduceOp) -> Option<PairKernel> {
+fn int_pair_of<T: Int>(op: ReduceOp) -> Option<PairKernel> {
     use ReduceOp::*;
     match op {
         Band => Some(pair::<T, And>),

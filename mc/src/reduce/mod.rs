@@ -76,7 +76,8 @@ pub(crate) fn prepare(spec: &ReduceSpec) -> Result<PreparedReduce> {
     if spec.op == ReduceOp::Avg && spec.avg_divisor == Some(0) {
         return Err(Error::invalid_param(format!("avg on {} with divisor 0", spec.dtype)));
     }
-    PreparedReduce::new(*spec, kernel_of(spec)?).ok_or_else(|| {
+    let (kernel, pair) = kernels_of(spec)?;
+    PreparedReduce::new(*spec, kernel).map(|p| p.with_pair(pair)).ok_or_else(|| {
         Error::invalid_param(format!(
             "count {} of {}-byte {} elements for {} overflows the address space",
             spec.count,
@@ -87,12 +88,18 @@ pub(crate) fn prepare(spec: &ReduceSpec) -> Result<PreparedReduce> {
     })
 }
 
-/// The kernel of `spec`'s (dtype, op): the one dispatch on them, made
-/// once per prepared reduction.
-fn kernel_of(spec: &ReduceSpec) -> Result<ReduceKernel> {
+/// A reduction's kernel, and its pair kernel for two short sources where
+/// it has one (`PreparedReduce::run_pair`).
+type Kernels = (ReduceKernel, Option<PairKernel>);
+
+/// The kernels of `spec`'s (dtype, op): the one dispatch on them, made
+/// once per prepared reduction. Only the element-wise folds without a
+/// divisor have a pair kernel (`elementwise::pair_of`).
+fn kernels_of(spec: &ReduceSpec) -> Result<Kernels> {
     use DataType as D;
+    let alone = |kernel: ReduceKernel| -> Result<Kernels> { Ok((kernel, None)) };
     if spec.op.is_loc() {
-        return Ok(loc_kernel);
+        return alone(loc_kernel);
     }
     match spec.dtype {
         D::Int8 => elementwise::int::<i8>(spec),
@@ -107,38 +114,15 @@ fn kernel_of(spec: &ReduceSpec) -> Result<ReduceKernel> {
         D::Uint128 => elementwise::int::<u128>(spec),
         D::Float32 => elementwise::float::<f32>(spec),
         D::Float64 => elementwise::float::<f64>(spec),
-        D::Float32Complex => elementwise::complex::<f32>(spec),
-        D::Float64Complex => elementwise::complex::<f64>(spec),
-        D::Float16 => Ok(narrow_kernel::<f16>),
-        D::Bfloat16 => Ok(narrow_kernel::<bf16>),
-        D::Float8E4M3 => Ok(narrow_kernel::<Float8E4M3>),
-        D::Float8E5M2 => Ok(narrow_kernel::<Float8E5M2>),
+        D::Float32Complex => alone(elementwise::complex::<f32>(spec)?),
+        D::Float64Complex => alone(elementwise::complex::<f64>(spec)?),
+        D::Float16 => alone(narrow_kernel::<f16>),
+        D::Bfloat16 => alone(narrow_kernel::<bf16>),
+        D::Float8E4M3 => alone(narrow_kernel::<Float8E4M3>),
+        D::Float8E5M2 => alone(narrow_kernel::<Float8E5M2>),
         D::Float128 | D::Float128Complex => {
             Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)))
         }
-    }
-}
-
-/// The pair kernel of `spec`'s (dtype, op), where its kernel is an
-/// element-wise fold without a divisor (see `elementwise::pair_of`): for
-/// reductions prepared once and run at every post (a one-off reduction
-/// would spend on this dispatch what the pair kernel saves).
-pub(crate) fn pair_of(spec: &ReduceSpec) -> Option<PairKernel> {
-    use DataType as D;
-    match spec.dtype {
-        D::Int8 => elementwise::int_pair_of::<i8>(spec.op),
-        D::Int16 => elementwise::int_pair_of::<i16>(spec.op),
-        D::Int32 => elementwise::int_pair_of::<i32>(spec.op),
-        D::Int64 => elementwise::int_pair_of::<i64>(spec.op),
-        D::Int128 => elementwise::int_pair_of::<i128>(spec.op),
-        D::Uint8 => elementwise::int_pair_of::<u8>(spec.op),
-        D::Uint16 => elementwise::int_pair_of::<u16>(spec.op),
-        D::Uint32 => elementwise::int_pair_of::<u32>(spec.op),
-        D::Uint64 => elementwise::int_pair_of::<u64>(spec.op),
-        D::Uint128 => elementwise::int_pair_of::<u128>(spec.op),
-        D::Float32 => elementwise::pair_of::<f32>(spec.op),
-        D::Float64 => elementwise::pair_of::<f64>(spec.op),
-        _ => None,
     }
 }
 
