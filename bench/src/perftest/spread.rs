@@ -36,7 +36,11 @@ impl Spread {
             return Spread::default();
         }
         samples.sort_by(f64::total_cmp);
-        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        // The rounding of the sum can carry the mean just past the
+        // extremes (three samples of 0.18 average to 0.18000000000000002);
+        // the mean of real numbers lies between them, and so does this one.
+        let (min, max) = (samples[0], samples[samples.len() - 1]);
+        let mean = (samples.iter().sum::<f64>() / samples.len() as f64).clamp(min, max);
         // The nearest-rank quantile: the smallest sample with at least a
         // fraction q of the samples at or below it.
         let at = |q: f64| {
@@ -44,7 +48,7 @@ impl Spread {
             samples[rank.clamp(1, samples.len()) - 1]
         };
         let [p10, p50, p90, p99] = QUANTILES.map(at);
-        Spread { mean, p10, p50, p90, p99, max: samples[samples.len() - 1] }
+        Spread { mean, p10, p50, p90, p99, max }
     }
 
     /// As the allgather of the timings carries it.
@@ -104,6 +108,15 @@ mod tests {
         let one = Spread::of(&mut [3.0]);
         assert_eq!((one.p10, one.p99, one.max, one.mean), (3.0, 3.0, 3.0, 3.0));
         assert_eq!(Spread::of(&mut []), Spread::default());
+    }
+
+    #[test]
+    fn the_mean_of_equal_samples_is_the_sample() {
+        // Summed in floating point, three 0.18 s average to just above 0.18.
+        for n in [3, 15, 16] {
+            let s = Spread::of(&mut vec![0.18; n]);
+            assert_eq!((s.mean, s.max), (0.18, 0.18), "{n} samples");
+        }
     }
 
     #[test]
