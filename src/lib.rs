@@ -70,6 +70,8 @@ pub mod core {
     pub use ferrocoll_core::{
         args, backend, buffer, config, config_file, engine, error, json, log, oob, score, topo, types, wire,
     };
+    /// The logging macros, which print only at the level `UCC_LOG_LEVEL` allows.
+    pub use ferrocoll_core::{log_at, log_debug, log_info, log_warn};
 }
 
 /// A library instance with every component ferrocoll ships (`ucc_init`).

@@ -110,10 +110,7 @@ pub(crate) unsafe fn translate(
         return Err(Error::invalid_param(format!("coll_args.flags {flags:#x} has unknown bits {unknown:#x}")));
     }
     if flags & ARGS_HINTS != 0 {
-        ferrocoll::core::log::write(
-            ferrocoll::core::log::Level::Debug,
-            format_args!("coll_args.flags hints {:#x} accepted and ignored", flags & ARGS_HINTS),
-        );
+        ferrocoll::core::log_debug!("coll_args.flags hints {:#x} accepted and ignored", flags & ARGS_HINTS);
     }
     args.flags = CollFlags(flags & ARGS_FLAGS_KNOWN);
     if coll.is_reduction() {

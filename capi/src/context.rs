@@ -152,9 +152,8 @@ pub unsafe extern "C" fn ucc_context_create(
         // SAFETY: masked field, read below only when set.
         let oob = (mask & CTX_PARAM_OOB != 0).then(|| unsafe { (&raw const (*params).oob).read_unaligned() });
         if mask & CTX_PARAM_MEM_PARAMS != 0 {
-            ferrocoll::core::log::write(
-                ferrocoll::core::log::Level::Debug,
-                format_args!("ucc_context_create: params.mem_params ignored (ferrocoll has no one-sided collectives)"),
+            ferrocoll::core::log_debug!(
+                "ucc_context_create: params.mem_params ignored (ferrocoll has no one-sided collectives)"
             );
         }
         // params.ctx_id (CTX_PARAM_ID) is a label ferrocoll does not need: contexts number themselves.

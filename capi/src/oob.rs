@@ -166,10 +166,7 @@ impl Fixed {
             // SAFETY: checked non-null; called once per request, after its last test.
             let st = unsafe { req_free(self.req) };
             if st != UCC_OK {
-                ferrocoll::core::log::write(
-                    ferrocoll::core::log::Level::Warn,
-                    format_args!("the OOB req_free callback returned status {st}"),
-                );
+                ferrocoll::core::log_warn!("the OOB req_free callback returned status {st}");
             }
         }
     }
