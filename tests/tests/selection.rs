@@ -138,6 +138,27 @@ fn tune_strings_pick_and_disable_algorithms() {
                 .expect("team");
         let mut b = vec![0u8; 10];
         assert_eq!(Coll::bcast(&mut b, 0).init(&team).expect("init").selected(), "p2p/sag_knomial");
+        // Under UCC's name, a string written for UCC's TL/UCP (UCC's MPI test
+        // sets `@onesided`, which ferrocoll's p2p lacks) is used as far as it
+        // applies, as UCC goes on past tune input it cannot use; an
+        // unreadable one is ignored. Under ferrocoll's own name, both are errors.
+        let ucp = |tune: &str| {
+            Team::create(ctx, TeamParams::default().set("TL_UCP_TUNE", tune).set("TL_SHM_TUNE", "0")).expect("team")
+        };
+        let team = ucp("alltoall:0-inf:@onesided#alltoallv:0-inf:@onesided#bcast:@sag_knomial");
+        assert_eq!(Coll::bcast(&mut b, 0).init(&team).expect("init").selected(), "p2p/sag_knomial");
+        let (src, mut dst) = (vec![1u8; 8], vec![0u8; 8]);
+        assert!(
+            Coll::alltoall(&src, &mut dst).init(&team).expect("alltoall as if untuned").selected().starts_with("p2p/")
+        );
+        let team = ucp("bcast:@sag_knomial:not-a-score");
+        assert!(Coll::bcast(&mut b, 0).init(&team).is_ok(), "an unreadable UCC string leaves the defaults");
+        for bad in ["alltoall:0-inf:@onesided", "bcast:@sag_knomial:not-a-score"] {
+            let e = Team::create(ctx, TeamParams::default().set("TL_P2P_TUNE", bad).set("TL_SHM_TUNE", "0"))
+                .err()
+                .unwrap_or_else(|| panic!("UCC_TL_P2P_TUNE={bad} is refused"));
+            assert!(e.to_string().contains("UCC_TL_P2P_TUNE"), "{e}");
+        }
     });
 }
 

@@ -446,9 +446,17 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
     for (i, t) in tls.iter().enumerate() {
         let name = t.component.name();
         let mut entries = t.team.default_scores();
-        if let Some(tune) = tune_string(&inner.config, name) {
-            let tokens =
-                parse_tune(tune).map_err(|e| e.prefixed(format!("UCC_TL_{}_TUNE", name.to_ascii_uppercase())))?;
+        if let Some((tune, var, foreign)) = tune_string(&inner.config, name) {
+            let tokens = match parse_tune(tune) {
+                Ok(tokens) => tokens,
+                // UCC goes on past a tune string it cannot read; a string
+                // written for UCC's TL, so does its alias here.
+                Err(e) if foreign => {
+                    crate::log_warn!("{var} ignored: {} (TL {name} goes on without it)", e.context());
+                    Vec::new()
+                }
+                Err(e) => return Err(e.prefixed(var)),
+            };
             let algs = t.component.algorithms();
             let resolve = |coll: CollType, spec: &AlgSpec| {
                 algs.iter()
@@ -468,9 +476,9 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
                 colls: t.team.colls(),
                 mems: t.team.mem_types(),
                 resolve: &resolve,
+                foreign,
             };
-            entries = apply_tune(entries, &tokens, &target)
-                .map_err(|e| e.prefixed(format!("UCC_TL_{}_TUNE", name.to_ascii_uppercase())))?;
+            entries = apply_tune(entries, &tokens, &target).map_err(|e| e.prefixed(var))?;
         }
         score_map.add(i, entries);
     }
@@ -494,10 +502,17 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
     Ok(ActiveTeam { tls, score_map, names, board, selection: SelectionTable::default() })
 }
 
-/// `UCC_TL_<NAME>_TUNE`; for p2p, UCC's `UCC_TL_UCP_TUNE` is read when the former is unset.
-fn tune_string<'a>(config: &'a Config, tl: &str) -> Option<&'a str> {
-    let own = config.get(&format!("TL_{}_TUNE", tl.to_ascii_uppercase()));
-    if own.is_none() && tl == "p2p" { config.get("TL_UCP_TUNE") } else { own }
+/// TL `tl`'s tune string, the variable it came from, and whether it was
+/// written for another library (see `TuneTarget::foreign`):
+/// `UCC_TL_<NAME>_TUNE`, or for p2p, when that is unset, UCC's
+/// `UCC_TL_UCP_TUNE` (UCC's own programs set it with UCC's algorithm names).
+fn tune_string<'a>(config: &'a Config, tl: &str) -> Option<(&'a str, String, bool)> {
+    let var = format!("TL_{}_TUNE", tl.to_ascii_uppercase());
+    match config.get(&var) {
+        Some(own) => Some((own, format!("UCC_{var}"), false)),
+        None if tl == "p2p" => config.get("TL_UCP_TUNE").map(|ucp| (ucp, "UCC_TL_UCP_TUNE".to_string(), true)),
+        None => None,
+    }
 }
 
 fn resolve_ep_map(map: &EpMap, n_eps: usize) -> Result<Vec<usize>> {

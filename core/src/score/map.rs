@@ -41,6 +41,12 @@ pub struct TuneTarget<'a> {
     pub mems: &'a [MemType],
     /// Resolve `@name`/`@id` for a collective; `None` if the TL has no such algorithm.
     pub resolve: &'a dyn Fn(CollType, &AlgSpec) -> Option<AlgId>,
+    /// The tokens were written for another library's TL (UCC's TL/UCP, read
+    /// from `UCC_TL_UCP_TUNE`): a token this TL cannot apply (an algorithm
+    /// it lacks, such as UCC's `@onesided`, which UCC's MPI test sets) is
+    /// skipped with a warning, as UCC goes on past tune input it cannot
+    /// use, instead of failing the team's creation.
+    pub foreign: bool,
 }
 
 /// Rewrites (collectives × memory types × message ranges, summed over the
@@ -59,25 +65,17 @@ pub fn apply_tune(
     target: &TuneTarget<'_>,
 ) -> Result<Vec<ScoreEntry>> {
     let mut rewrites = 0usize;
+    let mut skipped = Vec::new();
     for token in tokens.iter().filter(|t| target.team_size_matches(t)) {
-        let mut applied = false;
-        for coll in token.colls_or(target.colls).iter() {
-            if !target.colls.contains(coll) {
-                if token.colls != CollTypeSet::EMPTY {
-                    return Err(Error::invalid_param(format!("TL {} does not implement {coll}", target.tl)));
-                }
+        let colls = match token_colls(token, target) {
+            Ok(colls) => colls,
+            Err(e) if target.foreign => {
+                skipped.push(format!("{:?} ({})", token.text, e.context()));
                 continue;
             }
-            let alg = match &token.alg {
-                None => None,
-                Some(spec) => match (target.resolve)(coll, spec) {
-                    Some(id) => Some(id),
-                    None if token.colls == CollTypeSet::EMPTY => continue,
-                    None => {
-                        return Err(Error::invalid_param(format!("TL {} has no {coll} algorithm {spec}", target.tl)));
-                    }
-                },
-            };
+            Err(e) => return Err(e),
+        };
+        for (coll, alg) in colls {
             let mems: &[MemType] = if token.mems.is_empty() { target.mems } else { &token.mems };
             rewrites = rewrites.saturating_add(mems.len().saturating_mul(token.ranges.len().max(1)));
             if rewrites > MAX_REWRITES {
@@ -92,16 +90,60 @@ pub fn apply_tune(
                     entries = rewrite(entries, coll, mem, range, token.score, alg, target.default_score);
                 }
             }
-            applied = true;
-        }
-        if !applied {
-            return Err(Error::invalid_param(format!(
-                "tune token {token:?} matches no collective of TL {} (algorithm not found?)",
-                target.tl
-            )));
         }
     }
+    if !skipped.is_empty() {
+        warn_skipped(&skipped, target);
+    }
     Ok(entries)
+}
+
+/// The collectives `token` rewrites on `target`, each with the algorithm
+/// it sets (if it names one); an error if the token names a collective the
+/// TL does not implement or an algorithm it lacks, or matches nothing.
+/// Nothing is rewritten before the whole token is known to apply.
+fn token_colls(token: &TuneToken, target: &TuneTarget<'_>) -> Result<Vec<(CollType, Option<AlgId>)>> {
+    let mut colls = Vec::new();
+    for coll in token.colls_or(target.colls).iter() {
+        if !target.colls.contains(coll) {
+            if token.colls != CollTypeSet::EMPTY {
+                return Err(Error::invalid_param(format!("TL {} does not implement {coll}", target.tl)));
+            }
+            continue;
+        }
+        let alg = match &token.alg {
+            None => None,
+            Some(spec) => match (target.resolve)(coll, spec) {
+                Some(id) => Some(id),
+                None if token.colls == CollTypeSet::EMPTY => continue,
+                None => {
+                    return Err(Error::invalid_param(format!("TL {} has no {coll} algorithm {spec}", target.tl)));
+                }
+            },
+        };
+        colls.push((coll, alg));
+    }
+    if colls.is_empty() {
+        return Err(Error::invalid_param(format!(
+            "tune token {:?} matches no collective of TL {} (algorithm not found?)",
+            token.text, target.tl
+        )));
+    }
+    Ok(colls)
+}
+
+/// Say, once a process, which foreign tune tokens were skipped (every team
+/// of every rank reads the same string).
+fn warn_skipped(skipped: &[String], target: &TuneTarget<'_>) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    // Relaxed: only whether to print matters.
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::log_warn!(
+            "tune tokens written for another library's TL skipped: {}; TL {} goes on without them",
+            skipped.join(", "),
+            target.tl
+        );
+    }
 }
 
 impl TuneTarget<'_> {
@@ -247,6 +289,10 @@ mod tests {
     }
 
     fn tune(entries: Vec<ScoreEntry>, s: &str) -> Result<Vec<ScoreEntry>> {
+        tune_as(entries, s, false)
+    }
+
+    fn tune_as(entries: Vec<ScoreEntry>, s: &str, foreign: bool) -> Result<Vec<ScoreEntry>> {
         let resolve = |_c: CollType, a: &AlgSpec| match a {
             AlgSpec::Name(n) if n == "knomial" => Some(0),
             AlgSpec::Name(n) if n == "ring" => Some(1),
@@ -260,6 +306,7 @@ mod tests {
             colls: [CollType::Allreduce, CollType::Bcast].into_iter().collect(),
             mems: &[MemType::Host],
             resolve: &resolve,
+            foreign,
         };
         apply_tune(entries, &parse_tune(s)?, &target)
     }
@@ -294,6 +341,22 @@ mod tests {
         assert_eq!(tune(base.clone(), "bcast:[5-8]:@ring").unwrap(), base);
         assert!(tune(base.clone(), "bcast:@bruck").unwrap_err().to_string().contains("bruck"));
         assert!(tune(base, "alltoall:@ring").is_err());
+    }
+
+    /// A foreign string's token that does not apply is skipped whole (no
+    /// collective of it rewritten), and the tokens around it apply.
+    #[test]
+    fn foreign_tokens_that_do_not_apply_are_skipped_whole() {
+        let base = vec![e(CollType::Allreduce, 0, u64::MAX, 10, 0), e(CollType::Bcast, 0, u64::MAX, 10, 0)];
+        let s = "allreduce:@ring:20#allreduce,bcast:@onesided#alltoall:@ring#bcast:0-1k:30";
+        assert!(tune(base.clone(), s).is_err(), "strict: the second token fails");
+        let out = tune_as(base, s, true).unwrap();
+        let mut m = ScoreMap::default();
+        m.add(0, out);
+        let a = m.candidates(CollType::Allreduce, MemType::Host, 100)[0];
+        assert_eq!((a.alg, a.score), (1, Score(20)), "the first token applied, the second not at all");
+        assert_eq!(m.candidates(CollType::Bcast, MemType::Host, 100)[0].score, Score(30));
+        assert_eq!(m.candidates(CollType::Bcast, MemType::Host, 4096)[0].score, Score(10));
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct TuneToken {
     pub score: Option<Score>,
     /// Algorithm to use.
     pub alg: Option<AlgSpec>,
+    /// The token as written, for messages.
+    pub text: String,
 }
 
 impl TuneToken {
@@ -82,7 +84,7 @@ pub fn parse_tune(s: &str) -> Result<Vec<TuneToken>> {
 }
 
 fn parse_token(token: &str) -> Result<TuneToken> {
-    let mut t = TuneToken::default();
+    let mut t = TuneToken { text: token.to_string(), ..TuneToken::default() };
     for field in token.split(':').map(str::trim) {
         if field.is_empty() {
             continue;

@@ -6,7 +6,8 @@
 //! [`ferrocoll_transport`]. This is
 //! UCC's TL/UCP: the TL that works for every team, every collective, every
 //! size, and the fallback of the others. `UCC_TL_UCP_*` users will find the
-//! same algorithm names under `UCC_TL_P2P_*` (and `UCC_TL_UCP_TUNE` is read).
+//! same algorithm names under `UCC_TL_P2P_*` (and `UCC_TL_UCP_TUNE` is read,
+//! its tokens for algorithms this TL lacks skipped: `score::map::apply_tune`).
 //!
 //! Design decisions:
 //! - Messages are matched by (team, sequence number, step tag, source), so
