@@ -58,6 +58,9 @@ pub struct TuneTarget<'a> {
 /// memory type and one range per token, for the team's size).
 const MAX_REWRITES: usize = 4096;
 
+/// Foreign tokens named in the warning that they were skipped.
+const SKIPPED_NAMED: usize = 8;
+
 /// Apply tune tokens, in order, to one TL team's entries.
 pub fn apply_tune(
     mut entries: Vec<ScoreEntry>,
@@ -65,12 +68,17 @@ pub fn apply_tune(
     target: &TuneTarget<'_>,
 ) -> Result<Vec<ScoreEntry>> {
     let mut rewrites = 0usize;
-    let mut skipped = Vec::new();
+    // Foreign tokens skipped: the first few named, all counted (a hostile
+    // string of 100 000 tokens does not make a 10 MB warning).
+    let (mut skipped, mut skipped_count) = (Vec::new(), 0usize);
     for token in tokens.iter().filter(|t| target.team_size_matches(t)) {
         let colls = match token_colls(token, target) {
             Ok(colls) => colls,
             Err(e) if target.foreign => {
-                skipped.push(format!("{:?} ({})", token.text, e.context()));
+                if skipped.len() < SKIPPED_NAMED {
+                    skipped.push(format!("{:?} ({})", token.text, e.context()));
+                }
+                skipped_count += 1;
                 continue;
             }
             Err(e) => return Err(e),
@@ -92,7 +100,11 @@ pub fn apply_tune(
             }
         }
     }
-    if !skipped.is_empty() {
+    if skipped_count > 0 {
+        let more = skipped_count - skipped.len();
+        if more > 0 {
+            skipped.push(format!("and {more} more"));
+        }
         warn_skipped(&skipped, target);
     }
     Ok(entries)
