@@ -307,6 +307,8 @@ unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle
         // Not in the arguments: a callback there would be part of the call,
         // and a loop of the same collective could not reuse its plan.
         req.set_completion(ReqHandle::completion(&h));
+        // As UCC posts whatever it is given: a finished request posts again.
+        req.allow_repost();
         h.id.store(req.id(), Ordering::Relaxed);
         h.lock().req = Some(req);
         Ok(h)

@@ -102,6 +102,56 @@ static int persistent_allreduce(int rank, int size, ucc_team_h team, ucc_context
     return 0;
 }
 
+/* UCC's perftest posts its barrier, and every collective with -p, made
+ * without the persistent flag for the barrier, again and again: UCC's
+ * ucc_collective_post posts whatever request it is given, and so does
+ * libucc. An allreduce made without the flag, posted three times, gives
+ * the right sum each time. */
+static int reposted_without_the_flag(int rank, int size, ucc_team_h team, ucc_context_h ctx)
+{
+    ucc_coll_args_t b;
+    memset(&b, 0, sizeof(b));
+    b.coll_type = UCC_COLL_TYPE_BARRIER;
+    ucc_coll_req_h req;
+    ucc_status_t   st;
+    CHECK_OK(ucc_collective_init(&b, &req, team));
+    for (int it = 0; it < 3; it++) {
+        CHECK_OK(ucc_collective_post(req));
+        while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) {
+            CHECK_OK(ucc_context_progress(ctx));
+            sched_yield();
+        }
+        CHECK_STATUS(st, UCC_OK);
+    }
+    CHECK_OK(ucc_collective_finalize(req));
+
+    int32_t src = rank + 1, dst = 0;
+    ucc_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.coll_type         = UCC_COLL_TYPE_ALLREDUCE;
+    a.op                = UCC_OP_SUM;
+    a.src.info.buffer   = &src;
+    a.src.info.count    = 1;
+    a.src.info.datatype = UCC_DT_INT32;
+    a.src.info.mem_type = UCC_MEMORY_TYPE_HOST;
+    a.dst.info          = a.src.info;
+    a.dst.info.buffer   = &dst;
+    CHECK_OK(ucc_collective_init(&a, &req, team));
+    for (int it = 0; it < 3; it++) {
+        src = (rank + 1) * (it + 1);
+        dst = -1;
+        CHECK_OK(ucc_collective_post(req));
+        while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) {
+            CHECK_OK(ucc_context_progress(ctx));
+            sched_yield();
+        }
+        CHECK_STATUS(st, UCC_OK);
+        if (dst != size * (size + 1) / 2 * (it + 1)) FAIL("post %d of a non-persistent allreduce: %d", it, dst);
+    }
+    CHECK_OK(ucc_collective_finalize(req));
+    return 0;
+}
+
 /* A persistent bcast from a rotating root (perftest's -r): one request per root. */
 static int persistent_bcast(int rank, int size, ucc_team_h team, ucc_context_h ctx)
 {
@@ -321,6 +371,7 @@ static int body(int rank, int size)
     if (persistent_allreduce(rank, size, team, ctx, 1000)) return 1;
     if (persistent_allreduce(rank, size, team, ctx, 100000)) return 1;
     if (persistent_bcast(rank, size, team, ctx)) return 1;
+    if (reposted_without_the_flag(rank, size, team, ctx)) return 1;
 
     if (destroy_team(team)) return 1;
     CHECK_OK(ucc_context_destroy(ctx));

@@ -56,6 +56,8 @@ pub struct Request<'a> {
     triggered: bool,
     /// Set by [`Request::set_completion`].
     on_complete: Option<CompletionCallback>,
+    /// Set by [`Request::allow_repost`].
+    repost_allowed: bool,
     finalized: bool,
     _buffers: PhantomData<&'a mut [u8]>,
 }
@@ -195,6 +197,7 @@ impl<'a> Request<'a> {
             spare,
             triggered: false,
             on_complete: None,
+            repost_allowed: false,
             finalized: false,
             _buffers: PhantomData,
         }
@@ -237,7 +240,7 @@ impl<'a> Request<'a> {
     /// Start the collective (`ucc_collective_post`). A persistent request
     /// may be posted again once it has completed successfully.
     pub fn post(&mut self) -> Result<()> {
-        self.check_postable()?;
+        self.check_postable(true)?;
         self.team.check_usable()?;
         let seq = self.next_seq();
         self.team.posted_via.note(seq, self.plan.via_tag);
@@ -380,9 +383,28 @@ impl<'a> Request<'a> {
         true
     }
 
+    /// Let this request be posted again once a post of it succeeded, as a
+    /// persistent one may, though its arguments do not say persistent: what
+    /// UCC's `ucc_collective_post` does with any request it is given (UCC's
+    /// perftest posts its barrier, made without the flag, again and again).
+    /// For the C interface; plain posts only (a triggered post of a
+    /// non-persistent request may hand its copies to the engine for one
+    /// post). The Rust API keeps refusing such a post.
+    pub fn allow_repost(&mut self) {
+        self.repost_allowed = true;
+    }
+
+    /// Whether a post (`plain`: not triggered) of this request, not
+    /// persistent, may follow one that succeeded ([`Request::allow_repost`]).
+    fn reposts(&self, plain: bool) -> bool {
+        plain && self.repost_allowed && !self.triggered
+    }
+
     /// Refuse a post of a finalized request, of one in progress, of a
-    /// non-persistent one that already ran, and of one that failed.
-    fn check_postable(&self) -> Result<()> {
+    /// non-persistent one that already ran (unless a plain post of one
+    /// whose repost is allowed, never posted on an engine), and of one
+    /// that failed.
+    fn check_postable(&self, plain: bool) -> Result<()> {
         if self.finalized {
             return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
@@ -394,7 +416,7 @@ impl<'a> Request<'a> {
                         slot.desc()
                     )));
                 }
-                Ok(_) if !self.plan.init.persistent => {
+                Ok(_) if !self.plan.init.persistent && !self.reposts(plain) => {
                     return Err(Error::invalid_param(format!(
                         "{} already ran and is not persistent (set the persistent flag to post it again)",
                         slot.desc()

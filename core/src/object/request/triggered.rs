@@ -31,7 +31,7 @@ impl Request<'_> {
     /// plain post does: ranks must post (or trigger-post) a team's
     /// collectives in the same order.
     pub fn triggered_post(&mut self, ee: &dyn Ee, ev: &Event) -> Result<()> {
-        self.check_postable()?;
+        self.check_postable(false)?;
         self.team.check_usable()?;
         // Arm first: an event the engine refuses must not consume a sequence number.
         let (trigger, engine_copies, stream) = self.arm(ee, ev).map_err(|e| {
