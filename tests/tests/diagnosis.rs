@@ -76,7 +76,30 @@ fn coll_trace_and_watchdog() {
         .filter(|(lvl, l)| *lvl == Level::Warn && l.contains("flight recorder ("))
         .map(|(_, l)| l.clone())
         .collect();
+    // 3. A collective whose caller learns its end by a callback (as a C
+    // caller does, from a status code) that fails says why in the log.
+    lines.lock().unwrap().clear();
+    let mut c = Config::new();
+    c.set("TLS", "p2p,self");
+    world::run(2, &c, |team, _| {
+        if team.rank() == 0 {
+            let mut b = vec![0u8; 8];
+            let mut req = Coll::bcast(&mut b, 1).timeout(Duration::from_millis(200)).init(team).expect("init");
+            req.set_completion(Arc::new(|_| {}));
+            req.post().expect("post");
+            assert!(req.wait().is_err(), "rank 1 never joins");
+        } else {
+            std::thread::sleep(Duration::from_millis(400));
+        }
+    });
+    let said = lines.lock().unwrap().iter().any(|(lvl, l)| {
+        *lvl == Level::Error
+            && l.contains("collective failed: ")
+            && l.contains("bcast seq 0")
+            && l.contains("timed out")
+    });
     log::set_sink(None);
+    assert!(said, "no error line for the failed collective in {:?}", lines.lock().unwrap());
     assert!(warned, "no watchdog warning in {:?}", lines.lock().unwrap());
     // A dump covers every team of the process (rank 1's, this test's, others'): take rank 0's of this team.
     let on = |why: &str| {

@@ -469,6 +469,11 @@ impl TaskSlot {
         match outcome {
             Some(r) => {
                 let status = r.as_ref().map_or_else(|e| e.status(), |()| Status::Ok);
+                // A caller told by a callback (the C interface's, whose status
+                // word carries a code only) would never see why: say it here.
+                if let (Err(e), Some(_)) = (&r, &inner.on_complete) {
+                    crate::log_at!(crate::log::Level::Error, "collective failed: {e}");
+                }
                 // Replacing the state drops the future here, under the lock
                 // (or keeps it for the next post, see `SlotInner::spent`).
                 let ran = std::mem::replace(&mut inner.state, SlotState::Done(r.err()));
