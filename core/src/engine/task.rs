@@ -470,10 +470,12 @@ impl TaskSlot {
             Some(r) => {
                 let status = r.as_ref().map_or_else(|e| e.status(), |()| Status::Ok);
                 // A caller told by a callback (the C interface's, whose status
-                // word carries a code only) would never see why: say it here.
-                if let (Err(e), Some(_)) = (&r, &inner.on_complete) {
-                    crate::log_at!(crate::log::Level::Error, "collective failed: {e}");
-                }
+                // word carries a code only) would never see why: it is said
+                // below, once the lock is released (as the callback is called).
+                let untold = match (&r, &inner.on_complete) {
+                    (Err(e), Some(_)) if crate::log::enabled(crate::log::Level::Error) => Some(e.to_string()),
+                    _ => None,
+                };
                 // Replacing the state drops the future here, under the lock
                 // (or keeps it for the next post, see `SlotInner::spent`).
                 let ran = std::mem::replace(&mut inner.state, SlotState::Done(r.err()));
@@ -493,6 +495,9 @@ impl TaskSlot {
                 // the callback holds, a C request's handle, is let go at once).
                 let (cb, desc) = (inner.on_complete.take(), (status == Status::TimedOut).then(|| inner.desc.clone()));
                 drop(guard);
+                if let Some(e) = untold {
+                    crate::log::write(crate::log::Level::Error, format_args!("collective failed: {e}"));
+                }
                 if let Some(cb) = cb {
                     cb(status);
                 }
