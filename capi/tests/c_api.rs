@@ -154,17 +154,12 @@ fn run_or_skip(exe: &Path, ranks: usize, env: &[(&str, &std::ffi::OsStr)]) -> Op
 fn run_or_skip_with_stderr(exe: &Path, ranks: usize, env: &[(&str, &std::ffi::OsStr)]) -> Option<(String, String)> {
     let mut cmd = Command::new(exe);
     cmd.arg(ranks.to_string()).envs(env.iter().copied());
-    run_command_with_stderr(cmd, &exe.display().to_string(), ranks, "ranks passed")
+    run_command(cmd, &exe.display().to_string(), ranks, "ranks passed")
 }
 
 /// Run `cmd` (the program `what` on `ranks` ranks) and check that it said
-/// "`<ranks> <passed>`"; `None` when every rank skipped.
-fn run_command(cmd: Command, what: &str, ranks: usize, passed: &str) -> Option<String> {
-    run_command_with_stderr(cmd, what, ranks, passed).map(|(stdout, _)| stdout)
-}
-
-/// [`run_command`], with what the program wrote on stderr too.
-fn run_command_with_stderr(mut cmd: Command, what: &str, ranks: usize, passed: &str) -> Option<(String, String)> {
+/// "`<ranks> <passed>`"; its stdout and stderr, or `None` when every rank skipped.
+fn run_command(mut cmd: Command, what: &str, ranks: usize, passed: &str) -> Option<(String, String)> {
     // One multi-process run at a time: they compete for the same cores.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -262,7 +257,7 @@ fn open_mpi_under_mpirun(ranks: usize) {
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     let out = run_command(cmd, &format!("mpirun {}", exe.display()), ranks, "ranks passed (MPI)");
-    print!("{}", out.unwrap_or_else(|| panic!("{} skipped under mpirun", exe.display())));
+    print!("{}", out.unwrap_or_else(|| panic!("{} skipped under mpirun", exe.display())).0);
 }
 
 #[test]
