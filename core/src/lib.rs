@@ -46,4 +46,4 @@ pub use object::{
 };
 pub use oob::{Oob, OobRequest, ThreadOob};
 pub use topo::ProcInfo;
-pub use types::{CollType, CollTypeSet, DataType, EeType, Event, EventType, MemType, ReduceOp};
+pub use types::{CollType, CollTypeSet, DataType, EeType, Event, EventType, HOST_FLOAT128, MemType, ReduceOp};

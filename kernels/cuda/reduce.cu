@@ -1,6 +1,6 @@
 // The reduce entry points: fc_reduce_<dtype>_<op> and
 // fc_reduce_strided_<dtype>_<op>, extern "C" (unmangled), one per
-// (dtype, op) pair that ReduceOp::check_dtype accepts, with the names of
+// (dtype, op) pair that ReduceOp::check_device_dtype accepts, with the names of
 // DataType::name and ReduceOp::name (kernels/src/names.rs builds the same names).
 
 // DIV: the avg divisor the body gets (sum kernels pass 0, so that sum and
@@ -78,4 +78,4 @@ FC_COMPLEX(float32_complex, float)
 FC_COMPLEX(float64_complex, double)
 
 // float128 and float128 complex: no kernels (no 128-bit float arithmetic on
-// the host either; ReduceOp::check_dtype refuses them).
+// the device; ReduceOp::check_device_dtype refuses them).

@@ -7,7 +7,7 @@
 //! ## What is here
 //! - **reduce**: `dst = op(src0, ..., srcN-1)` for `N <= MAX_SOURCES` (8), one
 //!   entry point per (datatype, operation) that
-//!   [`ReduceOp::check_dtype`](ferrocoll_core::ReduceOp::check_dtype) accepts
+//!   [`ReduceOp::check_device_dtype`](ferrocoll_core::ReduceOp::check_device_dtype) accepts
 //!   ([`reduce_kernel`]), and a variant whose sources are packed at a fixed
 //!   stride in one buffer ([`reduce_strided_kernel`]). Every reduce kernel
 //!   takes one [`ReduceArgs`] by value.
@@ -33,7 +33,8 @@
 //!   `{ T value; int32_t index; }` pairs with ties to the lowest index and
 //!   zeroed padding; complex sum/avg act on the parts and prod is the complex
 //!   product without fused multiply-add (`--fmad=false`). float128 has no
-//!   kernels (no 128-bit float arithmetic on the host either).
+//!   kernels (the host reduces it as C's `long double`; the device has no
+//!   such arithmetic, nor has UCC's CUDA executor).
 //! - **No headers.** NVRTC 13 finds no `cuda_fp16.h` without an include path,
 //!   so the source includes nothing: the narrow-float conversions are integer
 //!   bit manipulation (f16 uses PTX `cvt` on the device, which rounds the

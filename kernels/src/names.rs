@@ -44,7 +44,7 @@ macro_rules! row {
 }
 
 /// Every (datatype, operation) name, rows in [`DataType::ALL`] order; only
-/// the entries that [`ReduceOp::check_dtype`] accepts exist in the source.
+/// the entries that [`ReduceOp::check_device_dtype`] accepts exist in the source.
 macro_rules! table {
     ($prefix:literal) => {
         [
@@ -80,7 +80,7 @@ fn lookup(
     dtype: DataType,
     op: ReduceOp,
 ) -> Result<&'static str> {
-    op.check_dtype(dtype).map_err(|e| e.prefixed(format_args!("no device reduce kernel for {op} on {dtype}")))?;
+    op.check_device_dtype(dtype).map_err(|e| e.prefixed(format_args!("no device reduce kernel for {op} on {dtype}")))?;
     Ok(table[dtype as usize][op as usize])
 }
 
@@ -88,8 +88,8 @@ fn lookup(
 /// the destination (a kernel taking one [`ReduceArgs`](crate::ReduceArgs)).
 ///
 /// Errors (naming both) when the pair is meaningless: the same cases as
-/// [`ReduceOp::check_dtype`] (bitwise or logical on floats, an ordering of
-/// complex numbers, any float128 arithmetic).
+/// [`ReduceOp::check_device_dtype`] (bitwise or logical on floats, an
+/// ordering of complex numbers, any float128 arithmetic).
 ///
 /// ```
 /// use ferrocoll_core::{DataType, ReduceOp};
@@ -113,7 +113,7 @@ pub fn all_kernel_names() -> Vec<&'static str> {
     let mut names = Vec::new();
     for dtype in DataType::ALL {
         for op in ReduceOp::ALL {
-            if op.check_dtype(dtype).is_ok() {
+            if op.check_device_dtype(dtype).is_ok() {
                 names.push(NAMES[dtype as usize][op as usize]);
                 names.push(STRIDED_NAMES[dtype as usize][op as usize]);
             }
@@ -133,7 +133,7 @@ mod tests {
         let mut count = 0;
         for dtype in DataType::ALL {
             for op in ReduceOp::ALL {
-                match op.check_dtype(dtype) {
+                match op.check_device_dtype(dtype) {
                     Ok(()) => {
                         count += 1;
                         assert_eq!(reduce_kernel(dtype, op).unwrap(), format!("fc_reduce_{dtype}_{op}"));
@@ -193,7 +193,7 @@ mod tests {
     fn every_name_is_an_entry_of_the_source() {
         // reduce.cu emits one family macro per datatype, and each family
         // macro one FC_REDUCE(dt, op, ...) per operation: check that both
-        // agree with check_dtype (the NVRTC and emulation tests check the
+        // agree with check_device_dtype (the NVRTC and emulation tests check the
         // compiled entry points themselves).
         let src = crate::source();
         for dtype in DataType::ALL {
@@ -206,7 +206,7 @@ mod tests {
             let body = body.unwrap_or_else(|| panic!("no #define {family}"));
             for op in ReduceOp::ALL {
                 let line = format!("FC_REDUCE(dt, {}, ", op.name());
-                assert_eq!(body.contains(&line), op.check_dtype(dtype).is_ok(), "{family} and {op} on {dtype}");
+                assert_eq!(body.contains(&line), op.check_device_dtype(dtype).is_ok(), "{family} and {op} on {dtype}");
             }
         }
         for name in [COPY_KERNEL, FLAG_WRITE_KERNEL, FLAG_WAIT_KERNEL] {

@@ -13,7 +13,9 @@
 //!   chunked so dst stays in L1, monomorphised per (dtype, op), vectorised
 //!   (AVX2 when the CPU has it, chosen at run time), and tolerant of
 //!   unaligned buffers. f16, bf16 and float8 accumulate in `f32` and round once.
-//! - [`fp8`] converts the OCP float8 formats E4M3 and E5M2.
+//! - [`fp8`] converts the OCP float8 formats E4M3 and E5M2; `long_double`
+//!   (x86-64 and aarch64 Linux) converts UCC's float128, which the kernels
+//!   reduce as C's `long double`.
 //! - [`CudaMc`] handles CUDA device memory (and, as [`CudaMc::managed`],
 //!   managed memory): pooled device scratch, pinned host memory
 //!   ([`PinnedHost`]), the pointer query, copies in every direction and
@@ -25,6 +27,8 @@
 mod cuda;
 pub mod fp8;
 mod host;
+#[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+pub mod long_double;
 mod reduce;
 
 use std::sync::Arc;

@@ -125,6 +125,12 @@ pub fn matrix(coll: CollType, size: usize, seed: u64) -> Vec<Case> {
     cases
 }
 
+/// [`matrix`] without the reductions device memory has none of (float128).
+pub fn device_matrix(coll: CollType, size: usize, seed: u64) -> Vec<Case> {
+    let reduces = |c: &Case| !coll.is_reduction() || c.op.check_device_dtype(c.dtype).is_ok();
+    matrix(coll, size, seed).into_iter().filter(reduces).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 //! Test inputs per datatype and an independent reference for reductions:
-//! integers exact (wrapping, in u128), floats in f64, complex in f64 pairs.
+//! integers exact (wrapping, in u128), floats in f64, complex in f64 pairs
+//! (float128, C's `long double`, too: its inputs are f64s).
 //!
 //! Inputs are chosen so that the exact result is representable and finite
 //! (small values for sums, values near 1 for products, a handful of values
@@ -108,6 +109,7 @@ fn write_float(dt: DataType, v: f64, out: &mut [u8]) {
         Bfloat16 => out.copy_from_slice(&half::bf16::from_f64(v).to_bits().to_le_bytes()),
         Float32 | Float32Complex => out.copy_from_slice(&(v as f32).to_le_bytes()),
         Float64 | Float64Complex => out.copy_from_slice(&v.to_le_bytes()),
+        Float128 | Float128Complex => out.copy_from_slice(&floats::long_double_bytes(v)),
         // float8 inputs are written as codes by put_float.
         _ => {}
     }
@@ -120,6 +122,7 @@ fn read_float(dt: DataType, b: &[u8]) -> f64 {
         Bfloat16 => half::bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
         Float32 | Float32Complex => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         Float64 | Float64Complex => f64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])),
+        Float128 | Float128Complex => floats::long_double_value(b),
         Float8E4M3 => floats::e4m3(b[0]),
         Float8E5M2 => floats::e5m2(b[0]),
         _ => f64::NAN,
@@ -137,8 +140,9 @@ pub fn input(dt: DataType, op: Option<ReduceOp>, seed: u64, rank: usize, idx: us
     let h = hash(&[seed, rank as u64, idx as u64]);
     let h2 = hash(&[h, 1]);
     out.fill(0);
-    if op.is_none() || dt.is_float128() {
-        // Data movement: any bytes.
+    let reduced = op.is_some_and(|op| op.check_dtype(dt).is_ok());
+    if !reduced {
+        // Data movement (or a reduction refused before it runs): any bytes.
         for (i, chunk) in out.chunks_mut(8).enumerate() {
             let w = hash(&[h, i as u64 + 7]).to_le_bytes();
             chunk.copy_from_slice(&w[..chunk.len()]);
@@ -338,13 +342,19 @@ pub fn matches(dt: DataType, op: ReduceOp, got: &Val, want: &Expected) -> bool {
     }
 }
 
-/// Every (datatype, op) pair with a defined reduction.
+/// Every (datatype, op) pair with a defined reduction on host memory.
 pub fn reduction_pairs() -> Vec<(DataType, ReduceOp)> {
     DataType::ALL
         .iter()
         .flat_map(|&dt| ReduceOp::ALL.iter().map(move |&op| (dt, op)))
         .filter(|(dt, op)| op.check_dtype(*dt).is_ok())
         .collect()
+}
+
+/// Every (datatype, op) pair with a defined reduction on device memory
+/// (the host's but float128).
+pub fn device_reduction_pairs() -> Vec<(DataType, ReduceOp)> {
+    reduction_pairs().into_iter().filter(|(dt, op)| op.check_device_dtype(*dt).is_ok()).collect()
 }
 
 #[cfg(test)]
@@ -384,6 +394,9 @@ mod tests {
                 assert!(again, "{dt} {op} generated {v:?}");
             }
         }
-        assert_eq!(reduction_pairs().len(), 10 * 13 + 6 * 7 + 2 * 3);
+        // float128 and its complex (5 and 3 operations) where the host reduces them.
+        let float128 = if ReduceOp::Sum.check_dtype(DataType::Float128).is_ok() { 5 + 3 } else { 0 };
+        assert_eq!(reduction_pairs().len(), 10 * 13 + 6 * 7 + 2 * 3 + float128);
+        assert_eq!(device_reduction_pairs().len(), 10 * 13 + 6 * 7 + 2 * 3);
     }
 }

@@ -37,6 +37,57 @@ fn decode(bits: u8, ebits: u32, mbits: u32, bias: i32, ieee: bool) -> f64 {
     if e == 0 { sign * (m / mscale) * 2f64.powi(1 - bias) } else { sign * (1.0 + m / mscale) * 2f64.powi(e - bias) }
 }
 
+/// A normal or zero `v` as this target's C `long double` in 16 bytes (UCC's
+/// float128): x87 extended on x86-64 (64-bit significand with its integer
+/// bit, then sign and exponent, then 6 bytes of padding), IEEE binary128
+/// on aarch64. Exact: both formats hold every `f64`. Test inputs only (no
+/// subnormals, infinities or NaNs).
+pub fn long_double_bytes(v: f64) -> [u8; 16] {
+    let bits = v.to_bits();
+    let sign = u16::from(bits >> 63 == 1) << 15;
+    if v == 0.0 {
+        return if cfg!(target_arch = "aarch64") { (u128::from(sign) << 112).to_le_bytes() } else { x87(sign, 0) };
+    }
+    // v = 1.fraction * 2^(exponent - 1023); both formats' bias is 16383.
+    let exponent = ((bits >> 52) & 0x7ff) as u16 + 16383 - 1023;
+    let fraction = bits & ((1 << 52) - 1);
+    if cfg!(target_arch = "aarch64") {
+        (u128::from(sign | exponent) << 112 | u128::from(fraction) << 60).to_le_bytes()
+    } else {
+        x87(sign | exponent, 1 << 63 | fraction << 11)
+    }
+}
+
+fn x87(sign_exponent: u16, significand: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&significand.to_le_bytes());
+    out[8..10].copy_from_slice(&sign_exponent.to_le_bytes());
+    out
+}
+
+/// The value of a `long double` (see [`long_double_bytes`]) in `f64`, its
+/// significand cut to 64 bits first; NaN for infinities and NaNs.
+pub fn long_double_value(b: &[u8]) -> f64 {
+    let mut w = [0u8; 16];
+    w.copy_from_slice(&b[..16]);
+    let bits = u128::from_le_bytes(w);
+    let (sign_exponent, significand) = if cfg!(target_arch = "aarch64") {
+        let biased = (bits >> 112) as u16;
+        let hidden = u64::from(biased & 0x7fff != 0) << 63;
+        (biased, hidden | ((bits >> 49) as u64 & !(1 << 63)))
+    } else {
+        ((bits >> 64) as u16, bits as u64)
+    };
+    let exponent = i32::from(sign_exponent & 0x7fff);
+    if exponent == 0x7fff {
+        return f64::NAN;
+    }
+    let sign = if sign_exponent >> 15 == 1 { -1.0 } else { 1.0 };
+    // value = significand * 2^(exponent - 16383 - 63), a denormal's exponent read as 1.
+    let e = exponent.max(1) - 16383 - 63;
+    sign * significand as f64 * 2f64.powi(e / 2) * 2f64.powi(e - e / 2)
+}
+
 /// Machine epsilon (spacing above 1) of a float datatype, as f64.
 pub fn epsilon(dt: ferrocoll::DataType) -> f64 {
     use ferrocoll::DataType::*;
@@ -46,6 +97,7 @@ pub fn epsilon(dt: ferrocoll::DataType) -> f64 {
         Bfloat16 => 2f64.powi(-7),
         Float16 => 2f64.powi(-10),
         Float32 | Float32Complex => 2f64.powi(-23),
+        // float128 inputs and references are f64s.
         _ => 2f64.powi(-52),
     }
 }
@@ -68,6 +120,21 @@ pub fn min_subnormal(dt: ferrocoll::DataType) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_doubles_hold_f64s() {
+        for v in [1.0, -2.5, 156.25, -0.0, 0.0, 1.0 / 3.0, 1e300, -1e-300] {
+            let b = long_double_bytes(v);
+            assert_eq!(long_double_value(&b).to_bits(), v.to_bits(), "{v:e}");
+        }
+        // C's 1.0L: significand 0x8000_0000_0000_0000, exponent 0x3fff.
+        let one = long_double_bytes(1.0);
+        if cfg!(target_arch = "aarch64") {
+            assert_eq!(u128::from_le_bytes(one), 0x3fff << 112);
+        } else {
+            assert_eq!(one[..10], [0, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f]);
+        }
+    }
 
     #[test]
     fn known_values() {

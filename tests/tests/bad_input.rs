@@ -71,10 +71,12 @@ fn reduction_not_defined_for_the_datatype() {
         let mut a = CollArgs::new(CollType::Allreduce);
         let mut s = vec![0u8; 32];
         let mut t = vec![0u8; 32];
-        a.src = info(s.as_mut_ptr(), 2, DataType::Float128);
-        a.dst = info(t.as_mut_ptr(), 2, DataType::Float128);
-        // SAFETY: s and t hold 2 float128 each and outlive the call, which fails at validation.
-        expect_err(unsafe { team.collective_init(&a) }, Status::NotSupported, &["float128", "128-bit"]);
+        a.src = info(s.as_mut_ptr(), 1, DataType::Float128);
+        a.dst = info(t.as_mut_ptr(), 1, DataType::Float128);
+        a.op = ReduceOp::Maxloc;
+        a.flags |= CollFlags::LOC_PAIRS;
+        // SAFETY: s and t hold a float128 pair each and outlive the call, which fails at validation.
+        expect_err(unsafe { team.collective_init(&a) }, Status::NotSupported, &["maxloc", "float128"]);
         let ints = vec![1i32; 4];
         let mut out = vec![0i32; 4];
         expect_err(

@@ -27,7 +27,7 @@ use ferrocoll::{
     EventType, Lib, LibParams, MemRef, MemType, ReduceOp, Result, Status, TcpOob, Team, TeamParams, ThreadOob,
 };
 use ferrocoll_mc::HostMc;
-use ferrocoll_tests::cases::{Case, matrix};
+use ferrocoll_tests::cases::{Case, device_matrix};
 use ferrocoll_tests::gpu::skip_unless_gpu;
 use ferrocoll_tests::procs::{Job, ROLE, free_port};
 use ferrocoll_tests::runner::{coll_buffer, verify};
@@ -246,7 +246,7 @@ fn thread_world(size: usize, components: fn() -> Components, colls: Vec<CollType
         }
         let mut n = 0;
         for &coll in &colls {
-            for case in matrix(coll, size, 500 + coll.index() as u64).iter().step_by(every) {
+            for case in device_matrix(coll, size, 500 + coll.index() as u64).iter().step_by(every) {
                 run_case_on(team, case, place)?;
                 n += 1;
             }
@@ -431,7 +431,7 @@ fn gpu_colls_rank() -> i32 {
     let size = team.size();
     let mut n = 0;
     for coll in MAIN {
-        for case in matrix(coll, size, 900 + coll.index() as u64).iter().step_by(2) {
+        for case in device_matrix(coll, size, 900 + coll.index() as u64).iter().step_by(2) {
             let place = if case.seed % 5 == 0 { Place::Managed } else { Place::Device };
             if let Err(e) = run_case_on(&team, case, place) {
                 println!("FAIL {e}");

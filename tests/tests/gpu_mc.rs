@@ -12,7 +12,7 @@ mod gpu_support;
 use ferrocoll::core::backend::{Mc, McSet, ReduceSpec};
 use ferrocoll::{DataType, MemRef, MemType, ReduceOp, Status};
 use ferrocoll_mc::{CudaMc, HostMc};
-use ferrocoll_tests::dtypes::{elem_size, reduction_pairs};
+use ferrocoll_tests::dtypes::{device_reduction_pairs, elem_size};
 use ferrocoll_tests::gpu::{skip_unless_gpu, skip_unless_nvrtc};
 use ferrocoll_tests::rng::{Rng, hash};
 use gpu_support::reduce::{COUNTS, check_reduction, mem};
@@ -202,7 +202,7 @@ fn device_reductions_match_the_host_for_every_dtype_and_op() {
     bind();
     let base = fresh_seed("device_reductions_match_the_host_for_every_dtype_and_op");
     let mut k = 0u64;
-    for (dt, op) in reduction_pairs() {
+    for (dt, op) in device_reduction_pairs() {
         for nsrcs in 1..=9 {
             k += 1;
             let count = COUNTS[(k as usize) % COUNTS.len()];

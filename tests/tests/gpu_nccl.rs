@@ -25,7 +25,7 @@ use ferrocoll::{
     CollType, Config, Context, ContextParams, CudaStreamEe, Event, EventType, Status, TcpOob, Team, TeamParams,
 };
 use ferrocoll_cuda::sys::driver as sys;
-use ferrocoll_tests::cases::matrix;
+use ferrocoll_tests::cases::device_matrix;
 use ferrocoll_tests::gpu::gpu_status;
 use ferrocoll_tests::native::required;
 use ferrocoll_tests::procs::{Job, ROLE, free_port};
@@ -119,7 +119,7 @@ fn a_one_rank_nccl_team_runs_every_collective_and_datatype() {
     one_rank(move |team| {
         for coll in CollType::ALL.into_iter().filter(|c| !c.is_synchronisation()) {
             let (mut served, mut elsewhere) = (0, 0);
-            for case in matrix(coll, 1, 1400 + coll.index() as u64).iter().step_by(every) {
+            for case in device_matrix(coll, 1, 1400 + coll.index() as u64).iter().step_by(every) {
                 match run_case(team, case) {
                     Ok(true) => served += 1,
                     Ok(false) => elsewhere += 1,

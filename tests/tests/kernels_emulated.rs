@@ -166,7 +166,7 @@ fn check_matrix(test: &str, pick: impl Fn(DataType, ReduceOp) -> bool) {
     let mut cases = 0;
     for dtype in DataType::ALL {
         for op in ReduceOp::ALL {
-            if op.check_dtype(dtype).is_err() || !pick(dtype, op) {
+            if op.check_device_dtype(dtype).is_err() || !pick(dtype, op) {
                 continue;
             }
             for nsrcs in [1, 2, 3, MAX_SOURCES] {

@@ -148,7 +148,8 @@ impl DataType {
         matches!(self, Float16 | Bfloat16 | Float8E4M3 | Float8E5M2)
     }
 
-    /// Built on binary128, for which Rust has no stable arithmetic.
+    /// UCC's float128 or its complex: C's `long double` in 16 bytes (x87
+    /// extended on x86-64, binary128 on aarch64), for which Rust has no type.
     pub const fn is_float128(self) -> bool {
         matches!(self, DataType::Float128 | DataType::Float128Complex)
     }

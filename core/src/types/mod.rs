@@ -11,4 +11,4 @@ pub use coll_type::{CollType, CollTypeSet};
 pub use datatype::DataType;
 pub use event::{EeType, Event, EventType};
 pub use mem_type::MemType;
-pub use reduce_op::ReduceOp;
+pub use reduce_op::{HOST_FLOAT128, ReduceOp};

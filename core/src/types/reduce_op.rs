@@ -93,18 +93,28 @@ impl ReduceOp {
         if self.is_loc() { dtype.loc_pair_size() } else { dtype.size() }
     }
 
-    /// Whether this operation is defined for `dtype`; the error says why not.
+    /// Whether this operation is defined for `dtype` on host memory; the
+    /// error says why not.
     ///
     /// - integers: every operation;
     /// - real floats (float8 to float64): sum, prod, max, min, avg, maxloc, minloc;
     /// - complex (float32/float64): sum, prod, avg;
-    /// - float128 and float128 complex: none (no stable 128-bit float in Rust).
+    /// - float128 (C's `long double`, as UCC reduces it) and its complex:
+    ///   as float64 and float64 complex but maxloc/minloc, where the build
+    ///   has `long double` arithmetic ([`HOST_FLOAT128`]: x86-64 and
+    ///   aarch64 Linux); elsewhere none.
     pub fn check_dtype(self, dtype: DataType) -> Result<()> {
         if dtype.is_float128() {
-            return Err(Error::not_supported(format!(
-                "reduction {self} on {dtype} is not supported: Rust has no stable 128-bit float \
-                 arithmetic (data movement of {dtype} is supported)"
-            )));
+            if !HOST_FLOAT128 {
+                return Err(Error::not_supported(format!(
+                    "reduction {self} on {dtype} is not supported on this target: ferrocoll reduces \
+                     float128 as C's long double only on x86-64 and aarch64 Linux (data movement of \
+                     {dtype} is supported)"
+                )));
+            }
+            if self.is_loc() {
+                return Err(Error::not_supported(format!("reduction {self} on {dtype} is not supported")));
+            }
         }
         let ok = if dtype.is_integer() {
             true
@@ -124,7 +134,28 @@ impl ReduceOp {
             Err(Error::invalid_param(format!("reduction {self} is not defined for datatype {dtype}: {why}")))
         }
     }
+
+    /// As [`ReduceOp::check_dtype`], for a reduction on device memory: the
+    /// device kernels have no float128 arithmetic (nor does UCC's CUDA
+    /// executor).
+    pub fn check_device_dtype(self, dtype: DataType) -> Result<()> {
+        if dtype.is_float128() {
+            return Err(Error::not_supported(format!(
+                "reduction {self} on {dtype} is not supported on device memory: the device kernels \
+                 have no 128-bit float arithmetic (data movement of {dtype} is supported)"
+            )));
+        }
+        self.check_dtype(dtype)
+    }
 }
+
+/// Whether this build reduces float128 and float128 complex on the host,
+/// as C's `long double` (x87 extended on x86-64, IEEE binary128 on
+/// aarch64; `ferrocoll-mc`'s `long_double.rs`).
+pub const HOST_FLOAT128: bool = cfg!(any(
+    all(target_arch = "x86_64", target_os = "linux"),
+    all(target_arch = "aarch64", target_os = "linux")
+));
 
 impl fmt::Display for ReduceOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -152,7 +183,16 @@ mod tests {
     fn validity_matrix() {
         for op in ReduceOp::ALL {
             assert!(op.check_dtype(DataType::Int32).is_ok(), "{op} int32");
-            assert!(op.check_dtype(DataType::Float128).is_err());
+            // float128 reduces as float64 does, but maxloc/minloc, where the
+            // host has long double arithmetic; never on a device.
+            let host = HOST_FLOAT128 && !op.is_loc();
+            assert_eq!(op.check_dtype(DataType::Float128).is_ok(), host && op.check_dtype(DataType::Float64).is_ok());
+            let complex = op.check_dtype(DataType::Float64Complex).is_ok();
+            assert_eq!(op.check_dtype(DataType::Float128Complex).is_ok(), HOST_FLOAT128 && complex, "{op}");
+            let e = op.check_device_dtype(DataType::Float128).unwrap_err();
+            assert_eq!(e.status(), crate::Status::NotSupported);
+            assert!(e.to_string().contains("device"), "{e}");
+            assert_eq!(op.check_device_dtype(DataType::Int32).is_ok(), op.check_dtype(DataType::Int32).is_ok());
         }
         assert!(ReduceOp::Band.check_dtype(DataType::Float32).is_err());
         assert!(ReduceOp::Avg.check_dtype(DataType::Bfloat16).is_ok());

@@ -72,7 +72,7 @@ fn validate(dst: &MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<usize> {
             spec.op, spec.dtype
         )));
     }
-    spec.op.check_dtype(spec.dtype)?;
+    spec.op.check_device_dtype(spec.dtype)?;
     if spec.op == ReduceOp::Avg && spec.avg_divisor == Some(0) {
         return Err(Error::invalid_param(format!("avg on {} with divisor 0", spec.dtype)));
     }

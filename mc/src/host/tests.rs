@@ -167,7 +167,7 @@ fn reduce_refuses_overlap_other_memory_and_bad_shapes() {
     let cuda = unsafe { MemRef::new(hi.addr(), 16, MemType::Cuda) };
     let err = mc.reduce(lo, &[cuda], &s).unwrap_err();
     assert!(err.to_string().contains("cuda"), "{err}");
-    let err = mc.reduce(lo, &[hi], &spec(DataType::Float128, ReduceOp::Sum, 1)).unwrap_err();
+    let err = mc.reduce(lo, &[hi], &spec(DataType::Float128, ReduceOp::Minloc, 1)).unwrap_err();
     assert_eq!(err.status(), Status::NotSupported);
 }
 
@@ -226,7 +226,7 @@ fn a_prepared_reduction_gives_the_same_bits_and_checks_each_call() {
         }
     }
     // A spec the component cannot reduce has no prepared path; reduce says why.
-    let s = spec(DataType::Float128, ReduceOp::Sum, 2);
+    let s = spec(DataType::Float128, ReduceOp::Maxloc, 1);
     assert!(mc.prepare_reduce(&s).is_none());
     let (mut d, mut x) = (vec![0u8; 32], vec![0u8; 32]);
     assert_eq!(mc.reduce(mref(&mut d), &[mref(&mut x)], &s).unwrap_err().status(), Status::NotSupported);

@@ -10,14 +10,18 @@
 //! - Integers, `f32`, `f64` and complex reduce in their own arithmetic
 //!   (`elementwise.rs`); f16, bf16 and float8 are accumulated in `f32` and
 //!   rounded once (`narrow.rs`); maxloc/minloc work on C-layout pairs (`loc.rs`).
-//! - float128 and float128 complex have no arithmetic (Rust has no stable
-//!   binary128): `check_dtype` refuses them with `NotSupported`.
+//! - float128 and float128 complex are C's `long double` and its complex
+//!   (`long_double.rs`: the x87's arithmetic on x86-64, binary128 soft-float
+//!   on aarch64), reduced by the same element-wise kernels; other targets
+//!   have none, and `check_dtype` refuses them with `NotSupported`.
 
 mod driver;
 mod elementwise;
 #[cfg(target_arch = "x86_64")]
 mod f16c;
 mod loc;
+#[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+mod long_double;
 mod narrow;
 mod num;
 
@@ -120,10 +124,24 @@ fn kernels_of(spec: &ReduceSpec) -> Result<Kernels> {
         D::Bfloat16 => alone(narrow_kernel::<bf16>),
         D::Float8E4M3 => alone(narrow_kernel::<Float8E4M3>),
         D::Float8E5M2 => alone(narrow_kernel::<Float8E5M2>),
-        D::Float128 | D::Float128Complex => {
-            Err(Error::not_supported(format!("reduction {} on {} is not supported", spec.op, spec.dtype)))
-        }
+        D::Float128 | D::Float128Complex => float128_kernels(spec),
     }
+}
+
+/// float128 as C's `long double` (`HOST_FLOAT128`, the cfg of `long_double.rs`).
+#[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+fn float128_kernels(spec: &ReduceSpec) -> Result<Kernels> {
+    use long_double::LongDouble;
+    match spec.dtype {
+        DataType::Float128Complex => Ok((elementwise::complex::<LongDouble>(spec)?, None)),
+        _ => elementwise::float::<LongDouble>(spec),
+    }
+}
+
+/// No `long double` arithmetic on this target (`check_dtype` refused it first).
+#[cfg(not(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux"))))]
+fn float128_kernels(spec: &ReduceSpec) -> Result<Kernels> {
+    Err(Error::not_supported(format!("reduction {} on {} is not supported on this target", spec.op, spec.dtype)))
 }
 
 // Maxloc/minloc and the narrow floats dispatch on the spec in the kernel.

@@ -129,11 +129,14 @@ impl CollInit {
         };
         check_pair(&c.ck, v.src.as_ref(), v.dst.as_ref())?;
         let dtype = v.dst.as_ref().or(v.src.as_ref()).map_or(crate::types::DataType::Uint8, |b| b.dtype);
-        if coll.is_reduction() {
-            args.op.check_dtype(dtype).map_err(|e| e.prefixed(coll))?;
-        }
         let is_root = c.is_root();
         let (src, dst) = (v.src.as_ref(), v.dst.as_ref());
+        if coll.is_reduction() {
+            // Device memory has fewer reductions (no float128).
+            let on_device = [src, dst].into_iter().flatten().any(|b| b.mem.mem_type() != MemType::Host);
+            let check = if on_device { ReduceOp::check_device_dtype } else { ReduceOp::check_dtype };
+            check(args.op, dtype).map_err(|e| e.prefixed(coll))?;
+        }
         let init = CollInit {
             coll,
             rank,

@@ -28,6 +28,8 @@ pub(super) fn float_value(dt: DataType, b: &[u8]) -> f64 {
         DataType::Bfloat16 => bf16::from_bits(x as u16).to_f64(),
         DataType::Float32 => f64::from(f32::from_bits(x as u32)),
         DataType::Float64 => f64::from_bits(x as u64),
+        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        DataType::Float128 => crate::long_double::to_f64(&x.to_le_bytes()),
         DataType::Float8E4M3 => f64::from(fp8::e4m3_to_f32(x as u8)),
         DataType::Float8E5M2 => f64::from(fp8::e5m2_to_f32(x as u8)),
         _ => panic!("{dt} is not a real float"),
@@ -148,7 +150,11 @@ fn complex_check(
     got: &[u8],
     divisor: Option<usize>,
 ) -> Result<(), String> {
-    let part = if dt == DataType::Float32Complex { DataType::Float32 } else { DataType::Float64 };
+    let part = match dt {
+        DataType::Float32Complex => DataType::Float32,
+        DataType::Float128Complex => DataType::Float128,
+        _ => DataType::Float64,
+    };
     let ps = part.size();
     let z: Vec<(f64, f64)> = elems.iter().map(|e| (float_value(part, &e[..ps]), float_value(part, &e[ps..]))).collect();
     let (gr, gi) = (float_value(part, &got[..ps]), float_value(part, &got[ps..]));
