@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use ferrocoll::{CollType, Config, CudaStreamEe, Event, EventType, Status, Team};
 use ferrocoll_cuda::sys::driver as sys;
-use ferrocoll_tests::cases::matrix;
+use ferrocoll_tests::cases::device_matrix;
 use ferrocoll_tests::fake_cuda;
 use ferrocoll_tests::fake_nccl::{self, counter};
 use ferrocoll_tests::world;
@@ -153,7 +153,7 @@ fn every_collective_of_one_rank_runs_on_the_fake() {
         one_rank(|team| {
             let mut served = 0;
             for coll in CollType::ALL.into_iter().filter(|c| !c.is_synchronisation()) {
-                for case in matrix(coll, 1, 900 + coll.index() as u64).iter().step_by(7) {
+                for case in device_matrix(coll, 1, 900 + coll.index() as u64).iter().step_by(7) {
                     if run_case(team, case).unwrap_or_else(|e| panic!("{e}")) {
                         served += 1;
                     }
@@ -175,7 +175,7 @@ fn before_2_28_alltoall_runs_as_grouped_send_recv() {
         || {
             one_rank(|team| {
                 for coll in [CollType::Alltoall, CollType::Gather, CollType::Scatter, CollType::Alltoallv] {
-                    for case in matrix(coll, 1, 77).iter().filter(|c| !c.in_place).take(3) {
+                    for case in device_matrix(coll, 1, 77).iter().filter(|c| !c.in_place).take(3) {
                         assert!(run_case(team, case).unwrap_or_else(|e| panic!("{e}")), "{case}: not TL/NCCL");
                     }
                 }

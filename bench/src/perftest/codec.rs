@@ -19,7 +19,7 @@ pub enum Class {
     Real,
     /// A complex of two reals of `part` datatype.
     Complex(DataType),
-    /// float128 and its complex: bytes only.
+    /// float128 and its complex where the host does not reduce them: bytes only.
     Opaque,
 }
 
@@ -27,7 +27,8 @@ pub enum Class {
 pub fn class(dt: DataType) -> Class {
     use DataType::*;
     match dt {
-        Float128 | Float128Complex => Class::Opaque,
+        Float128 | Float128Complex if ferrocoll::ReduceOp::Sum.check_dtype(Float128).is_err() => Class::Opaque,
+        Float128Complex => Class::Complex(Float128),
         Float32Complex => Class::Complex(Float32),
         Float64Complex => Class::Complex(Float64),
         d if d.is_integer() => Class::Int { bits: (d.size() * 8) as u32, signed: d.is_signed_integer() },
@@ -43,7 +44,8 @@ pub fn epsilon(dt: DataType) -> f64 {
         Bfloat16 => f64::powi(2.0, -7),
         Float8E4M3 => f64::powi(2.0, -3),
         Float8E5M2 => f64::powi(2.0, -2),
-        Float64 | Float64Complex => f64::EPSILON,
+        // float128's inputs and references are f64s.
+        Float64 | Float64Complex | Float128 | Float128Complex => f64::EPSILON,
         _ => f32::EPSILON as f64,
     }
 }
@@ -80,6 +82,8 @@ pub fn put_real(out: &mut [u8], dt: DataType, v: f64) {
         Bfloat16 => out[..2].copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
         Float32 => out[..4].copy_from_slice(&(v as f32).to_le_bytes()),
         Float64 => out[..8].copy_from_slice(&v.to_le_bytes()),
+        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        Float128 => out[..16].copy_from_slice(&ferrocoll_mc::long_double::from_f64(v)),
         Float8E4M3 => out[0] = fp8::f32_to_e4m3(v as f32),
         Float8E5M2 => out[0] = fp8::f32_to_e5m2(v as f32),
         _ => {}
@@ -102,6 +106,8 @@ pub fn get_real(b: &[u8], dt: DataType) -> f64 {
             f32::from_le_bytes([a[0], a[1], a[2], a[3]]) as f64
         }
         Float64 => f64::from_le_bytes(arr(8)),
+        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        Float128 => ferrocoll_mc::long_double::to_f64(&b[..16].try_into().unwrap_or([0; 16])),
         Float8E4M3 => fp8::e4m3_to_f32(b[0]) as f64,
         Float8E5M2 => fp8::e5m2_to_f32(b[0]) as f64,
         _ => f64::NAN,
@@ -110,8 +116,8 @@ pub fn get_real(b: &[u8], dt: DataType) -> f64 {
 
 /// `v` rounded to `dt` and back (what storing it would keep).
 pub fn round_real(dt: DataType, v: f64) -> f64 {
-    let mut b = [0u8; 8];
-    put_real(&mut b[..dt.size().min(8)], dt, v);
+    let mut b = [0u8; 16];
+    put_real(&mut b[..dt.size().min(16)], dt, v);
     get_real(&b, dt)
 }
 
@@ -142,6 +148,11 @@ mod tests {
         assert_eq!(round_real(DataType::Float8E4M3, 10.0), 10.0);
         assert_eq!(round_real(DataType::Float8E5M2, 8.0), 8.0);
         assert!(class(DataType::Uint128) == Class::Int { bits: 128, signed: false });
-        assert_eq!(class(DataType::Float128Complex), Class::Opaque);
+        if ferrocoll::ReduceOp::Sum.check_dtype(DataType::Float128).is_ok() {
+            assert_eq!(round_real(DataType::Float128, -5.0), -5.0);
+            assert_eq!(class(DataType::Float128Complex), Class::Complex(DataType::Float128));
+        } else {
+            assert_eq!(class(DataType::Float128Complex), Class::Opaque);
+        }
     }
 }

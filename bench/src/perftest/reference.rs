@@ -39,7 +39,7 @@ impl Reference {
             Class::Int { bits, signed } => self.check_int(k, got, bits, signed),
             Class::Real => self.check_real(k, got),
             Class::Complex(part) => self.check_complex(k, got, part),
-            // float128 reductions are refused by the library before they run.
+            // float128 reductions where the library refuses them before they run.
             Class::Opaque => Ok(()),
         }
     }

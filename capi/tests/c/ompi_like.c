@@ -91,6 +91,46 @@ static int every_collective(int rank, int size, ucc_team_h team, ucc_context_h c
         if (d[i] != want) FAIL("in-place allreduce max[%d] = %g, want %g", i, d[i], want);
     }
 
+    /* allreduce sum and prod of float128 (C's long double, as UCC reduces
+       it): every partial result is exact in long double's significand (64
+       bits on x86-64, 113 on aarch64) but not in a double's 53, so the
+       result is the same whatever the order of the reduction, and equal to
+       C's only if the library computes in long double. */
+    if (sizeof(long double) == 16) {
+        long double ls[2 * N], lp[N], lc[2 * N];
+        const long double ulp60 = 1.0L / (1ULL << 60), ulp15 = 1.0L / (1 << 15);
+        for (int i = 0; i < N; i++) {
+            ls[i] = 1.0L + (long double)(rank + 1 + i) * ulp60;
+            lp[i] = 1.0L + (long double)(rank + 1 + i % 3) * ulp15;
+            lc[2 * i] = ls[i], lc[2 * i + 1] = -ls[i];
+        }
+        struct { ucc_datatype_t dt; void *buf; ucc_reduction_op_t op; } f128[] = {
+            {UCC_DT_FLOAT128, ls, UCC_OP_SUM},
+            {UCC_DT_FLOAT128, lp, UCC_OP_PROD},
+            {UCC_DT_FLOAT128_COMPLEX, lc, UCC_OP_SUM},
+        };
+        for (int k = 0; k < 3; k++) {
+            coll_args_init(&a, UCC_COLL_TYPE_ALLREDUCE);
+            a.mask  = UCC_COLL_ARGS_FIELD_FLAGS;
+            a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+            info(&a.dst.info, f128[k].buf, N, f128[k].dt);
+            a.op = f128[k].op;
+            if (run_blocking(&a, team, ctx)) return 1;
+        }
+        for (int i = 0; i < N; i++) {
+            long double sum = 0, prod = 1;
+            for (int r = 0; r < size; r++) {
+                sum += 1.0L + (long double)(r + 1 + i) * ulp60;
+                prod *= 1.0L + (long double)(r + 1 + i % 3) * ulp15;
+            }
+            if (ls[i] != sum) FAIL("float128 allreduce sum[%d] = %.21Lg, want %.21Lg", i, ls[i], sum);
+            if (lp[i] != prod) FAIL("float128 allreduce prod[%d] = %.21Lg, want %.21Lg", i, lp[i], prod);
+            if (lc[2 * i] != sum || lc[2 * i + 1] != -sum)
+                FAIL("float128 complex allreduce sum[%d] = (%.21Lg, %.21Lg), want (%.21Lg, %.21Lg)", i,
+                     lc[2 * i], lc[2 * i + 1], sum, -sum);
+        }
+    }
+
     /* reduce to the last rank; non-roots leave dst unset */
     for (int i = 0; i < N; i++) src[i] = val(rank, i), dst[i] = -1;
     coll_args_init(&a, UCC_COLL_TYPE_REDUCE);
