@@ -80,7 +80,8 @@ fn lookup(
     dtype: DataType,
     op: ReduceOp,
 ) -> Result<&'static str> {
-    op.check_device_dtype(dtype).map_err(|e| e.prefixed(format_args!("no device reduce kernel for {op} on {dtype}")))?;
+    op.check_device_dtype(dtype)
+        .map_err(|e| e.prefixed(format_args!("no device reduce kernel for {op} on {dtype}")))?;
     Ok(table[dtype as usize][op as usize])
 }
 

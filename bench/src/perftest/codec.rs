@@ -82,7 +82,10 @@ pub fn put_real(out: &mut [u8], dt: DataType, v: f64) {
         Bfloat16 => out[..2].copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
         Float32 => out[..4].copy_from_slice(&(v as f32).to_le_bytes()),
         Float64 => out[..8].copy_from_slice(&v.to_le_bytes()),
-        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        #[cfg(any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(target_arch = "aarch64", target_os = "linux")
+        ))]
         Float128 => out[..16].copy_from_slice(&ferrocoll_mc::long_double::from_f64(v)),
         Float8E4M3 => out[0] = fp8::f32_to_e4m3(v as f32),
         Float8E5M2 => out[0] = fp8::f32_to_e5m2(v as f32),
@@ -106,7 +109,10 @@ pub fn get_real(b: &[u8], dt: DataType) -> f64 {
             f32::from_le_bytes([a[0], a[1], a[2], a[3]]) as f64
         }
         Float64 => f64::from_le_bytes(arr(8)),
-        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        #[cfg(any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(target_arch = "aarch64", target_os = "linux")
+        ))]
         Float128 => ferrocoll_mc::long_double::to_f64(&b[..16].try_into().unwrap_or([0; 16])),
         Float8E4M3 => fp8::e4m3_to_f32(b[0]) as f64,
         Float8E5M2 => fp8::e5m2_to_f32(b[0]) as f64,

@@ -152,10 +152,8 @@ impl ReduceOp {
 /// Whether this build reduces float128 and float128 complex on the host,
 /// as C's `long double` (x87 extended on x86-64, IEEE binary128 on
 /// aarch64; `ferrocoll-mc`'s `long_double.rs`).
-pub const HOST_FLOAT128: bool = cfg!(any(
-    all(target_arch = "x86_64", target_os = "linux"),
-    all(target_arch = "aarch64", target_os = "linux")
-));
+pub const HOST_FLOAT128: bool =
+    cfg!(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")));
 
 impl fmt::Display for ReduceOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -35,7 +35,10 @@ enum Class {
     Unordered,
     Zero,
     /// Sign, and a key whose integer order is the magnitude's.
-    Number { negative: bool, magnitude: u128 },
+    Number {
+        negative: bool,
+        magnitude: u128,
+    },
 }
 
 impl LongDouble {
@@ -155,57 +158,45 @@ mod arith {
     use super::LongDouble;
     use std::arch::asm;
 
-    /// The result's 10 value bytes written by the FPU, its padding zero.
-    #[inline]
-    pub(super) fn add(a: LongDouble, b: LongDouble) -> LongDouble {
-        let mut r = LongDouble([0; 16]);
-        // SAFETY: `fld`/`fstp tbyte` read 10 bytes of `a` and `b` and write 10
-        // of `r`, all 16 bytes long and live; the two loads and one pop-add
-        // and one pop-store leave the x87 stack empty, as the ABI has it.
-        unsafe {
-            asm!(
-                "fld tbyte ptr [{a}]",
-                "fld tbyte ptr [{b}]",
-                "faddp st(1), st(0)",
-                "fstp tbyte ptr [{r}]",
-                a = in(reg) a.0.as_ptr(),
-                b = in(reg) b.0.as_ptr(),
-                r = in(reg) r.0.as_mut_ptr(),
-                out("st(0)") _,
-                out("st(1)") _,
-                options(nostack),
-            );
-        }
-        r
+    /// `$name(a, b)`: both loaded, `$op` (which pops one), the result
+    /// stored: its 10 value bytes written by the FPU, its padding zero.
+    macro_rules! binary {
+        ($name:ident, $op:literal) => {
+            #[inline]
+            pub(super) fn $name(a: LongDouble, b: LongDouble) -> LongDouble {
+                let mut r = LongDouble([0; 16]);
+                // SAFETY: `fld`/`fstp tbyte` read 10 bytes of `a` and `b` and
+                // write 10 of `r`, all 16 bytes long and live; the two loads,
+                // one pop with the operation and one pop with the store leave
+                // the x87 stack empty, as the ABI has it.
+                unsafe {
+                    asm!(
+                        "fld tbyte ptr [{a}]",
+                        "fld tbyte ptr [{b}]",
+                        $op,
+                        "fstp tbyte ptr [{r}]",
+                        a = in(reg) a.0.as_ptr(),
+                        b = in(reg) b.0.as_ptr(),
+                        r = in(reg) r.0.as_mut_ptr(),
+                        out("st(0)") _,
+                        out("st(1)") _,
+                        options(nostack),
+                    );
+                }
+                r
+            }
+        };
     }
 
-    #[inline]
-    pub(super) fn mul(a: LongDouble, b: LongDouble) -> LongDouble {
-        let mut r = LongDouble([0; 16]);
-        // SAFETY: as `add`.
-        unsafe {
-            asm!(
-                "fld tbyte ptr [{a}]",
-                "fld tbyte ptr [{b}]",
-                "fmulp st(1), st(0)",
-                "fstp tbyte ptr [{r}]",
-                a = in(reg) a.0.as_ptr(),
-                b = in(reg) b.0.as_ptr(),
-                r = in(reg) r.0.as_mut_ptr(),
-                out("st(0)") _,
-                out("st(1)") _,
-                options(nostack),
-            );
-        }
-        r
-    }
+    binary!(add, "faddp st(1), st(0)");
+    binary!(mul, "fmulp st(1), st(0)");
 
     /// `a / n`, `n` loaded exactly as a 64-bit integer (a team size fits).
     #[inline]
     pub(super) fn div_count(a: LongDouble, n: usize) -> LongDouble {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
         let mut r = LongDouble([0; 16]);
-        // SAFETY: as `add`; `fild qword` reads the 8 bytes of `n`, on the stack of this function.
+        // SAFETY: as `binary!`; `fild qword` reads the 8 bytes of `n`, on the stack of this function.
         unsafe {
             asm!(
                 "fld tbyte ptr [{a}]",

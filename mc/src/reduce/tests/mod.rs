@@ -103,7 +103,10 @@ pub(super) fn float_bytes(dt: DataType, x: f64) -> Vec<u8> {
         DataType::Bfloat16 => bf16::from_f64(x).to_bits().to_le_bytes().to_vec(),
         DataType::Float32 => (x as f32).to_le_bytes().to_vec(),
         DataType::Float64 => x.to_le_bytes().to_vec(),
-        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        #[cfg(any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(target_arch = "aarch64", target_os = "linux")
+        ))]
         DataType::Float128 => crate::long_double::from_f64(x).to_vec(),
         DataType::Float8E4M3 => vec![fp8::f32_to_e4m3(x as f32)],
         DataType::Float8E5M2 => vec![fp8::f32_to_e5m2(x as f32)],
@@ -144,10 +147,9 @@ fn element(dt: DataType, op: ReduceOp, rng: &mut Rng) -> Vec<u8> {
             [rng.float(2.0) as f32, rng.float(2.0) as f32].iter().flat_map(|p| p.to_le_bytes()).collect()
         }
         DataType::Float64Complex => [rng.float(2.0), rng.float(2.0)].iter().flat_map(|p| p.to_le_bytes()).collect(),
-        DataType::Float128Complex => [rng.float(2.0), rng.float(2.0)]
-            .iter()
-            .flat_map(|&p| float_bytes(DataType::Float128, p))
-            .collect(),
+        DataType::Float128Complex => {
+            [rng.float(2.0), rng.float(2.0)].iter().flat_map(|&p| float_bytes(DataType::Float128, p)).collect()
+        }
         _ => panic!("no generator for {dt}"),
     }
 }

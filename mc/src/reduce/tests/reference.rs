@@ -28,7 +28,10 @@ pub(super) fn float_value(dt: DataType, b: &[u8]) -> f64 {
         DataType::Bfloat16 => bf16::from_bits(x as u16).to_f64(),
         DataType::Float32 => f64::from(f32::from_bits(x as u32)),
         DataType::Float64 => f64::from_bits(x as u64),
-        #[cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+        #[cfg(any(
+            all(target_arch = "x86_64", target_os = "linux"),
+            all(target_arch = "aarch64", target_os = "linux")
+        ))]
         DataType::Float128 => crate::long_double::to_f64(&x.to_le_bytes()),
         DataType::Float8E4M3 => f64::from(fp8::e4m3_to_f32(x as u8)),
         DataType::Float8E5M2 => f64::from(fp8::e5m2_to_f32(x as u8)),
