@@ -240,6 +240,8 @@ pub fn reduce_ref(dt: DataType, op: ReduceOp, vals: &[Val]) -> Val {
                 Prod => ints.iter().fold(1u128, |a, &x| t(a.wrapping_mul(x))),
                 Max => ints.iter().copied().reduce(|a, x| if int_less(a, x, dt) { x } else { a }).unwrap_or(0),
                 Min => ints.iter().copied().reduce(|a, x| if int_less(x, a, dt) { x } else { a }).unwrap_or(0),
+                // Among one rank its value as it is (UCC's TL/SELF and MPI copy it).
+                Land | Lor | Lxor if n == 1 => ints[0],
                 Land => u128::from(ints.iter().all(|&x| x != 0)),
                 Lor => u128::from(ints.iter().any(|&x| x != 0)),
                 Lxor => u128::from(ints.iter().filter(|&&x| x != 0).count() % 2 == 1),
@@ -369,6 +371,8 @@ mod tests {
         assert_eq!(reduce_ref(dt, ReduceOp::Max, &[v(-3), v(2)]), v(2));
         assert_eq!(reduce_ref(dt, ReduceOp::Avg, &[v(-7), v(0)]), v(-3));
         assert_eq!(reduce_ref(DataType::Uint8, ReduceOp::Max, &[Val::Int(200), Val::Int(3)]), Val::Int(200));
+        assert_eq!(reduce_ref(DataType::Uint8, ReduceOp::Lor, &[Val::Int(200), Val::Int(3)]), Val::Int(1));
+        assert_eq!(reduce_ref(DataType::Uint8, ReduceOp::Lor, &[Val::Int(200)]), Val::Int(200), "one rank: a copy");
     }
 
     #[test]

@@ -65,6 +65,8 @@ impl Reference {
             Prod => (xs.iter().fold(1i128, |a, &x| w(a.wrapping_mul(x))), None),
             Max | Maxloc => best(&xs, |a, b| a > b),
             Min | Minloc => best(&xs, |a, b| a < b),
+            // Among one rank its value as it is (UCC's TL/SELF and MPI copy it).
+            Land | Lor | Lxor if xs.len() == 1 => (xs[0], None),
             Land => (i128::from(nz == xs.len()), None),
             Lor => (i128::from(nz > 0), None),
             Lxor => (i128::from(nz % 2 == 1), None),

@@ -35,6 +35,7 @@ use super::epoch::{Depth, Flag, WaitCursor};
 use super::inline::WITH_TAG;
 use super::team::{ShmPost, ShmTeam, note_waiting};
 use crate::base::AlgFuture;
+use crate::base::local::alone_is_a_copy;
 
 /// A collective that takes one epoch: its payloads fit the inline regions
 /// (`inline.rs`), or it has none.
@@ -265,6 +266,10 @@ impl Reduction {
 
     /// `out = op(srcs...)` on `team`'s host memory component.
     fn run(&self, team: &ShmTeam, out: MemRef, srcs: &[MemRef]) -> Result<()> {
+        if srcs.len() == 1 && alone_is_a_copy(self.spec.op) {
+            // A team of one's logical operation (`ShmTeam::reduce` copies it).
+            return team.reduce(out, srcs, self.spec);
+        }
         let host = team.host()?;
         match self.prepared.get_or_init(|| host.prepare_reduce(&self.spec)) {
             Some(prepared) => host.reduce_prepared(out, srcs, prepared),

@@ -28,6 +28,7 @@ use super::liveness_cadence::LivenessCadence;
 use super::one_epoch;
 use super::segment::{CAUSE_SHIFT, FAILED, LEFT, PRESENT, Segment};
 use super::{CMA_MEASURED, SCORE, ShmConfig, crossover};
+use crate::base::local::alone_is_a_copy;
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
 /// Teams up to this size hand their ranks' parts around on the stack (see
@@ -346,10 +347,17 @@ impl ShmTeam {
         }
     }
 
-    /// `dst = op(srcs...)` as `spec` says, in the order given.
+    /// `dst = op(srcs...)` as `spec` says, in the order given (one source
+    /// of a logical operation, a team of one's, is copied as it is:
+    /// `alone_is_a_copy`).
     pub(crate) fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: ReduceSpec) -> Result<()> {
         if spec.count == 0 {
             return Ok(());
+        }
+        if let [src] = srcs
+            && alone_is_a_copy(spec.op)
+        {
+            return dst.copy_host_from(src);
         }
         self.host()?.reduce(dst, srcs, &spec)
     }
