@@ -182,7 +182,10 @@ pub unsafe extern "C" fn ucc_context_config_release(config: *mut ContextConfigHa
 }
 
 /// `ucc_context_config_modify`: `component` NULL for the core, or
-/// `tl/<name>` / `cl/<name>` to prefix the variable with its component.
+/// `tl/<name>` / `cl/<name>` to prefix the variable with its component. A
+/// component's field that ferrocoll does not document is accepted without
+/// effect if it is spelled as a field (`A-Z`, then `A-Z0-9_`); anything
+/// else is `UCC_ERR_NOT_FOUND`, as an unknown core field is.
 ///
 /// # Safety
 /// `config` is a handle; `component` NULL or a C string; `name`, `value` C strings.
@@ -207,6 +210,16 @@ pub unsafe extern "C" fn ucc_context_config_modify(
                 })?;
                 if !matches!(kind, "tl" | "cl") || comp.is_empty() {
                     return Err(Error::invalid_param(format!("component {c:?} is not \"tl/<name>\" or \"cl/<name>\"")));
+                }
+                // A field of a component ferrocoll does not document is
+                // accepted without effect (the components differ from UCC's),
+                // but only if it can be a field's name at all.
+                let named = name.starts_with(|c: char| c.is_ascii_uppercase())
+                    && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if !named {
+                    return Err(Error::not_found(format!(
+                        "failed to modify {kind} {comp:?} configuration: {name:?} is not a configuration field"
+                    )));
                 }
                 format!("{}_{}_{}", kind.to_ascii_uppercase(), comp.to_ascii_uppercase(), name)
             }

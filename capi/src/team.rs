@@ -274,6 +274,11 @@ pub unsafe extern "C" fn ucc_team_create_post(
         non_null(contexts, "contexts")?;
         non_null(team_params, "team_params")?;
         non_null(new_team, "new_team")?;
+        // NULL until a team is made: a caller that tests or destroys the
+        // handle of a failed post gets an error naming it, not a read of
+        // whatever was there (UCC's gtest tests its handle after a failure).
+        // SAFETY: checked non-null; the caller's handle slot.
+        unsafe { new_team.write_unaligned(std::ptr::null_mut()) };
         if num_contexts != 1 {
             return Err(Error::not_supported(format!("num_contexts {num_contexts}: a team spans exactly one context")));
         }

@@ -513,6 +513,13 @@ static int bad_input(ucc_lib_h lib, ucc_team_h team, ucc_context_h ctx)
     cp.oob.oob_ep   = 0;
     cp.oob.req_test = NULL;
     CHECK_STATUS(ucc_context_create(lib, &cp, NULL, &c2), UCC_ERR_INVALID_PARAM);
+    /* A team post that fails leaves its handle NULL, which later calls refuse. */
+    ucc_team_h        t2 = (ucc_team_h)not_a_handle;
+    ucc_team_params_t tp;
+    tp.mask = 0;
+    CHECK_STATUS(ucc_team_create_post(&ctx, 2, &tp, &t2), UCC_ERR_NOT_SUPPORTED);
+    if (t2 != NULL) FAIL("a failed team post left its handle as %p", (void *)t2);
+    CHECK_STATUS(ucc_team_create_test(t2), UCC_ERR_INVALID_PARAM);
     /* maxloc has no UCC datatype to run on */
     coll_args_init(&a, UCC_COLL_TYPE_ALLREDUCE);
     info(&a.src.info, x, 2, UCC_DT_INT32);
@@ -570,6 +577,7 @@ static int body(int rank, int size)
     CHECK_OK(ucc_context_config_modify(ctx_config, NULL, "ESTIMATED_NUM_PPN", n));
     CHECK_OK(ucc_context_config_modify(ctx_config, "tl/ucp", "ALLREDUCE_KN_RADIX", "4"));
     CHECK_STATUS(ucc_context_config_modify(ctx_config, "nonsense", "X", "1"), UCC_ERR_INVALID_PARAM);
+    CHECK_STATUS(ucc_context_config_modify(ctx_config, "cl/basic", "_UNKNOWN_FIELD", "x"), UCC_ERR_NOT_FOUND);
     ucc_context_params_t cp;
     cp.mask = UCC_CONTEXT_PARAM_FIELD_OOB;
     cp.oob  = oob_of(&oob);

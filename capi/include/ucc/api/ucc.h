@@ -336,7 +336,8 @@ typedef enum {
     UCC_MEM_MAP_MODE_EXPORT,
     UCC_MEM_MAP_MODE_IMPORT,
     UCC_MEM_MAP_MODE_EXPORT_OFFLOAD,
-    UCC_MEM_MAP_MODE_IMPORT_OFFLOAD
+    UCC_MEM_MAP_MODE_IMPORT_OFFLOAD,
+    UCC_MEM_MAP_MODE_LAST
 } ucc_mem_map_mode_t;
 
 ucc_status_t ucc_mem_map(ucc_context_h context, ucc_mem_map_mode_t mode,
