@@ -2,8 +2,8 @@
 //! attributes (with an address blob), destroy. Memory maps are [`crate::mem_map`].
 
 use std::cell::RefCell;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
 use std::time::Duration;
 
 use ferrocoll::{Context, ContextParams as FcContextParams, ContextType, Error, Lib, Result};
@@ -16,7 +16,7 @@ use crate::lib_api::{LibHandle, put};
 use crate::oob::{CollOob, RawOob};
 
 /// `UCC_OOB_TIMEOUT`'s default (ferrocoll core's).
-const OOB_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const OOB_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What a `ucc_context_h` points to.
 #[repr(C)]
@@ -31,6 +31,14 @@ pub struct ContextHandle {
     pub(crate) lib: Lib,
     /// What `CTX_ADDR` hands out (see [`address`]): owned by the context, as in UCC.
     addr: Box<[u8]>,
+    /// Made without an OOB: the parameters its teams' own contexts are made
+    /// with (`local_team.rs`).
+    pub(crate) local: Option<FcContextParams>,
+    /// The contexts of its teams made over a team OOB (`local_team.rs`),
+    /// progressed with it; `has_children` says whether there are any
+    /// without taking the lock.
+    children: Mutex<Vec<Weak<ContextHandle>>>,
+    has_children: AtomicBool,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 0.
@@ -100,6 +108,50 @@ impl std::ops::Deref for CtxRef<'_> {
 
 impl ContextHandle {
     /// The context, or why there is none.
+    /// A handle without a context yet (set under its lock), never published.
+    fn empty(lib: Lib) -> ContextHandle {
+        ContextHandle {
+            magic: AtomicU64::new(0),
+            ctx: RwLock::new(None),
+            ctx_type: 0,
+            lib,
+            addr: Box::default(),
+            local: None,
+            children: Mutex::default(),
+            has_children: AtomicBool::new(false),
+        }
+    }
+
+    /// A context for a team over a team OOB, made later
+    /// ([`ContextHandle::adopt`]), progressed with this one.
+    pub(crate) fn child(&self) -> Arc<ContextHandle> {
+        let c = Arc::new(ContextHandle { ctx_type: self.ctx_type, ..ContextHandle::empty(self.lib.clone()) });
+        let mut children = self.children.lock().unwrap_or_else(|p| p.into_inner());
+        children.retain(|w| w.strong_count() > 0);
+        children.push(Arc::downgrade(&c));
+        self.has_children.store(true, Ordering::Relaxed);
+        c
+    }
+
+    /// Give a [`ContextHandle::child`] its context, once made.
+    pub(crate) fn adopt(&self, ctx: Context) {
+        *self.ctx.write().unwrap_or_else(|p| p.into_inner()) = Some(ctx);
+    }
+
+    /// Progress the contexts of its teams made over a team OOB (those
+    /// still being made, or gone with their team, are skipped).
+    fn progress_children(&self) -> Result<()> {
+        let children: Vec<Arc<ContextHandle>> =
+            self.children.lock().unwrap_or_else(|p| p.into_inner()).iter().filter_map(Weak::upgrade).collect();
+        for c in children {
+            let made = c.ctx.read().unwrap_or_else(|p| p.into_inner()).is_some();
+            if made {
+                c.get()?.progress()?;
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn get(&self) -> Result<CtxRef<'_>> {
         let guard = self.ctx.read().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
@@ -168,9 +220,11 @@ pub unsafe extern "C" fn ucc_context_create(
             p.oob = Some(Arc::new(CollOob::agree_on_job(raw, timeout)?));
         }
         let job = p.oob.as_ref().and_then(|o| o.job_id());
+        let local = p.oob.is_none().then(|| p.clone());
         let ctx = Context::new(&lib, p)?;
         let addr = address(job.as_deref(), ctx.ep(), ctx.n_eps());
-        let h = ContextHandle { magic: AtomicU64::new(0), ctx: RwLock::new(Some(ctx)), ctx_type, lib, addr };
+        let h = ContextHandle { ctx_type, addr, local, ..ContextHandle::empty(lib) };
+        *h.ctx.write().unwrap_or_else(|p| p.into_inner()) = Some(ctx);
         // SAFETY: checked non-null.
         unsafe { put(context, publish(h)) };
         Ok(UCC_OK)
@@ -187,6 +241,9 @@ pub unsafe extern "C" fn ucc_context_progress(context: *const ContextHandle) -> 
         // SAFETY: see handle::borrow.
         let h = unsafe { borrow(context, "context") }?;
         h.get()?.progress()?;
+        if h.has_children.load(Ordering::Relaxed) {
+            h.progress_children()?;
+        }
         Ok(UCC_OK)
     })
 }

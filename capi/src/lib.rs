@@ -34,6 +34,7 @@ mod ee;
 mod guard;
 mod handle;
 mod lib_api;
+mod local_team;
 mod mc;
 mod mem_map;
 mod oob;

@@ -200,21 +200,36 @@ impl CollOob {
     /// OOB has none, so the endpoints make one: each contributes its host,
     /// process and a clock reading, and the name is a hash of them all.
     pub(crate) fn agree_on_job(raw: RawOob, timeout: Option<Duration>) -> Result<CollOob> {
-        let mine = format!(
-            "{}:{}:{:?}",
-            std::process::id(),
-            raw.rank(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
-        );
-        let mut probe = CollOob { raw, job: String::new() };
-        let all = ferrocoll::core::oob::allgather_blocking(&probe, mine.as_bytes(), timeout)
+        let mut probe = CollOob::unnamed(raw);
+        let all = ferrocoll::core::oob::allgather_blocking(&probe, job_part(raw.rank()).as_bytes(), timeout)
             .map_err(|e| e.prefixed("agreeing on a job name over the OOB"))?;
-        // Every endpoint runs this same build, so the std hasher (fixed keys) agrees.
-        let mut h = std::hash::DefaultHasher::new();
-        all.hash(&mut h);
-        probe.job = format!("u{:x}", h.finish());
+        probe.job = job_name(&all);
         Ok(probe)
     }
+
+    /// The callbacks without a job name yet (its allgathers work; a
+    /// context made over it must be given a name by other means).
+    pub(crate) fn unnamed(raw: RawOob) -> CollOob {
+        CollOob { raw, job: String::new() }
+    }
+}
+
+/// What endpoint `rank` contributes to the job's name: its process and a clock reading.
+pub(crate) fn job_part(rank: usize) -> String {
+    format!(
+        "{}:{}:{:?}",
+        std::process::id(),
+        rank,
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+    )
+}
+
+/// The job's name from every endpoint's [`job_part`], the same on each.
+pub(crate) fn job_name(all: &[Vec<u8>]) -> String {
+    // Every endpoint runs this same build, so the std hasher (fixed keys) agrees.
+    let mut h = std::hash::DefaultHasher::new();
+    all.hash(&mut h);
+    format!("u{:x}", h.finish())
 }
 
 impl Oob for CollOob {

@@ -20,6 +20,7 @@ use crate::context::ContextHandle;
 use crate::guard::{ffi, non_null};
 use crate::handle::{Handle, borrow, publish, retire};
 use crate::lib_api::put;
+use crate::local_team::Wiring;
 use crate::oob::{Fixed, RawOob};
 use crate::spares::Spares;
 
@@ -35,6 +36,10 @@ enum State {
     /// Allgathering the members' context endpoints over the team OOB,
     /// since the instant given, for at most the duration given.
     Gathering(Fixed, Instant, Option<Duration>),
+    /// Making the team's own context over the team OOB (a context made
+    /// without an OOB: `local_team.rs`), since the instant given, for at
+    /// most the duration given.
+    Wiring(Wiring, Instant, Option<Duration>),
     /// ferrocoll's team creation in progress.
     Creating(Team),
     /// Taken out by a `ucc_team_create_test` that is stepping it: the OOB's
@@ -133,7 +138,9 @@ impl TeamHandle {
                     State::Failed(e) => return Err(e.duplicate()),
                     // Stepped by another call (another thread, or a callback run by that step).
                     State::Busy => return Ok(Status::InProgress),
-                    State::Gathering(..) | State::Creating(_) => std::mem::replace(&mut *st, State::Busy),
+                    State::Gathering(..) | State::Wiring(..) | State::Creating(_) => {
+                        std::mem::replace(&mut *st, State::Busy)
+                    }
                 }
             };
             // A panic (caught at the boundary) must not leave the state Busy for ever.
@@ -174,6 +181,31 @@ impl TeamHandle {
                     Ok(team) => (State::Creating(team), false),
                     Err(e) => (State::Failed(e.prefixed("team OOB exchange of endpoints")), false),
                 },
+            },
+            State::Wiring(mut w, since, limit) => match w.step() {
+                Poll::Pending => match limit.filter(|l| since.elapsed() > *l) {
+                    Some(l) => {
+                        let e = Error::timed_out(format!(
+                            "making the team's context over the team OOB not done after {:.1} s \
+                             (UCC_TEAM_CREATE_TIMEOUT): a member has not called ucc_team_create_post, or the team \
+                             OOB does not complete",
+                            l.as_secs_f64()
+                        ));
+                        (State::Failed(e), false)
+                    }
+                    None => (State::Wiring(w, since, limit), true),
+                },
+                Poll::Ready(r) => {
+                    let made = r.and_then(|ctx| {
+                        let n = ctx.n_eps() as u64;
+                        self.ctx.adopt(ctx);
+                        self.create((0..n).collect())
+                    });
+                    match made {
+                        Ok(team) => (State::Creating(team), false),
+                        Err(e) => (State::Failed(e.prefixed("the team's context over its OOB")), false),
+                    }
+                }
             },
             State::Creating(team) => match team.create_test() {
                 Ok(Status::InProgress) => (State::Creating(team), true),
@@ -330,10 +362,10 @@ pub unsafe extern "C" fn ucc_team_create_post(
                     raw.rank()
                 )));
             }
-            if raw.size() > n_eps {
-                return Err(Error::not_supported(format!(
-                    "team_params.oob has {} endpoints but the context has {n_eps}: ferrocoll makes teams over the \
-                     endpoints its context connected (create the context with an OOB over every member)",
+            if raw.size() > n_eps && ctx.local.is_none() {
+                return Err(Error::invalid_param(format!(
+                    "team_params.oob has {} endpoints but the context has {n_eps}: a team's members are endpoints \
+                     of its context's OOB",
                     raw.size()
                 )));
             }
@@ -342,28 +374,40 @@ pub unsafe extern "C" fn ucc_team_create_post(
             ((0..n_eps as u64).collect::<Vec<_>>().into(), None)
         };
         let size = eps.as_ref().map_or_else(|| oob.map_or(0, |o| o.size()), Vec::len);
+        // A context made without an OOB, and a team of more than itself:
+        // the team gets a context of its own, made over the team OOB.
+        let wiring = match (&ctx.local, oob) {
+            (Some(params), Some(raw)) if raw.size() > 1 => Some(Wiring::start(ctx.lib.clone(), params.clone(), raw)?),
+            _ => None,
+        };
+        let team_ctx = if wiring.is_some() { ctx.child() } else { ctx.clone() };
         let h = TeamHandle {
             magic: AtomicU64::new(0),
             _ucc_private: [0; SIZE_OFFSET - 8],
             size: u32::try_from(size).map_err(|_| Error::invalid_param(format!("team of {size} members")))?,
             rank: OnceLock::new(),
             eps: OnceLock::new(),
-            ctx: ctx.clone(),
+            ctx: team_ctx,
             ep_hint: ep_hint.filter(|_| oob.is_none()),
             state: Mutex::new(State::Failed(Error::internal("team not started"))),
             spares: Arc::default(),
             create_tests: FruitlessProgress::default(),
         };
-        let state = match (eps, oob) {
-            (Some(eps), _) => State::Creating(h.create(eps)?),
-            (None, Some(raw)) => {
+        let state = match (eps, oob, wiring) {
+            (_, _, Some(w)) => {
+                let limit =
+                    ctx.get()?.config().positive_duration_or("TEAM_CREATE_TIMEOUT", Some(TEAM_CREATE_TIMEOUT))?;
+                State::Wiring(w, Instant::now(), limit)
+            }
+            (Some(eps), _, None) => State::Creating(h.create(eps)?),
+            (None, Some(raw), None) => {
                 let (me, limit) = {
                     let c = ctx.get()?;
                     (c.ep() as u64, c.config().positive_duration_or("TEAM_CREATE_TIMEOUT", Some(TEAM_CREATE_TIMEOUT))?)
                 };
                 State::Gathering(raw.allgather(me.to_le_bytes().to_vec())?, Instant::now(), limit)
             }
-            (None, None) => return Err(Error::internal("a team with neither endpoints nor OOB")),
+            (None, None, None) => return Err(Error::internal("a team with neither endpoints nor OOB")),
         };
         *h.state() = state;
         // SAFETY: checked non-null.
@@ -385,7 +429,10 @@ pub unsafe extern "C" fn ucc_team_create_test(team: *const TeamHandle) -> UccSta
         if status == Status::InProgress {
             // Callers spin on this and ucc_context_progress; where ranks
             // outnumber cores, the members it waits for need the core.
-            h.ctx.get()?.after_fruitless_test(&h.create_tests);
+            // (A team's own context still being made over its OOB has no core context yet.)
+            if let Ok(ctx) = h.ctx.get() {
+                ctx.after_fruitless_test(&h.create_tests);
+            }
         }
         Ok(crate::guard::status_code(status))
     })

@@ -636,6 +636,25 @@ static int body(int rank, int size)
     if (destroy_team(rev)) return 1;
     if (destroy_team(world)) return 1;
     CHECK_STATUS(ucc_team_destroy(world), UCC_ERR_INVALID_PARAM);
+
+    /* A context made without an OOB (UCC's context-local one): a team over
+       a team OOB connects its members then, and runs every collective,
+       progressed through the context it was made on. */
+    ucc_context_h   local;
+    ucc_team_h      lt;
+    struct oob_info toob = {g_team_oob, rank, size, 0};
+    cp.mask = 0;
+    CHECK_OK(ucc_context_create(lib, &cp, NULL, &local));
+    tp.mask = UCC_TEAM_PARAM_FIELD_OOB;
+    tp.oob  = oob_of(&toob);
+    if (create_team(local, &tp, &lt)) return 1;
+    ta.mask = UCC_TEAM_ATTR_FIELD_SIZE | UCC_TEAM_ATTR_FIELD_EP;
+    CHECK_OK(ucc_team_get_attr(lt, &ta));
+    CHECK(ta.size == (uint32_t)size && ta.ep == (uint64_t)rank);
+    if (every_collective(rank, size, lt, local)) return 1;
+    if (destroy_team(lt)) return 1;
+    CHECK_OK(ucc_context_destroy(local));
+
     CHECK_OK(ucc_context_destroy(ctx));
     CHECK_OK(ucc_finalize(lib));
     CHECK_STATUS(ucc_finalize(lib), UCC_ERR_INVALID_PARAM);
