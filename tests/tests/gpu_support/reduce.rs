@@ -83,7 +83,14 @@ pub fn check_reduction(
     let exact = nsrcs <= LAUNCH_SOURCES || !dt.is_narrow_float();
     for (i, (g, h)) in got.chunks_exact(es).zip(host.chunks_exact(es)).enumerate() {
         let gv = decode(dt, op, g);
-        let contrib: Vec<_> = refs.iter().map(|s| decode(dt, op, &s[i * es..(i + 1) * es])).collect();
+        let mut contrib: Vec<_> = refs.iter().map(|s| decode(dt, op, &s[i * es..(i + 1) * es])).collect();
+        if let ([_], Some(neutral)) = (contrib.as_slice(), logical_neutral(op)) {
+            // A memory component's reduction of one source still makes a
+            // logical operation's value 0 or 1 (a team of one copies it
+            // instead, which is what the reference describes): as with a
+            // neutral second source.
+            contrib.push(Val::Int(neutral));
+        }
         let want = expected(dt, op, &contrib);
         assert!(
             matches(dt, op, &gv, &want),
@@ -96,5 +103,14 @@ pub fn check_reduction(
                 matches!((&gv, decode(dt, op, h)), (Val::Float(a), Val::Float(b)) if a.is_nan() && b.is_nan());
             assert!(both_nan, "{what}: element {i} is {g:02x?}, the host kernels give {h:02x?}");
         }
+    }
+}
+
+/// The value that leaves a logical operation's other operand's truth as it is.
+fn logical_neutral(op: ReduceOp) -> Option<u128> {
+    match op {
+        ReduceOp::Land => Some(1),
+        ReduceOp::Lor | ReduceOp::Lxor => Some(0),
+        _ => None,
     }
 }
