@@ -31,6 +31,7 @@ mod config;
 mod config_api;
 mod context;
 mod ee;
+mod executor;
 mod guard;
 mod handle;
 mod lib_api;

@@ -1,7 +1,7 @@
 //! UCC internals that UCC's own tools (perftest, the MPI test) link
 //! against: the memory-component calls (`ucc_mc_*`), `ucc_str_to_memunits`,
-//! the executor calls (`ucc_ee_executor_*`, not offered: they answer
-//! `UCC_ERR_NOT_SUPPORTED`), and two data objects whose sizes must be
+//! (the executor calls, `ucc_ee_executor_*`, are `executor.rs`), and two
+//! data objects whose sizes must be
 //! UCC's, since programs copy them at load time (copy relocations).
 //!
 //! The memory calls run on ferrocoll's memory components, made once per
@@ -52,6 +52,16 @@ pub static ucc_memory_type_names: Names = Names([
 fn mcs() -> &'static McSet {
     static MCS: OnceLock<McSet> = OnceLock::new();
     MCS.get_or_init(|| McSet::new(ferrocoll::default_components().mcs))
+}
+
+/// The memory type of `addr`, as the process's memory components see it.
+pub(crate) fn resolve(addr: *const u8) -> MemType {
+    mcs().resolve(addr)
+}
+
+/// The host memory component.
+pub(crate) fn host_mc() -> Result<&'static Arc<dyn Mc>> {
+    mcs().get(MemType::Host)
 }
 
 /// The component for `mem_type`: managed memory has its own (the CUDA
@@ -247,32 +257,6 @@ pub unsafe extern "C" fn ucc_str_to_memunits(buf: *const c_char, dest: *mut c_vo
         unsafe { put(dest.cast::<usize>(), v) };
         Ok(UCC_OK)
     })
-}
-
-/// The executor calls of UCC's tools: ferrocoll has no executors.
-macro_rules! no_executor {
-    ($($name:ident ( $($arg:ident : $ty:ty),* );)*) => {$(
-        #[doc = concat!("`", stringify!($name), "`: `UCC_ERR_NOT_SUPPORTED` (ferrocoll has no executors).")]
-        ///
-        /// # Safety
-        /// Any arguments: none is dereferenced.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> UccStatus {
-            $(let _ = $arg;)*
-            ffi(stringify!($name), || Err(Error::not_supported("ferrocoll has no executors")))
-        }
-    )*};
-}
-
-no_executor! {
-    ucc_ee_executor_init(params: *const c_void, executor: *mut *mut c_void);
-    ucc_ee_executor_status(executor: *const c_void);
-    ucc_ee_executor_start(executor: *mut c_void, ee_context: *mut c_void);
-    ucc_ee_executor_stop(executor: *mut c_void);
-    ucc_ee_executor_finalize(executor: *mut c_void);
-    ucc_ee_executor_task_post(executor: *mut c_void, task_args: *const c_void, task: *mut *mut c_void);
-    ucc_ee_executor_task_test(task: *const c_void);
-    ucc_ee_executor_task_finalize(task: *mut c_void);
 }
 
 /// `ucc_dt_create_generic`: user-defined datatypes are not supported.

@@ -1,7 +1,8 @@
 /*
  * UCC's perftest on ferrocoll's libucc.so.1: its internal helpers
  * (ucc_mc_*, ucc_str_to_memunits, ucc_dt_predefined_sizes,
- * ucc_memory_type_names, the executor calls it probes), buffers from
+ * ucc_memory_type_names, the CPU executor of its memcpy and reducedt
+ * modes), buffers from
  * ucc_mc_alloc, and persistent collectives posted again and again, each
  * iteration's result checked; memory handles made and exchanged as its
  * map modes make them, and the context's address.
@@ -37,12 +38,125 @@ static int helpers(void)
     CHECK_OK(ucc_mc_available(UCC_MEMORY_TYPE_HOST));
     ucc_status_t cuda = ucc_mc_available(UCC_MEMORY_TYPE_CUDA);
     CHECK(cuda == UCC_OK || cuda == UCC_ERR_NOT_FOUND);
-    void *executor = NULL;
-    CHECK_STATUS(ucc_ee_executor_init(NULL, &executor), UCC_ERR_NOT_SUPPORTED);
     ucc_get_version(&major, &minor, &release);
     CHECK(major == UCC_API_MAJOR && minor == UCC_API_MINOR);
     CHECK(strcmp(ucc_get_version_string(), UCC_VERSION_STRING) == 0);
     CHECK(strcmp(ucc_status_string(UCC_ERR_TIMED_OUT), "Timeout expired") == 0);
+    return 0;
+}
+
+/* UCC's executor structures (UCC-internal: components/ec/base/ucc_ec_base.h),
+ * as UCC's perftest sees them on LP64, written out here. */
+enum { EE_TASK_REDUCE = 1, EE_TASK_REDUCE_STRIDED = 2, EE_TASK_COPY = 8, EE_FLAG_WITH_ALPHA = 1 };
+typedef struct {
+    void *ee_type_and_context[2];
+} ee_executor_t;
+typedef struct {
+    uint64_t      mask;
+    ucc_ee_type_t ee_type;
+    uint64_t      task_types;
+} ee_executor_params_t;
+typedef struct {
+    uint16_t task_type, flags;
+    union {
+        struct {
+            void              *dst;
+            void              *srcs[9];
+            size_t             count;
+            double             alpha;
+            ucc_datatype_t     dt;
+            ucc_reduction_op_t op;
+            uint16_t           n_srcs;
+        } reduce;
+        struct {
+            void              *dst, *src1, *src2;
+            size_t             stride, count;
+            double             alpha;
+            ucc_datatype_t     dt;
+            ucc_reduction_op_t op;
+            uint16_t           n_src2;
+        } reduce_strided;
+        struct {
+            void  *src, *dst;
+            size_t len;
+        } copy;
+        char largest[240];
+    };
+} ee_task_args_t;
+ucc_status_t ucc_ee_executor_init(const ee_executor_params_t *params, ee_executor_t **executor);
+ucc_status_t ucc_ee_executor_start(ee_executor_t *executor, void *ee_context);
+ucc_status_t ucc_ee_executor_task_post(ee_executor_t *executor, const ee_task_args_t *args, void **task);
+ucc_status_t ucc_ee_executor_task_test(const void *task);
+ucc_status_t ucc_ee_executor_task_finalize(void *task);
+ucc_status_t ucc_ee_executor_stop(ee_executor_t *executor);
+ucc_status_t ucc_ee_executor_finalize(ee_executor_t *executor);
+
+/* Post a task and test it to its end, as UCC's perftest does. */
+static ucc_status_t run_task(ee_executor_t *e, const ee_task_args_t *args)
+{
+    void        *task;
+    ucc_status_t st = ucc_ee_executor_task_post(e, args, &task);
+    if (st != UCC_OK) return st;
+    while ((st = ucc_ee_executor_task_test(task)) > 0) {}
+    ucc_status_t fin = ucc_ee_executor_task_finalize(task);
+    return st != UCC_OK ? st : fin;
+}
+
+/* The CPU executor: reduce, strided reduce, copy, each result checked. */
+static int executor(void)
+{
+    ee_executor_params_t p = {1, UCC_EE_CUDA_STREAM, 0};
+    ee_executor_t       *e = NULL;
+    CHECK_STATUS(ucc_ee_executor_init(&p, &e), UCC_ERR_NOT_SUPPORTED);
+    CHECK_STATUS(ucc_ee_executor_init(NULL, &e), UCC_ERR_INVALID_PARAM);
+    p.ee_type = UCC_EE_CPU_THREAD;
+    CHECK_OK(ucc_ee_executor_init(&p, &e));
+    CHECK_OK(ucc_ee_executor_start(e, NULL));
+    enum { N = 1000 };
+    float          src[3][N], dst[N];
+    ee_task_args_t a;
+    for (int i = 0; i < N; i++) src[0][i] = (float)i, src[1][i] = 0.5f, src[2][i] = (float)(2 * i);
+    memset(&a, 0, sizeof a);
+    a.task_type     = EE_TASK_REDUCE;
+    a.reduce.dst    = dst;
+    a.reduce.srcs[0] = src[0], a.reduce.srcs[1] = src[1], a.reduce.srcs[2] = src[2];
+    a.reduce.n_srcs = 3;
+    a.reduce.count  = N;
+    a.reduce.dt     = UCC_DT_FLOAT32;
+    a.reduce.op     = UCC_OP_SUM;
+    CHECK_OK(run_task(e, &a));
+    for (int i = 0; i < N; i++)
+        if (dst[i] != (float)(3 * i) + 0.5f) FAIL("executor reduce[%d] = %g, want %g", i, dst[i], 3 * i + 0.5);
+    /* Sources at a stride in one buffer: src1, then src2 + k * stride. */
+    memset(&a, 0, sizeof a);
+    a.task_type              = EE_TASK_REDUCE_STRIDED;
+    a.reduce_strided.dst     = dst;
+    a.reduce_strided.src1    = src[0];
+    a.reduce_strided.src2    = src[1];
+    a.reduce_strided.stride  = sizeof src[0];
+    a.reduce_strided.n_src2  = 2;
+    a.reduce_strided.count   = N;
+    a.reduce_strided.dt      = UCC_DT_FLOAT32;
+    a.reduce_strided.op      = UCC_OP_MAX;
+    CHECK_OK(run_task(e, &a));
+    for (int i = 0; i < N; i++)
+        if (dst[i] != (float)(2 * i) + (i == 0 ? 0.5f : 0.0f)) FAIL("executor strided max[%d] = %g", i, dst[i]);
+    a.flags = EE_FLAG_WITH_ALPHA;
+    CHECK_STATUS(run_task(e, &a), UCC_ERR_NOT_SUPPORTED);
+    memset(&a, 0, sizeof a);
+    a.task_type = EE_TASK_COPY;
+    a.copy.src  = src[2];
+    a.copy.dst  = dst;
+    a.copy.len  = sizeof dst;
+    CHECK_OK(run_task(e, &a));
+    CHECK(memcmp(dst, src[2], sizeof dst) == 0);
+    a.copy.dst = NULL;
+    CHECK_STATUS(run_task(e, &a), UCC_ERR_INVALID_PARAM);
+    a.task_type = 77;
+    CHECK_STATUS(run_task(e, &a), UCC_ERR_INVALID_PARAM);
+    CHECK_OK(ucc_ee_executor_stop(e));
+    CHECK_OK(ucc_ee_executor_finalize(e));
+    CHECK_STATUS(ucc_ee_executor_start(e, NULL), UCC_ERR_INVALID_PARAM);
     return 0;
 }
 
@@ -353,6 +467,7 @@ static int body(int rank, int size)
     struct oob_info oob = {g_ctx_oob, rank, size, 0};
 
     if (helpers()) return 1;
+    if (executor()) return 1;
     if (open_world(&oob, &lib, &ctx, &team)) return 1;
 
     /* Attributes, and what ferrocoll does not offer. */

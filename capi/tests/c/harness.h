@@ -48,7 +48,6 @@ ucc_status_t ucc_mc_memset(void *ptr, int value, size_t size, ucc_memory_type_t 
 ucc_status_t ucc_mc_memcpy(void *dst, const void *src, size_t len, ucc_memory_type_t dst_mem,
                            ucc_memory_type_t src_mem);
 ucc_status_t ucc_str_to_memunits(const char *buf, void *dest);
-ucc_status_t ucc_ee_executor_init(const void *params, void **executor);
 extern size_t      ucc_dt_predefined_sizes[UCC_DT_PREDEFINED_LAST];
 extern const char *ucc_memory_type_names[8];
 
