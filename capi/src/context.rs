@@ -39,6 +39,8 @@ pub struct ContextHandle {
     /// without taking the lock.
     children: Mutex<Vec<Weak<ContextHandle>>>,
     has_children: AtomicBool,
+    /// A team's own context ([`ContextHandle::child`]), closed with its team.
+    team_own: bool,
 }
 
 // SAFETY: `magic` is the AtomicU64 at offset 0.
@@ -119,18 +121,32 @@ impl ContextHandle {
             local: None,
             children: Mutex::default(),
             has_children: AtomicBool::new(false),
+            team_own: false,
         }
     }
 
     /// A context for a team over a team OOB, made later
     /// ([`ContextHandle::adopt`]), progressed with this one.
     pub(crate) fn child(&self) -> Arc<ContextHandle> {
-        let c = Arc::new(ContextHandle { ctx_type: self.ctx_type, ..ContextHandle::empty(self.lib.clone()) });
+        let c = Arc::new(ContextHandle {
+            ctx_type: self.ctx_type,
+            team_own: true,
+            ..ContextHandle::empty(self.lib.clone())
+        });
         let mut children = self.children.lock().unwrap_or_else(|p| p.into_inner());
         children.retain(|w| w.strong_count() > 0);
         children.push(Arc::downgrade(&c));
         self.has_children.store(true, Ordering::Relaxed);
         c
+    }
+
+    /// Close a [`ContextHandle::child`] as its team is destroyed (the
+    /// destroyed team's handle stays readable a while, and would otherwise
+    /// keep the context's transports open); a user's context is left alone.
+    pub(crate) fn close_if_team_own(&self) {
+        if self.team_own {
+            drop(self.ctx.write().unwrap_or_else(|p| p.into_inner()).take());
+        }
     }
 
     /// Give a [`ContextHandle::child`] its context, once made.

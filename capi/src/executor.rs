@@ -180,7 +180,10 @@ unsafe impl Handle for Task {
 /// # Safety
 /// `params` a `ucc_ee_executor_params_t` with its mask set; `executor` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ucc_ee_executor_init(params: *const ExecutorParams, executor: *mut *mut Executor) -> UccStatus {
+pub unsafe extern "C" fn ucc_ee_executor_init(
+    params: *const ExecutorParams,
+    executor: *mut *mut Executor,
+) -> UccStatus {
     ffi("ucc_ee_executor_init", || {
         non_null(params, "params")?;
         non_null(executor, "executor")?;

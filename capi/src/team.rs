@@ -450,6 +450,7 @@ pub unsafe extern "C" fn ucc_team_destroy(team: *mut TeamHandle) -> UccStatus {
         h.spares.close();
         let old = std::mem::replace(&mut *h.state(), State::Failed(Error::invalid_param("the team was destroyed")));
         drop(old);
+        h.ctx.close_if_team_own();
         Ok(UCC_OK)
     })
 }
