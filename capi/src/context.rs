@@ -36,8 +36,10 @@ pub struct ContextHandle {
     pub(crate) local: Option<FcContextParams>,
     /// The contexts of its teams made over a team OOB (`local_team.rs`),
     /// progressed with it; `has_children` says whether there are any
-    /// without taking the lock.
-    children: Mutex<Vec<Weak<ContextHandle>>>,
+    /// without taking the lock. A list replaced whole when a team is added,
+    /// so that progress takes a reference to it (no allocation) and runs
+    /// the children's callbacks without the lock.
+    children: Mutex<Arc<Vec<Weak<ContextHandle>>>>,
     has_children: AtomicBool,
     /// A team's own context ([`ContextHandle::child`]), closed with its team.
     team_own: bool,
@@ -134,8 +136,9 @@ impl ContextHandle {
             ..ContextHandle::empty(self.lib.clone())
         });
         let mut children = self.children.lock().unwrap_or_else(|p| p.into_inner());
-        children.retain(|w| w.strong_count() > 0);
-        children.push(Arc::downgrade(&c));
+        let mut list: Vec<Weak<ContextHandle>> = children.iter().filter(|w| w.strong_count() > 0).cloned().collect();
+        list.push(Arc::downgrade(&c));
+        *children = Arc::new(list);
         self.has_children.store(true, Ordering::Relaxed);
         c
     }
@@ -157,12 +160,11 @@ impl ContextHandle {
     /// Progress the contexts of its teams made over a team OOB (those
     /// still being made, or gone with their team, are skipped).
     fn progress_children(&self) -> Result<()> {
-        let children: Vec<Arc<ContextHandle>> =
-            self.children.lock().unwrap_or_else(|p| p.into_inner()).iter().filter_map(Weak::upgrade).collect();
-        for c in children {
-            let made = c.ctx.read().unwrap_or_else(|p| p.into_inner()).is_some();
-            if made {
-                c.get()?.progress()?;
+        let children = self.children.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for c in children.iter().filter_map(Weak::upgrade) {
+            // A child without its context (being made, or its team destroyed) has nothing to progress.
+            if let Ok(ctx) = c.get() {
+                ctx.progress()?;
             }
         }
         Ok(())
