@@ -23,7 +23,7 @@ mod select;
 use std::cell::RefCell;
 use std::time::Duration;
 
-use super::{ActiveSet, CollArgs, CollFlags, CollInit, Operands, Reducer};
+use super::{ActiveSet, CollArgs, CollBuffer, CollFlags, CollInit, Operands, Reducer};
 use crate::error::{Error, Result};
 use crate::types::{CollType, MemType, ReduceOp};
 use check::{Buf, Checker};
@@ -111,8 +111,8 @@ impl CollInit {
         let coll = args.coll_type;
         let reads = note.then(Default::default);
         let ck = Checker { coll, size, args, resolve_mem, reads };
-        let in_place = args.flags.contains(CollFlags::IN_PLACE);
         let (root, timeout) = check_common(&ck, rank, default_timeout)?;
+        let in_place = args.flags.contains(CollFlags::IN_PLACE) || aliased(args, rank, root);
         let c = Ctx { ck, rank, size, root, in_place, op: args.op };
         let v = match coll {
             Barrier => Validated { src: None, dst: None, count: 0, ops: Operands::Barrier },
@@ -211,6 +211,30 @@ fn check_common(ck: &Checker<'_>, rank: usize, default_timeout: Option<Duration>
         check_active_set(ck, set, size, root, rank)?;
     }
     Ok((root, timeout))
+}
+
+/// Whether `args` give one buffer as both source and destination (the same
+/// address, count, datatype and memory type) without the in-place flag, in
+/// a collective where that is what the flag means: allreduce, alltoall, and
+/// reduce at its root. UCC accepts such a call (Open MPI 4.1 makes one at
+/// every communicator creation: `allreduce(&ok, &ok, 1, MPI_MIN)` through
+/// coll/ucc), so it runs in place; any other overlap is still refused.
+fn aliased(args: &CollArgs, rank: usize, root: usize) -> bool {
+    use CollType::*;
+    let applies = match args.coll_type {
+        Allreduce | Alltoall => true,
+        Reduce => rank == root,
+        _ => false,
+    };
+    match (&args.src, &args.dst) {
+        (CollBuffer::Info(s), CollBuffer::Info(d)) => {
+            applies
+                && !s.buffer.is_null()
+                && s.buffer == d.buffer
+                && (s.count, s.datatype, s.mem_type) == (d.count, d.datatype, d.mem_type)
+        }
+        _ => false,
+    }
 }
 
 /// The checks between a source and a destination that both exist: same
