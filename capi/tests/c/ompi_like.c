@@ -467,15 +467,16 @@ static int bad_input(ucc_lib_h lib, ucc_team_h team, ucc_context_h ctx)
 {
     ucc_coll_args_t a;
     ucc_coll_req_h  req;
-    int32_t         x[4] = {0};
+    int32_t         x[8] = {0};
     int             not_a_handle[64] = {0};
     coll_args_init(&a, UCC_COLL_TYPE_ALLREDUCE);
     info(&a.src.info, x, 4, UCC_DT_INT32);
-    info(&a.dst.info, x + 0, 4, UCC_DT_INT32);
+    info(&a.dst.info, x + 2, 4, UCC_DT_INT32);
     CHECK_STATUS(ucc_collective_init(NULL, &req, team), UCC_ERR_INVALID_PARAM);
     CHECK_STATUS(ucc_collective_init(&a, NULL, team), UCC_ERR_INVALID_PARAM);
     CHECK_STATUS(ucc_collective_init(&a, &req, NULL), UCC_ERR_INVALID_PARAM);
-    /* src and dst overlap without the in-place flag */
+    /* src and dst overlap without the in-place flag (one buffer given
+       exactly as both is in place, as Open MPI's coll/ucc uses it) */
     CHECK_STATUS(ucc_collective_init(&a, &req, team), UCC_ERR_INVALID_PARAM);
     a.dst.info.datatype = UCC_PREDEFINED_DT(99); /* past the predefined types */
     CHECK_STATUS(ucc_collective_init(&a, &req, team), UCC_ERR_INVALID_PARAM);
