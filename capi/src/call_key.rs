@@ -11,11 +11,13 @@
 //! - the v-collectives, whose counts and displacements lie in arrays the
 //!   caller may rewrite between calls (and whose NULL-buffer form is
 //!   rebased and may be staged);
-//! - a buffer of `UCC_MEMORY_TYPE_UNKNOWN`, whose type is asked of the
-//!   memory components, and may change when memory is freed and
-//!   allocated again at the same address;
 //! - an active set (its requests are never reused anyway);
 //! - a collective type that is not one (the call fails translation).
+//!
+//! A buffer of `UCC_MEMORY_TYPE_UNKNOWN` (what Open MPI's coll/ucc passes
+//! for every buffer) is keyed with the type the memory components give its
+//! address now, as validation would resolve it: the same address freed and
+//! allocated again as another kind of memory makes another key.
 
 use ferrocoll::MemType;
 
@@ -44,7 +46,11 @@ macro_rules! field {
 /// # Safety
 /// `p` points to a `ucc_coll_args_t` whose fields are set as UCC requires
 /// for this collective (as for `translate`).
-pub(crate) unsafe fn call_key(p: *const abi::CollArgs, rank: usize) -> Option<CallKey> {
+pub(crate) unsafe fn call_key(
+    p: *const abi::CollArgs,
+    rank: usize,
+    resolve: &dyn Fn(*const u8) -> MemType,
+) -> Option<CallKey> {
     let mut k = [0u64; WORDS];
     let mask: u64 = field!(p, mask);
     if mask & ARGS_FIELD_ACTIVE_SET != 0 {
@@ -81,10 +87,11 @@ pub(crate) unsafe fn call_key(p: *const abi::CollArgs, rank: usize) -> Option<Ca
     let in_place = flags & ferrocoll::CollFlags::IN_PLACE.0 != 0;
     let (read_src, read_dst) = sides(coll, in_place, root == rank as u64);
     let side = |info: abi::BufferInfo, at: &mut [u64]| -> Option<()> {
-        if info.mem_type == MemType::Unknown as u32 {
-            return None;
-        }
-        at.copy_from_slice(&[info.buffer as usize as u64, info.count, info.datatype, u64::from(info.mem_type)]);
+        let mem_type = match info.mem_type {
+            t if t == MemType::Unknown as u32 => resolve(info.buffer.cast_const().cast()) as u32,
+            t => t,
+        };
+        at.copy_from_slice(&[info.buffer as usize as u64, info.count, info.datatype, u64::from(mem_type)]);
         Some(())
     };
     if read_src {
@@ -121,7 +128,7 @@ mod tests {
         a.src.info = info(0x1000, 4);
         a.dst.info = info(0x2000, 4);
         // SAFETY: `a` is set for an allreduce.
-        let key = |a: &abi::CollArgs| unsafe { call_key(a, 0) };
+        let key = |a: &abi::CollArgs| unsafe { call_key(a, 0, &|_| MemType::Host) };
         let k = key(&a).expect("an allreduce on host buffers has a key");
         assert_eq!(key(&a), Some(k));
         let mut b = a;
@@ -150,22 +157,33 @@ mod tests {
         assert_ne!(key(&c), Some(kc), "another root");
     }
 
-    /// No key where the arguments alone do not decide the call.
+    /// No key where the arguments alone do not decide the call; a buffer of
+    /// unknown memory type is keyed with the type its address has now.
     #[test]
-    fn no_key_for_arrays_unknown_memory_or_active_sets() {
+    fn no_key_for_arrays_or_active_sets_and_unknown_memory_resolved() {
         use CollType::*;
         for coll in [Allgatherv, Alltoallv, Gatherv, Scatterv, ReduceScatterv] {
             // SAFETY: a v-collective has no key before any buffer is read.
-            assert_eq!(unsafe { call_key(&args(coll), 1) }, None, "{coll:?}");
+            assert_eq!(unsafe { call_key(&args(coll), 1, &|_| MemType::Host) }, None, "{coll:?}");
         }
         let mut a = args(CollType::Allreduce);
         a.src.info = info(0x1000, 4);
+        let known = a;
         a.dst.info = abi::BufferInfo { mem_type: MemType::Unknown as u32, ..info(0x2000, 4) };
-        // SAFETY: set for an allreduce.
-        assert_eq!(unsafe { call_key(&a, 0) }, None, "unknown memory type");
+        let mut b = known;
+        b.dst.info = info(0x2000, 4);
+        // SAFETY: set for an allreduce (so are `b` and, below, `a` again).
+        let host = unsafe { call_key(&a, 0, &|_| MemType::Host) };
+        assert!(host.is_some());
+        // SAFETY: as above.
+        let explicit = unsafe { call_key(&b, 0, &|_| MemType::Host) };
+        assert_eq!(host, explicit, "unknown resolved to host: the host key");
+        // SAFETY: as above.
+        let cuda = unsafe { call_key(&a, 0, &|_| MemType::Cuda) };
+        assert_ne!(host, cuda, "the same address, now device memory: another key");
         let mut s = args(CollType::Bcast);
         s.mask = ARGS_FIELD_ACTIVE_SET;
         // SAFETY: set for a bcast.
-        assert_eq!(unsafe { call_key(&s, 0) }, None, "active set");
+        assert_eq!(unsafe { call_key(&s, 0, &|_| MemType::Host) }, None, "active set");
     }
 }

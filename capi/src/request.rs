@@ -266,14 +266,14 @@ impl ReqHandle {
 /// `args` is a `ucc_coll_args_t` set as UCC requires; its buffers stay
 /// valid while the request lives.
 unsafe fn init(args: *const CollArgs, team: &TeamHandle) -> Result<Arc<ReqHandle>> {
+    let mcs = team.ctx.lib.mcs();
     // SAFETY: forwarded from the caller.
-    let key = team.rank().and_then(|rank| unsafe { call_key(args, rank) });
+    let key = team.rank().and_then(|rank| unsafe { call_key(args, rank, &|p| mcs.resolve(p)) });
     if let Some(h) = key.as_ref().and_then(|k| team.spares.take(k)) {
         // Finalized after a post that succeeded, and renewed: a new request.
         h.status.store(UCC_OPERATION_INITIALIZED, Ordering::Release);
         return Ok(h);
     }
-    let mcs = team.ctx.lib.mcs();
     let resolve = |p: *const u8| mcs.resolve(p);
     team.with_team(|t| {
         // SAFETY: forwarded from the caller.

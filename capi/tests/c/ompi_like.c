@@ -419,6 +419,32 @@ static int repeated_calls(int rank, int size, ucc_team_h team, ucc_context_h ctx
             if (dst[i] != want) FAIL("step %d: non-blocking allreduce[%d] = %d, want %d", step, i, dst[i], want);
         }
     }
+    /* As Open MPI's coll/ucc calls it: buffers of unknown memory type, the
+       latency hint, init / post / test / finalize each time; the finalized
+       request comes back for the same call (nothing translated again). */
+    ucc_coll_args_t ompi = sum;
+    ompi.mask |= UCC_COLL_ARGS_FIELD_FLAGS;
+    ompi.flags = UCC_COLL_ARGS_HINT_OPTIMIZE_LATENCY;
+    ompi.src.info.mem_type = UCC_MEMORY_TYPE_UNKNOWN;
+    ompi.dst.info.mem_type = UCC_MEMORY_TYPE_UNKNOWN;
+    ucc_coll_req_h first = NULL;
+    for (int step = 0; step < 4; step++) {
+        ucc_coll_req_h req;
+        ucc_status_t   st;
+        for (int i = 0; i < N; i++) src[i] = val(rank, i) - step, dst[i] = -1;
+        CHECK_OK(ucc_collective_init(&ompi, &req, team));
+        if (step == 0) first = req;
+        else if (req != first) FAIL("step %d: the same call got request %p, not the finalized %p", step, (void *)req, (void *)first);
+        CHECK_OK(ucc_collective_post(req));
+        while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) CHECK_OK(ucc_context_progress(ctx));
+        CHECK_OK(st);
+        CHECK_OK(ucc_collective_finalize(req));
+        for (int i = 0; i < N; i++) {
+            int32_t want = 0;
+            for (int r = 0; r < size; r++) want += val(r, i) - step;
+            if (dst[i] != want) FAIL("step %d: coll/ucc-style allreduce[%d] = %d, want %d", step, i, dst[i], want);
+        }
+    }
     return 0;
 }
 

@@ -11,9 +11,11 @@
 //! still logs the selection. Two ways to match:
 //!
 //! - On the raw arguments ([`PlanCache::take_raw`]), before validation, when
-//!   their buffers have an explicit memory type and there is no callback and
-//!   no active set: validation is a function of the arguments, the contents
-//!   of the counts and displacement arrays it reads (v-variants), the
+//!   there is no callback and no active set: validation is a function of
+//!   the arguments, the contents of the counts and displacement arrays it
+//!   reads (v-variants), the memory type of a buffer given as unknown (the
+//!   raw call holds the type the memory components give its address now,
+//!   as validation would: Open MPI's coll/ucc passes every buffer so), the
 //!   team's rank and size and the context's default timeout alone, so
 //!   arguments equal to a parked request's, whose arrays hold the values
 //!   its validation read ([`ArraysRead`]), would validate as they did.
@@ -33,7 +35,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use crate::args::{ArraysRead, BufferInfo, BufferInfoV, CollArgs, CollBuffer, CollFlags, CollInit};
+use crate::args::{ArraysRead, CollArgs, CollBuffer, CollFlags, CollInit};
 use crate::backend::CollTask;
 use crate::engine::{Posted, TaskDiag, TaskSlot};
 use crate::types::{CollType, DataType, MemType, ReduceOp};
@@ -103,23 +105,32 @@ pub(crate) struct RawCall {
 }
 
 impl RawCall {
-    /// The raw call of `args`, if they can be matched raw.
-    pub(crate) fn of(args: &CollArgs) -> Option<RawCall> {
-        fn buffer(b: &CollBuffer) -> Option<RawBuffer> {
+    /// The raw call of `args`, if they can be matched raw; a buffer of
+    /// unknown memory type has the type `resolve` gives its address now,
+    /// as validation would resolve it.
+    pub(crate) fn of(args: &CollArgs, resolve: &dyn Fn(*const u8) -> MemType) -> Option<RawCall> {
+        let typed = |mem_type: MemType, addr: *const u8| match mem_type {
+            MemType::Unknown => resolve(addr),
+            t => t,
+        };
+        let buffer = |b: &CollBuffer| -> Option<RawBuffer> {
             match b {
                 CollBuffer::None => Some(RawBuffer::None),
-                CollBuffer::Info(BufferInfo { mem_type: MemType::Unknown, .. })
-                | CollBuffer::InfoV(BufferInfoV { mem_type: MemType::Unknown, .. }) => None,
-                CollBuffer::Info(i) => Some(RawBuffer::Plain(i.buffer as usize, i.count, i.datatype, i.mem_type)),
+                CollBuffer::Info(i) => Some(RawBuffer::Plain(
+                    i.buffer as usize,
+                    i.count,
+                    i.datatype,
+                    typed(i.mem_type, i.buffer.cast_const()),
+                )),
                 CollBuffer::InfoV(i) => Some(RawBuffer::Listed(
                     i.buffer as usize,
                     i.counts as usize,
                     i.displacements as usize,
                     i.datatype,
-                    i.mem_type,
+                    typed(i.mem_type, i.buffer.cast_const()),
                 )),
             }
-        }
+        };
         if args.cb.is_some() || args.active_set.is_some() {
             return None;
         }

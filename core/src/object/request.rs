@@ -93,7 +93,7 @@ impl Team {
         let active = team.active()?;
         let mcs = &team.ctx.lib.mcs;
         let resolve = |addr: *const u8| mcs.resolve(addr);
-        let raw = RawCall::of(args);
+        let raw = RawCall::of(args, &resolve);
         // SAFETY: `raw` is of our caller's arguments, under our contract.
         if let Some(p) = raw.as_ref().and_then(|raw| unsafe { team.plans.take_raw(raw) }) {
             trace(team, &p.init, &p.selected, || "the plan of the last request with these arguments".to_string());
