@@ -111,7 +111,6 @@ impl std::ops::Deref for CtxRef<'_> {
 }
 
 impl ContextHandle {
-    /// The context, or why there is none.
     /// A handle without a context yet (set under its lock), never published.
     fn empty(lib: Lib) -> ContextHandle {
         ContextHandle {
@@ -170,6 +169,7 @@ impl ContextHandle {
         Ok(())
     }
 
+    /// The context, or why there is none.
     pub(crate) fn get(&self) -> Result<CtxRef<'_>> {
         let guard = self.ctx.read().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {

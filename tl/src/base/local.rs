@@ -12,12 +12,6 @@ pub(crate) type Copier<'a> = &'a dyn Fn(MemRef, MemRef) -> Result<()>;
 /// `dst = op(srcs...)` as `spec` says; `srcs[0]` may be `dst`.
 pub(crate) type Combiner<'a> = &'a dyn Fn(MemRef, &[MemRef], ReduceSpec) -> Result<()>;
 
-/// The whole collective for a team of one rank. Reductions still go through
-/// `reduce`, as the last step with the one contribution, so that their
-/// result is finished as with more ranks (an average divides by the
-/// divisor its reducer carries) — but for the logical operations, whose one
-/// contribution is the result as it is (not turned into 0 or 1): what UCC's
-/// TL/SELF and MPI give for a reduction among one rank, a copy.
 /// Whether the reduction of one contribution is that contribution as it
 /// is: for the logical operations, which otherwise turn each value into 0
 /// or 1 (see [`team_of_one`]). A TL whose algorithms also serve a team of
@@ -26,6 +20,12 @@ pub(crate) fn alone_is_a_copy(op: ReduceOp) -> bool {
     matches!(op, ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor)
 }
 
+/// The whole collective for a team of one rank. Reductions still go through
+/// `reduce`, as the last step with the one contribution, so that their
+/// result is finished as with more ranks (an average divides by the
+/// divisor its reducer carries) — but for the logical operations, whose one
+/// contribution is the result as it is (not turned into 0 or 1): what UCC's
+/// TL/SELF and MPI give for a reduction among one rank, a copy.
 pub(crate) fn team_of_one(ops: &Operands, copy: Copier<'_>, reduce: Combiner<'_>) -> Result<()> {
     let no = |what: &str| Error::internal(format!("a team of one without {what}"));
     let one = |dst: MemRef, src: MemRef, spec: ReduceSpec| {
