@@ -159,6 +159,16 @@ fn tune_strings_pick_and_disable_algorithms() {
                 .unwrap_or_else(|| panic!("UCC_TL_P2P_TUNE={bad} is refused"));
             assert!(e.to_string().contains("UCC_TL_P2P_TUNE"), "{e}");
         }
+        // UCC reads `UCC_TL_SHM_TUNE` too, for its own TL/SHM (whose
+        // algorithms have other names), and goes on past what its TL cannot
+        // use: so does ferrocoll's shm, applying the tokens it can.
+        let shm = |tune: &str| Team::create(ctx, TeamParams::default().set("TL_SHM_TUNE", tune));
+        let team = shm("bcast:0-inf:@ww#allreduce:0-inf:@rsag").expect("a UCC TL/SHM token is skipped");
+        let (src, mut dst) = (vec![1u32; 200], vec![0u32; 200]);
+        assert_eq!(Coll::allreduce(&src, &mut dst, ReduceOp::Sum).init(&team).expect("init").selected(), "shm/rsag");
+        assert!(Coll::bcast(&mut b, 0).init(&team).expect("bcast as if untuned").selected().starts_with("shm/"));
+        let team = shm("bcast:@staged:not-a-score").expect("an unreadable string leaves the defaults");
+        assert!(Coll::bcast(&mut b, 0).init(&team).is_ok());
     });
 }
 

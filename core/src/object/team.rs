@@ -449,8 +449,8 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
         if let Some((tune, var, foreign)) = tune_string(&inner.config, name) {
             let tokens = match parse_tune(tune) {
                 Ok(tokens) => tokens,
-                // UCC goes on past a tune string it cannot read; a string
-                // written for UCC's TL, so does its alias here.
+                // UCC goes on past a tune string it cannot read; so does a
+                // variable that UCC reads too.
                 Err(e) if foreign => {
                     crate::log_warn!("{var} ignored: {} (TL {name} goes on without it)", e.context());
                     Vec::new()
@@ -502,18 +502,28 @@ fn build_active(inner: &TeamInner, tls: Vec<TeamTl>) -> Result<ActiveTeam> {
     Ok(ActiveTeam { tls, score_map, names, board, selection: SelectionTable::default() })
 }
 
-/// TL `tl`'s tune string, the variable it came from, and whether it was
-/// written for another library (see `TuneTarget::foreign`):
-/// `UCC_TL_<NAME>_TUNE`, or for p2p, when that is unset, UCC's
+/// TL `tl`'s tune string, the variable it came from, and whether it may
+/// have been written for another library (see `TuneTarget::foreign`):
+/// `UCC_TL_<NAME>_TUNE`, which UCC reads too for its TLs of the same names
+/// ([`UCC_SHARES_TUNE_OF`]), or for p2p, when that is unset, UCC's
 /// `UCC_TL_UCP_TUNE` (UCC's own programs set it with UCC's algorithm names).
+/// Only `UCC_TL_P2P_TUNE` is ferrocoll's alone, and strict.
 fn tune_string<'a>(config: &'a Config, tl: &str) -> Option<(&'a str, String, bool)> {
     let var = format!("TL_{}_TUNE", tl.to_ascii_uppercase());
     match config.get(&var) {
-        Some(own) => Some((own, format!("UCC_{var}"), false)),
+        Some(own) => Some((own, format!("UCC_{var}"), UCC_SHARES_TUNE_OF.contains(&tl))),
         None if tl == "p2p" => config.get("TL_UCP_TUNE").map(|ucp| (ucp, "UCC_TL_UCP_TUNE".to_string(), true)),
         None => None,
     }
 }
+
+/// The TLs whose tune variable UCC reads too, for its TL/SELF, TL/SHM,
+/// TL/NCCL and TL/SHARP, whose algorithms have UCC's names: a program set
+/// up for UCC may set it, and UCC goes on past tune input that its TL
+/// cannot use (every TL's `get_scores`: INVALID_PARAM and NOT_SUPPORTED
+/// from the score update are ignored), so ferrocoll does too, with a
+/// warning.
+const UCC_SHARES_TUNE_OF: [&str; 4] = ["self", "shm", "nccl", "sharp"];
 
 fn resolve_ep_map(map: &EpMap, n_eps: usize) -> Result<Vec<usize>> {
     let eps: Vec<i128> = match map {

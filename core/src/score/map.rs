@@ -41,11 +41,12 @@ pub struct TuneTarget<'a> {
     pub mems: &'a [MemType],
     /// Resolve `@name`/`@id` for a collective; `None` if the TL has no such algorithm.
     pub resolve: &'a dyn Fn(CollType, &AlgSpec) -> Option<AlgId>,
-    /// The tokens were written for another library's TL (UCC's TL/UCP, read
-    /// from `UCC_TL_UCP_TUNE`): a token this TL cannot apply (an algorithm
-    /// it lacks, such as UCC's `@onesided`, which UCC's MPI test sets) is
-    /// skipped with a warning, as UCC goes on past tune input it cannot
-    /// use, instead of failing the team's creation.
+    /// The tokens may have been written for another library's TL (UCC's
+    /// TL/UCP, read from `UCC_TL_UCP_TUNE`, or UCC's TL of the same name,
+    /// which reads the same variable): a token this TL cannot apply (an
+    /// algorithm it lacks, such as UCC's `@onesided`, which UCC's MPI test
+    /// sets) is skipped with a warning, as UCC goes on past tune input it
+    /// cannot use, instead of failing the team's creation.
     pub foreign: bool,
 }
 
@@ -144,18 +145,20 @@ fn token_colls(token: &TuneToken, target: &TuneTarget<'_>) -> Result<Vec<(CollTy
     Ok(colls)
 }
 
-/// Say, once a process, which foreign tune tokens were skipped (every team
-/// of every rank reads the same string).
+/// Say, once a process for each TL, which foreign tune tokens were skipped
+/// (every team of every rank reads the same string).
 fn warn_skipped(skipped: &[String], target: &TuneTarget<'_>) {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    // Relaxed: only whether to print matters.
-    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        crate::log_warn!(
-            "tune tokens written for another library's TL skipped: {}; TL {} goes on without them",
-            skipped.join(", "),
-            target.tl
-        );
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if warned.iter().any(|tl| tl == target.tl) {
+        return;
     }
+    warned.push(target.tl.to_string());
+    crate::log_warn!(
+        "tune tokens TL {} cannot apply skipped (written for UCC's TL?): {}; it goes on without them, as UCC does",
+        target.tl,
+        skipped.join(", ")
+    );
 }
 
 impl TuneTarget<'_> {
