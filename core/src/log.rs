@@ -108,12 +108,61 @@ pub fn set_sink(sink: Option<Sink>) {
 }
 
 /// Print one line at `level` (used by the `log_*!` macros).
+///
+/// On stderr, the line goes out in one `write`: ranks of one job usually
+/// share the terminal or file, and a line written in pieces (as
+/// `eprintln!` writes its arguments) was interleaved with other ranks'
+/// (`[ferrocoll [ferrocoll 12841] Error: …`). A line the same as the one
+/// before is printed three times in a row, then only at the 10th, 100th,
+/// 1 000th… time, with the count (a program that makes the same refused
+/// call in a loop, and falls back each time, printed it thousands of
+/// times).
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     let sink = SINK.read().unwrap_or_else(|p| p.into_inner()).clone();
-    match sink {
-        Some(s) => s(level, &args.to_string()),
-        None => eprintln!("[ferrocoll {}] {:?}: {}", std::process::id(), level, args),
+    let text = args.to_string();
+    if let Some(s) = sink {
+        return s(level, &text);
     }
+    let Some(times) = REPEATS.lock().unwrap_or_else(|p| p.into_inner()).admit(level, &text) else { return };
+    let count = if times > 1 { format!(" (the same line {times} times in a row)") } else { String::new() };
+    let line = format!("[ferrocoll {}] {level:?}: {text}{count}\n", std::process::id());
+    use std::io::Write;
+    // Nothing to do if stderr is gone.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// The last line printed to stderr and how many times in a row it came.
+static REPEATS: std::sync::Mutex<Repeats> = std::sync::Mutex::new(Repeats { last: None, times: 0 });
+
+/// See [`write`]: which of a run of identical lines are printed.
+struct Repeats {
+    last: Option<(Level, String)>,
+    times: u64,
+}
+
+impl Repeats {
+    /// Lines printed in full before a run is thinned out.
+    const IN_FULL: u64 = 3;
+
+    /// Note one more line; its count in the current run if it is to be
+    /// printed, `None` if not.
+    fn admit(&mut self, level: Level, text: &str) -> Option<u64> {
+        if self.last.as_ref().is_some_and(|(l, t)| *l == level && t == text) {
+            self.times = self.times.saturating_add(1);
+        } else {
+            self.last = Some((level, text.to_string()));
+            self.times = 1;
+        }
+        let t = self.times;
+        (t <= Self::IN_FULL || is_power_of_ten(t)).then_some(t)
+    }
+}
+
+fn is_power_of_ten(mut n: u64) -> bool {
+    while n >= 10 && n % 10 == 0 {
+        n /= 10;
+    }
+    n == 1
 }
 
 /// Log at a level: `log_at!(Level::Info, "x = {}", x)`.
@@ -153,5 +202,17 @@ mod tests {
             assert_eq!(Level::parse(trace), Some(Some(Level::Trace)), "{trace}");
         }
         assert_eq!(Level::parse("loud"), None);
+    }
+
+    /// A run of identical lines is printed three times, then at the 10th,
+    /// 100th and 1 000th; another line starts a new run.
+    #[test]
+    fn repeated_lines_are_thinned_out() {
+        let mut r = Repeats { last: None, times: 0 };
+        let printed: Vec<u64> = (0..2000).filter_map(|_| r.admit(Level::Error, "refused")).collect();
+        assert_eq!(printed, [1, 2, 3, 10, 100, 1000]);
+        assert_eq!(r.admit(Level::Warn, "refused"), Some(1), "another level is another line");
+        assert_eq!(r.admit(Level::Warn, "other"), Some(1));
+        assert_eq!(r.admit(Level::Warn, "refused"), Some(1));
     }
 }

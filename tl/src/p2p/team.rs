@@ -245,9 +245,7 @@ impl CollTask for AlgTask {
         let run: TaskFuture = if self.team.size == 1 {
             // Every algorithm reduces to the local part for one rank.
             let init = self.init.clone();
-            Box::pin(
-                async move { team_of_one(&init.ops, &|d, s| comm.copy(d, s), &|d, s, spec| comm.reduce(d, s, spec)) },
-            )
+            Box::pin(async move { team_of_one(&init.ops, &|d, s| comm.copy(d, s)) })
         } else {
             self.run.start(comm, &self.init)?
         };

@@ -46,8 +46,7 @@ fn copy(team: Arc<SelfTeam>, init: Arc<CollInit>) -> AlgFuture {
 fn run(team: &SelfTeam, init: &CollInit) -> Result<()> {
     let mcs = &team.mcs;
     let copy = |d: MemRef, s: MemRef| if d.is_empty() || d == s { Ok(()) } else { mcs.get(d.mem_type())?.copy(d, s) };
-    let reduce = |dst: MemRef, srcs: &[MemRef], spec| mcs.get(dst.mem_type())?.reduce(dst, srcs, &spec);
-    team_of_one(&init.ops, &copy, &reduce)
+    team_of_one(&init.ops, &copy)
 }
 
 /// What [`copy`] returns, boxed: a post again reuses the box.
