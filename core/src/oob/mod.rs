@@ -40,7 +40,8 @@ pub trait Oob: Send + Sync {
 pub trait OobRequest: Send {
     /// `Ready(Ok(v))` with `v[r]` = rank r's bytes once everyone contributed.
     fn test(&mut self) -> Poll<Result<Vec<Vec<u8>>>>;
-    /// The ranks that have not contributed yet (for error messages).
+    /// The ranks that have not contributed yet (for error messages); empty
+    /// when the OOB cannot tell (a C OOB's callbacks do not say).
     fn missing(&self) -> Vec<usize> {
         Vec::new()
     }
@@ -58,11 +59,18 @@ pub fn allgather_blocking(oob: &dyn Oob, data: &[u8], timeout: Option<Duration>)
         }
         if let Some(t) = timeout {
             if start.elapsed() > t {
+                let missing = req.missing();
+                let who = if missing.is_empty() {
+                    "the OOB does not say which ranks are missing: one has not called it, or has called it a \
+                     different number of times"
+                        .to_string()
+                } else {
+                    format!("missing ranks {missing:?}")
+                };
                 return Err(Error::timed_out(format!(
-                    "OOB allgather among {} endpoints did not complete in {:.1} s; missing ranks {:?}",
+                    "OOB allgather among {} endpoints did not complete in {:.1} s; {who}",
                     oob.size(),
                     t.as_secs_f64(),
-                    req.missing()
                 )));
             }
         }
