@@ -365,7 +365,9 @@ pub unsafe extern "C" fn ucc_team_create_post(
             if raw.size() > n_eps && ctx.local.is_none() {
                 return Err(Error::invalid_param(format!(
                     "team_params.oob has {} endpoints but the context has {n_eps}: a team's members are endpoints \
-                     of its context's OOB",
+                     of its context's OOB (PyTorch's ProcessGroupUCC makes one context a process, over the OOB of \
+                     the first group that runs a collective: run one on the whole world first, or set \
+                     TORCH_UCC_SHARED_COMM=0)",
                     raw.size()
                 )));
             }
