@@ -113,31 +113,26 @@ impl RawCall {
             MemType::Unknown => resolve(addr),
             t => t,
         };
-        let buffer = |b: &CollBuffer| -> Option<RawBuffer> {
-            match b {
-                CollBuffer::None => Some(RawBuffer::None),
-                CollBuffer::Info(i) => Some(RawBuffer::Plain(
-                    i.buffer as usize,
-                    i.count,
-                    i.datatype,
-                    typed(i.mem_type, i.buffer.cast_const()),
-                )),
-                CollBuffer::InfoV(i) => Some(RawBuffer::Listed(
-                    i.buffer as usize,
-                    i.counts as usize,
-                    i.displacements as usize,
-                    i.datatype,
-                    typed(i.mem_type, i.buffer.cast_const()),
-                )),
+        let buffer = |b: &CollBuffer| match b {
+            CollBuffer::None => RawBuffer::None,
+            CollBuffer::Info(i) => {
+                RawBuffer::Plain(i.buffer as usize, i.count, i.datatype, typed(i.mem_type, i.buffer.cast_const()))
             }
+            CollBuffer::InfoV(i) => RawBuffer::Listed(
+                i.buffer as usize,
+                i.counts as usize,
+                i.displacements as usize,
+                i.datatype,
+                typed(i.mem_type, i.buffer.cast_const()),
+            ),
         };
         if args.cb.is_some() || args.active_set.is_some() {
             return None;
         }
         Some(RawCall {
             coll: args.coll_type,
-            src: buffer(&args.src)?,
-            dst: buffer(&args.dst)?,
+            src: buffer(&args.src),
+            dst: buffer(&args.dst),
             op: args.op,
             flags: args.flags,
             root: args.root,
