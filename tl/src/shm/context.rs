@@ -1,6 +1,6 @@
 //! The shm TL's per-context state: who runs where, to know which teams share a host.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ferrocoll_core::backend::{McSet, TlContext, TlContextParams, TlPeer, TlTeamFuture, TlTeamParams};
 use ferrocoll_core::{Error, ProcInfo, Result};
@@ -19,6 +19,10 @@ pub(crate) struct ShmContext {
     mark: Mark,
     /// Every endpoint's process and mark (`None`: it has no shm TL).
     peers: OnceLock<Vec<(ProcInfo, Option<Mark>)>>,
+    /// The single-copy threshold the first of this context's teams that
+    /// timed staging with a peer found (`staging_probe.rs`): its later
+    /// teams take it as it is.
+    probed: Arc<OnceLock<usize>>,
 }
 
 /// An endpoint's part of the names of the segments it creates: a nonce,
@@ -59,6 +63,7 @@ impl ShmContext {
             mcs: params.mcs.clone(),
             mark: Mark { nonce, owner: Owner::me().tag() },
             peers: OnceLock::new(),
+            probed: Arc::default(),
         })
     }
 }
@@ -94,7 +99,8 @@ impl TlContext for ShmContext {
         let config = ShmConfig::from_config(&params.config)?;
         let name = Segment::name(&self.job, params.team_id, mark.nonce, &mark.owner);
         let pids = params.eps.iter().map(|&ep| peers.get(ep).map_or(0, |(p, _)| p.pid)).collect();
-        let setup = TeamSetup { name, cookie: mark.nonce, oversubscribed: params.oversubscribed, pids };
+        let (oversubscribed, probed) = (params.oversubscribed, self.probed.clone());
+        let setup = TeamSetup { name, cookie: mark.nonce, oversubscribed, pids, probed };
         Ok(Box::pin(ShmTeam::create(setup, params.rank, params.size, self.mcs.clone(), config)))
     }
 

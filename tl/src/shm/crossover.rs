@@ -24,10 +24,24 @@
 //!
 //! So the library times the read here ([`measure`]: a read of this
 //! process's own memory, the same kernel path as a peer's) and starts
-//! single copy at the first size where the read beats staging's extra
-//! copy by that round ([`threshold_from`]); on each VM above that gives
-//! its measured crossover. The team takes its first rank's figure
-//! (`segment.rs`), so that every member chooses alike.
+//! single copy at the first size where the read beats staging's two copies
+//! by that round ([`threshold_from`]). The team takes its first rank's
+//! figure (`segment.rs`), so that every member chooses alike.
+//!
+//! What staging's copies cost is not the same on every machine either, nor
+//! in every mode of one: the family-25 VM has spells (seconds long) in
+//! which a line passed between its cores costs 3–4× its usual time, and
+//! then bcast of 32 KiB staged took 16–22 µs where single copy, whose cost
+//! did not move, took 5–6 (BENCHMARKS.md, thirty-seventh round): there
+//! single copy paid from 8 KiB, while a constant 0.11 ns a byte for
+//! staging still said 64 KiB. Most of that cost is the giver's copy in,
+//! whose every line must first be taken back from the taker that read it
+//! last round; the taker's copy out costs a fraction of it. So where a
+//! team has a second rank on a core of its own, its first two ranks time
+//! the two copies through the segment as the team is created
+//! (`staging_probe.rs`: the giver times its copy in, the taker its copy
+//! out), once per process; elsewhere (a team of one, ranks that outnumber
+//! their cores) staging is taken to cost [`STAGED_NS_PER_BYTE`].
 //!
 //! Ranks measuring at once slow each other's reads (25–35 % on the
 //! family-25 VM), so the figure there is 64 KiB or, now and then, 128 KiB:
@@ -36,9 +50,9 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Nanoseconds a byte that staging costs more than single copy's read
-/// leaves to pay for (the second copy, across cores): 0.111 and 0.124 on
-/// the two AMD VMs.
+/// Nanoseconds a byte that staging's two copies cost where they are not
+/// timed (the team has no second rank on a core of its own): 0.111 and
+/// 0.124 on the two AMD VMs' bcast in their usual mode.
 const STAGED_NS_PER_BYTE: f64 = 0.11;
 
 /// Nanoseconds of single copy's fixed cost past its read, net of staging's
@@ -48,9 +62,16 @@ const STAGED_NS_PER_BYTE: f64 = 0.11;
 /// on 64 KiB there), 50–1 350 on the family-25 VM.
 const SINGLE_COPY_EXTRA_NS: f64 = 700.0;
 
-/// The sizes tried, smallest first: powers of two from 4 KiB to 1 MiB.
-const SMALLEST: usize = 4 << 10;
+/// The sizes tried, smallest first: powers of two from 8 KiB to 1 MiB.
+/// Not 4 KiB: a message that small goes inline when staged (`inline.rs`,
+/// one line trip and no data part), which is not what is timed here; on no
+/// machine measured did single copy pay there.
+const SMALLEST: usize = 8 << 10;
 const LARGEST: usize = 1 << 20;
+
+/// Where single copy starts when staging, timed with a peer, still wins at
+/// [`LARGEST`] (`staging_probe.rs`).
+pub(crate) const PAST_CACHES: usize = 2 * LARGEST;
 
 /// Untimed reads per size first: a fresh process's first reads of a
 /// fresh buffer are slower (64 KiB on the family-25 VM: the fastest of 16
@@ -60,42 +81,61 @@ const WARMUPS: usize = 8;
 /// Reads timed per size; the fastest counts (a preempted one is slower).
 const READS: usize = 32;
 
-/// The measured default of `UCC_TL_SHM_CMA_THRESHOLD`, once per process:
-/// the smallest message size at which single copy beats staging here, or
-/// `usize::MAX` (never) where the kernel refuses the read or it never
-/// pays up to 1 MiB.
+/// ... but no more of them than fit this time (at least [`MIN_READS`]):
+/// 32 reads of 1 MiB take ~3 ms, and a machine where staging wins at every
+/// size reads them all.
+const READS_TIME: Duration = Duration::from_micros(500);
+const MIN_READS: usize = 4;
+
+/// The measured default of `UCC_TL_SHM_CMA_THRESHOLD` where staging is
+/// not timed ([`STAGED_NS_PER_BYTE`]), once per process: the smallest
+/// message size at which single copy beats staging here, or `usize::MAX`
+/// (never) where the kernel refuses the read or it never pays up to 1 MiB.
 pub(crate) fn measured_threshold() -> usize {
     static THRESHOLD: OnceLock<usize> = OnceLock::new();
     *THRESHOLD.get_or_init(|| {
-        let t = threshold_from(measure);
+        let modelled = |size: usize| Duration::from_nanos((size as f64 * STAGED_NS_PER_BYTE) as u64);
+        let t = threshold_from(measure, modelled);
         ferrocoll_core::log_debug!(
-            "shm: single copy pays from {t} bytes on this machine (UCC_TL_SHM_CMA_THRESHOLD=auto)"
+            "shm: single copy pays from {t} bytes on this machine (UCC_TL_SHM_CMA_THRESHOLD=auto, staging not timed)"
         );
         t
     })
 }
 
-/// The smallest size (a power of two, [`SMALLEST`] to [`LARGEST`]) whose
-/// read `read_time(size)` leaves single copy faster than staging; sizes
-/// are tried in order, so a fast machine stops after a few small reads.
-/// `usize::MAX` when none does or a read fails (`None`).
-pub(crate) fn threshold_from(mut read_time: impl FnMut(usize) -> Option<Duration>) -> usize {
-    let mut size = SMALLEST;
-    while size <= LARGEST {
+/// The sizes tried, in order: powers of two, [`SMALLEST`] to [`LARGEST`].
+/// A machine where single copy pays early stops after a few small ones.
+pub(crate) fn sizes() -> impl Iterator<Item = usize> {
+    std::iter::successors(Some(SMALLEST), |s| s.checked_mul(2)).take_while(|&s| s <= LARGEST)
+}
+
+/// Whether single copy beats staging at a size whose read takes `read`
+/// and whose staging copies take `staged`.
+pub(crate) fn single_copy_pays(read: Duration, staged: Duration) -> bool {
+    read.as_nanos() as f64 + SINGLE_COPY_EXTRA_NS <= staged.as_nanos() as f64
+}
+
+/// The first of [`sizes`] at which single copy's read `read_time(size)`
+/// beats staging's two copies `staged_time(size)`; `usize::MAX` when none
+/// does or a read fails (`None`). (`staging_probe.rs` walks the sizes the
+/// same way, timing staging with a peer.)
+pub(crate) fn threshold_from(
+    mut read_time: impl FnMut(usize) -> Option<Duration>,
+    mut staged_time: impl FnMut(usize) -> Duration,
+) -> usize {
+    for size in sizes() {
         let Some(read) = read_time(size) else { return usize::MAX };
-        let read_ns = read.as_nanos() as f64;
-        if read_ns + SINGLE_COPY_EXTRA_NS <= size as f64 * STAGED_NS_PER_BYTE {
+        if single_copy_pays(read, staged_time(size)) {
             return size;
         }
-        size *= 2;
     }
     usize::MAX
 }
 
 /// The fastest of [`READS`] cross-memory reads of `size` bytes of this
-/// process's own memory (after [`WARMUPS`] untimed ones); `None` if the
-/// kernel refuses them.
-fn measure(size: usize) -> Option<Duration> {
+/// process's own memory (after [`WARMUPS`] untimed ones; fewer where they
+/// outlast [`READS_TIME`]); `None` if the kernel refuses them.
+pub(crate) fn measure(size: usize) -> Option<Duration> {
     let src = vec![1u8; size];
     let mut dst = vec![0u8; size];
     let pid = std::process::id();
@@ -103,8 +143,11 @@ fn measure(size: usize) -> Option<Duration> {
     for _ in 0..WARMUPS {
         ferrocoll_transport::cma::read(pid, addr, &mut dst).ok()?;
     }
-    let mut best = Duration::MAX;
-    for _ in 0..READS {
+    let (mut best, start) = (Duration::MAX, Instant::now());
+    for n in 0..READS {
+        if n >= MIN_READS && start.elapsed() > READS_TIME {
+            break;
+        }
         let t = Instant::now();
         ferrocoll_transport::cma::read(pid, addr, &mut dst).ok()?;
         best = best.min(t.elapsed());
@@ -116,61 +159,90 @@ fn measure(size: usize) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    /// A read time of `fixed_ns` plus `ns_per_byte` a byte.
+    /// A time of `fixed_ns` plus `ns_per_byte` a byte.
+    fn linear(fixed_ns: f64, ns_per_byte: f64) -> impl FnMut(usize) -> Duration {
+        move |size| Duration::from_nanos((fixed_ns + ns_per_byte * size as f64) as u64)
+    }
+
+    /// [`linear`], as a read that never fails.
     fn machine(fixed_ns: f64, ns_per_byte: f64) -> impl FnMut(usize) -> Option<Duration> {
-        move |size| Some(Duration::from_nanos((fixed_ns + ns_per_byte * size as f64) as u64))
+        let mut time = linear(fixed_ns, ns_per_byte);
+        move |size| Some(time(size))
+    }
+
+    /// The family-25 AMD VM's reads (4 KiB 1.26 µs, 16 KiB 2.14, 32 KiB 3.3, 64 KiB 5.4).
+    fn zen4(size: usize) -> Option<Duration> {
+        let us = match size {
+            4096 => 1.26,
+            8192 => 1.51,
+            16384 => 2.14,
+            32768 => 3.30,
+            65536 => 5.43,
+            _ => 9.8 * size as f64 / 131072.0,
+        };
+        Some(Duration::from_nanos((us * 1000.0) as u64))
     }
 
     #[test]
     fn each_machine_gets_its_own_crossover() {
-        // The family-25 AMD VM's reads (4 KiB 1.26 µs, 16 KiB 2.14, 32 KiB 3.3, 64 KiB 5.4).
-        let zen4 = |size| {
-            let us = match size {
-                4096 => 1.26,
-                8192 => 1.51,
-                16384 => 2.14,
-                32768 => 3.30,
-                65536 => 5.43,
-                _ => 9.8 * size as f64 / 131072.0,
-            };
-            Some(Duration::from_nanos((us * 1000.0) as u64))
-        };
-        assert_eq!(threshold_from(zen4), 64 << 10);
+        let usual = || linear(0.0, STAGED_NS_PER_BYTE);
+        assert_eq!(threshold_from(zen4, usual()), 64 << 10);
         // The Intel VM's: 16 KiB 1.84 µs, 64 KiB 4.93.
-        assert_eq!(threshold_from(machine(810.0, 0.063)), 32 << 10);
+        assert_eq!(threshold_from(machine(810.0, 0.063), usual()), 32 << 10);
         // The family-26 AMD VM's: 16 KiB 0.75 µs, 64 KiB 2.56.
-        assert_eq!(threshold_from(machine(350.0, 0.025)), 16 << 10);
+        assert_eq!(threshold_from(machine(350.0, 0.025), usual()), 16 << 10);
         // A machine whose read is nearly free starts where staging's extra
         // copy outgrows single copy's extra round (0.7 µs: 6.4 KiB).
-        assert_eq!(threshold_from(machine(10.0, 0.01)), 8 << 10);
+        assert_eq!(threshold_from(machine(10.0, 0.01), usual()), 8 << 10);
+    }
+
+    #[test]
+    fn staging_that_costs_more_starts_single_copy_sooner() {
+        // The family-25 VM in its slow spells: staging ~0.5 ns a byte
+        // (bcast of 8 KiB 4.6 µs staged, 3.4 by single copy).
+        assert_eq!(threshold_from(zen4, linear(0.0, 0.5)), 8 << 10);
+        // Staging that costs less than the read never loses.
+        assert_eq!(threshold_from(zen4, linear(0.0, 0.05)), usize::MAX);
     }
 
     #[test]
     fn a_refused_or_never_paying_read_means_never() {
-        assert_eq!(threshold_from(|_| None), usize::MAX);
-        assert_eq!(threshold_from(machine(1000.0, 0.2)), usize::MAX, "slower a byte than staging");
+        let usual = || linear(0.0, STAGED_NS_PER_BYTE);
+        assert_eq!(threshold_from(|_| None, usual()), usize::MAX);
+        assert_eq!(threshold_from(machine(1000.0, 0.2), usual()), usize::MAX, "slower a byte than staging");
         let mut tried = Vec::new();
-        threshold_from(|size| {
-            tried.push(size);
-            (size < 16 << 10).then_some(Duration::from_micros(100))
-        });
-        assert_eq!(tried, [4 << 10, 8 << 10, 16 << 10], "stops at the first refusal");
+        threshold_from(
+            |size| {
+                tried.push(size);
+                (size < 32 << 10).then_some(Duration::from_micros(100))
+            },
+            usual(),
+        );
+        assert_eq!(tried, [8 << 10, 16 << 10, 32 << 10], "stops at the first refusal");
+        assert_eq!(sizes().collect::<Vec<_>>(), (13..=20).map(|p| 1 << p).collect::<Vec<_>>());
     }
 
     #[test]
     fn every_member_takes_the_first_ranks_threshold() {
-        use crate::shm::test_support::threads_with;
+        use crate::shm::test_support::{threads_in, threads_with};
         use crate::shm::{CMA_MEASURED, ShmConfig};
         use ferrocoll_core::config::Config;
+        use std::sync::Arc;
         let auto = ShmConfig::from_config(&Config::new()).unwrap();
         assert_eq!(auto.cma_threshold, CMA_MEASURED, "measured when a team is created, not before");
         // The first rank's figure, whatever the others would have measured.
         let first = |rank| ShmConfig { cma_threshold: if rank == 0 { 40 << 10 } else { CMA_MEASURED }, ..auto.clone() };
         let team = threads_with("crossover-given", 3, first);
         assert!(team.iter().all(|t| t.config.cma_threshold == 40 << 10));
-        // "auto" on the first rank: its measure, on every member.
-        let team = threads_with("crossover-auto", 2, |_| auto.clone());
-        assert!(team.iter().all(|t| t.config.cma_threshold == measured_threshold()));
+        // "auto" on the first rank: timed with rank 1, on every member, and
+        // kept for the context's later teams.
+        let probed = Arc::new(OnceLock::new());
+        let team = threads_in("crossover-auto", 3, &probed, |_| auto.clone());
+        let figure = *probed.get().expect("timed with rank 1");
+        assert!(figure == usize::MAX || figure == PAST_CACHES || sizes().any(|s| s == figure), "{figure}");
+        assert!(team.iter().all(|t| t.config.cma_threshold == figure));
+        let again = threads_in("crossover-again", 2, &probed, |_| auto.clone());
+        assert!(again.iter().all(|t| t.config.cma_threshold == figure));
     }
 
     #[test]

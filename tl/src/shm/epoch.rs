@@ -112,7 +112,7 @@ fn tagged(sig: &Signature, epoch: u64) -> u64 {
 /// collectives, given its `left` word, and the rank to blame (`r`, or the
 /// one whose failure ended `r`'s part, as `r` says); `None` while it takes
 /// part. The word is untrusted: a cause out of the team is ignored.
-fn gone(r: usize, size: usize, word: u64) -> Option<(Error, usize)> {
+pub(crate) fn gone(r: usize, size: usize, word: u64) -> Option<(Error, usize)> {
     let cause = (word >> CAUSE_SHIFT).checked_sub(1).and_then(|c| usize::try_from(c).ok());
     match word & 0xff {
         PRESENT => None,

@@ -36,6 +36,7 @@ mod prefetch;
 mod segment;
 #[cfg(test)]
 mod single_copy_tests;
+mod staging_probe;
 mod team;
 #[cfg(test)]
 mod team_liveness_tests;
@@ -75,15 +76,18 @@ pub(crate) struct ShmConfig {
     /// scatter(v), alltoall(v) and (on two ranks) reduce go by single copy
     /// (`alg/single_copy.rs`) in the default selection; `usize::MAX`:
     /// never; [`CMA_MEASURED`]: "auto", measured by the team's first rank
-    /// as it creates the segment (`crossover.rs`).
+    /// (with its second, `staging_probe.rs`) as it creates the segment
+    /// (`crossover.rs`).
     pub cma_threshold: usize,
 }
 
 /// `cma_threshold` when `UCC_TL_SHM_CMA_THRESHOLD` is "auto": only a
-/// team's first rank measures it (`ShmTeam::create_shared`), once per
-/// process, and writes the figure in the segment's header for the others,
-/// so that a job's ranks do not all time their reads at once, slowing each
-/// other's (25–35 % on a 2-core AMD EPYC VM).
+/// team's first rank measures it (`ShmTeam::create_shared`), timing
+/// staging's copies with the team's second rank once per context (where
+/// ranks outnumber cores, or alone, it times only the read, once per
+/// process), and writes the figure in the segment's header for the
+/// others, so that a job's ranks do not all time their reads at once,
+/// slowing each other's (25–35 % on a 2-core AMD EPYC VM).
 pub(crate) const CMA_MEASURED: usize = usize::MAX - 1;
 
 /// The variable whose default is read from the machine (the last-level cache, at most 64 MiB).
@@ -141,7 +145,7 @@ const KNOBS: &[Knob<ShmConfig>] = &[
         field: ConfigField {
             name: CMA,
             default: "auto",
-            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never; auto: where it pays on this machine, measured by timing the read when a team is created, by its first rank (once per process), whose figure the whole team uses (16K-64K on the machines measured). Where ranks outnumber cores it starts 16 times later, at most 256K unless the threshold itself is later. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
+            doc: "Bcast, allgather(v), gather(v), scatter(v) and alltoall(v) messages from this size up (UCC's message size; for the v-variants, the longest block times the team size), and reduce on two ranks, are copied once, straight from the giving rank's buffer with cross-memory attach (process_vm_readv), instead of through the segment; inf: never; auto: where it pays on this machine, measured when a team is created by its first rank, which times the read and, with the team's second rank, staging's two copies (once per context; where ranks outnumber cores staging is taken to cost 0.11 ns a byte), and whose figure the whole team uses (8K-64K on the machines measured, 2M where staging wins at every size to 1M). Where ranks outnumber cores it starts 16 times later, at most 256K unless the threshold itself is later. Where the kernel refuses it (Yama, seccomp, containers) the team uses the segment.",
         },
         unit: Unit::Bytes,
         min: 0,

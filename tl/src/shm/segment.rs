@@ -19,9 +19,9 @@ use super::layout::{CTRL, ENTRY, INLINE, INLINE_DEPTH, INLINE_HEAD, LINE, Layout
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
 /// The segment layout's version: raised with every change of `layout.rs`'s
 /// geometry or header (8: inline regions of 4 KiB; 9: the single-copy
-/// threshold in the header), so that ranks of builds that disagree fail
+/// threshold in the header; 10: the staging probe's cells), so that ranks of builds that disagree fail
 /// naming both versions instead of reading each other wrong.
-const VERSION: u32 = 9;
+const VERSION: u32 = 10;
 
 /// The first line of a segment.
 #[repr(C)]
@@ -41,8 +41,29 @@ struct Header {
     /// take the creator's view, so that every member makes them alike.
     oversubscribed: AtomicU32,
     /// The creator's `UCC_TL_SHM_CMA_THRESHOLD` (measured on its machine
-    /// where "auto", `crossover.rs`): the team's, for the same reason.
+    /// where "auto", `crossover.rs`): the team's, for the same reason;
+    /// [`CMA_PENDING`] while the creator still times it with rank 1
+    /// (Release once final, Acquire by the members that wait for it).
     cma_threshold: AtomicU64,
+    /// Where the creator and rank 1 time staging (`staging_probe.rs`).
+    probe: ProbeCells,
+}
+
+/// The header's `cma_threshold` while the creator times staging with rank
+/// 1: the creator's own "auto", not yet a figure.
+const CMA_PENDING: u64 = u64::MAX - 1;
+
+/// Cells of the header through which the creator and rank 1 time
+/// staging's two copies as the team is created (`staging_probe.rs`).
+#[repr(C)]
+pub(crate) struct ProbeCells {
+    /// Odd: the creator has copied a round in (Release); one more: rank 1
+    /// has copied it out (Release).
+    pub turn: AtomicU64,
+    /// Bytes of the round (untrusted at rank 1: a range of the creator's data part).
+    pub size: AtomicU64,
+    /// Nanoseconds rank 1's copy out of the last round took.
+    pub out_ns: AtomicU64,
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() <= LINE);
@@ -164,8 +185,9 @@ pub(crate) struct Segment {
     name: Option<ShmName>,
     /// The creator's view (see `Header::oversubscribed`), read once.
     oversubscribed: bool,
-    /// The creator's single-copy threshold (see `Header::cma_threshold`), read once.
-    cma_threshold: usize,
+    /// The creator's single-copy threshold (see `Header::cma_threshold`),
+    /// once final.
+    cma_threshold: Option<usize>,
     /// Where the lines every epoch touches lie, found (bounds and alignment
     /// checked) once when the segment is mapped: a small collective looks
     /// them up a dozen times, and each checked look cost ~60 instructions.
@@ -228,14 +250,15 @@ impl Segment {
     /// Create the segment of `layout` under `name` (team rank 0), with
     /// `cookie` (the nonce of its name) in its header, for a team whose
     /// first rank (this one) sees its host `oversubscribed` or not and
-    /// starts single copy at `cma_threshold`. A segment of the same name is
-    /// replaced.
+    /// starts single copy at `cma_threshold` (`None`: a figure it will
+    /// publish, [`Segment::publish_cma_threshold`]). A segment of the same
+    /// name is replaced.
     pub(crate) fn create(
         name: &str,
         layout: Layout,
         cookie: u64,
         oversubscribed: bool,
-        cma_threshold: usize,
+        cma_threshold: Option<usize>,
     ) -> Result<Segment> {
         let total = layout.total() as u64;
         // NoResource, never NotSupported: that would turn the TL off at rank
@@ -251,7 +274,7 @@ impl Segment {
         let seg = Segment { map, layout, name: Some(owned), oversubscribed, cma_threshold, lines };
         let h = seg.header()?;
         h.oversubscribed.store(u32::from(oversubscribed), Ordering::Relaxed);
-        h.cma_threshold.store(cma_threshold as u64, Ordering::Relaxed);
+        h.cma_threshold.store(cma_threshold.map_or(CMA_PENDING, |t| t as u64), Ordering::Relaxed);
         h.version.store(VERSION, Ordering::Relaxed);
         h.ranks.store(layout.ranks as u32, Ordering::Relaxed);
         h.data.store(layout.data as u64, Ordering::Relaxed);
@@ -304,8 +327,7 @@ impl Segment {
         };
         let data = usize::try_from(data)
             .map_err(|_| Error::invalid_param(format!("segment {name} has {data}-byte halves, more than memory")))?;
-        // Any size is a threshold; one past this process's sizes is "never".
-        let cma_threshold = usize::try_from(cma_threshold).unwrap_or(usize::MAX);
+        let cma_threshold = threshold_of(cma_threshold);
         let layout = Layout::new(ranks, data).map_err(|e| e.prefixed(format!("segment {name}")))?;
         let total = layout.total() as u64;
         if size < total {
@@ -340,9 +362,34 @@ impl Segment {
     }
 
     /// The team's first rank's single-copy threshold (the team's, alike on
-    /// every member: "auto" measures each machine's, `crossover.rs`).
-    pub(crate) fn cma_threshold(&self) -> usize {
+    /// every member: "auto" measures each machine's, `crossover.rs`);
+    /// `None` while the first rank still measures it.
+    pub(crate) fn cma_threshold(&self) -> Option<usize> {
         self.cma_threshold
+    }
+
+    /// [`Segment::cma_threshold`], read again from the header if it was not
+    /// final yet.
+    pub(crate) fn refresh_cma_threshold(&mut self) -> Result<Option<usize>> {
+        if self.cma_threshold.is_none() {
+            // Acquire: pairs with the creator's Release in `publish_cma_threshold`.
+            self.cma_threshold = threshold_of(self.header()?.cma_threshold.load(Ordering::Acquire));
+        }
+        Ok(self.cma_threshold)
+    }
+
+    /// The creator's threshold, once measured, for every member.
+    pub(crate) fn publish_cma_threshold(&mut self, t: usize) -> Result<()> {
+        let t = if t as u64 == CMA_PENDING { usize::MAX } else { t };
+        // Release: see `refresh_cma_threshold`.
+        self.header()?.cma_threshold.store(t as u64, Ordering::Release);
+        self.cma_threshold = Some(t);
+        Ok(())
+    }
+
+    /// The cells through which the creator and rank 1 time staging.
+    pub(crate) fn probe_cells(&self) -> Result<&ProbeCells> {
+        Ok(&self.header()?.probe)
     }
 
     pub(crate) fn layout(&self) -> &Layout {
@@ -448,6 +495,12 @@ impl Segment {
     }
 }
 
+/// A header's threshold word: `None` while pending; any other size is a
+/// threshold, one past this process's sizes "never".
+fn threshold_of(word: u64) -> Option<usize> {
+    (word != CMA_PENDING).then(|| usize::try_from(word).unwrap_or(usize::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,13 +509,13 @@ mod tests {
     fn members_map_what_the_creator_wrote_and_corrupt_sizes_are_refused() {
         let n = Segment::name(&format!("shmtl-segtest{}", std::process::id()), 0x1f, 0xab, "p1t2n3");
         assert!(n.starts_with("/ferrocoll-shmtl-segtest") && n.ends_with("-s1f-00000000000000ab-p1t2n3"), "{n}");
-        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab, true, 48 << 10).unwrap();
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab, true, Some(48 << 10)).unwrap();
         let e = Segment::open(&n, 2, 0xac).err().expect("another cookie").to_string();
         assert!(e.contains("cookie"), "{e}");
         let peer = Segment::open(&n, 2, 0xab).unwrap().expect("created and written");
         assert_eq!((peer.layout(), seg.attached().unwrap()), (seg.layout(), 1));
         assert!(peer.oversubscribed() && seg.oversubscribed(), "the creator's view, on every member");
-        assert_eq!((peer.cma_threshold(), seg.cma_threshold()), (48 << 10, 48 << 10), "the creator's threshold");
+        assert_eq!((peer.cma_threshold(), seg.cma_threshold()), (Some(48 << 10), Some(48 << 10)), "the creator's");
         let flag = &seg.header().unwrap().oversubscribed;
         flag.store(0, Ordering::Relaxed);
         assert!(!Segment::open(&n, 2, 0xab).unwrap().unwrap().oversubscribed());
@@ -485,5 +538,20 @@ mod tests {
         assert!(e.contains(&n) && e.contains("less than its layout"), "{e}");
         seg.unlink();
         assert!(Segment::open(&n, 2, 0xab).unwrap().is_none(), "unlinked");
+    }
+
+    #[test]
+    fn a_threshold_still_measured_reaches_the_members_once_published() {
+        let n = Segment::name(&format!("shmtl-segpending{}", std::process::id()), 0x1f, 0xab, "p1t2n3");
+        let mut seg = Segment::create(&n, Layout::new(2, 4096).unwrap(), 0xab, false, None).unwrap();
+        let mut peer = Segment::open(&n, 2, 0xab).unwrap().expect("created and written");
+        assert_eq!((seg.cma_threshold(), peer.cma_threshold()), (None, None));
+        assert_eq!(peer.refresh_cma_threshold().unwrap(), None, "not published yet");
+        seg.publish_cma_threshold(32 << 10).unwrap();
+        assert_eq!((seg.cma_threshold(), peer.refresh_cma_threshold().unwrap()), (Some(32 << 10), Some(32 << 10)));
+        // "Never" as a figure, and the pending word itself, are "never".
+        seg.publish_cma_threshold(CMA_PENDING as usize).unwrap();
+        let mut late = Segment::open(&n, 2, 0xab).unwrap().expect("still named");
+        assert_eq!(late.refresh_cma_threshold().unwrap(), Some(usize::MAX));
     }
 }

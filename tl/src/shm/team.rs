@@ -27,7 +27,7 @@ use super::layout::{LINE, Layout};
 use super::liveness_cadence::LivenessCadence;
 use super::one_epoch;
 use super::segment::{CAUSE_SHIFT, FAILED, LEFT, PRESENT, Segment};
-use super::{CMA_MEASURED, SCORE, ShmConfig, crossover};
+use super::{CMA_MEASURED, SCORE, ShmConfig, crossover, staging_probe};
 use crate::base::local::alone_is_a_copy;
 use crate::base::{Alg, AlgFuture, AlgTeam, DefaultAlg, Registry, Run, TeamOf};
 
@@ -122,17 +122,20 @@ pub(crate) struct TeamSetup {
     pub cookie: u64,
     pub oversubscribed: bool,
     pub pids: Vec<u32>,
+    /// Where the context keeps the single-copy threshold its first team
+    /// timed with a peer, for its later ones.
+    pub probed: Arc<OnceLock<usize>>,
 }
 
-/// The first of `ranks` (with their pids) whose process is gone, named:
-/// `what` says what this rank waited for it to do.
-fn dead_among(ranks: impl IntoIterator<Item = (usize, u32)>, what: &str) -> Option<Error> {
+/// The first of `ranks` (with their pids) whose process is gone, and an
+/// error naming it: `what` says what this rank waited for it to do.
+pub(crate) fn dead_among(ranks: impl IntoIterator<Item = (usize, u32)>, what: &str) -> Option<(usize, Error)> {
     let me = std::process::id();
     ranks
         .into_iter()
         .filter(|&(_, pid)| pid != 0 && pid != me)
         .find(|&(_, pid)| Proc::of(pid).gone())
-        .map(|(r, pid)| Error::io(format!("shm team rank {r} (pid {pid}) died before {what}")))
+        .map(|(r, pid)| (r, Error::io(format!("shm team rank {r} (pid {pid}) died before {what}"))))
 }
 
 impl ShmTeam {
@@ -151,16 +154,19 @@ impl ShmTeam {
 
     /// [`ShmTeam::create`], before the engine's wrapper.
     pub(crate) async fn create_shared(
-        TeamSetup { name, cookie, oversubscribed, pids }: TeamSetup,
+        TeamSetup { name, cookie, oversubscribed, pids, probed }: TeamSetup,
         rank: usize,
         size: usize,
         mcs: McSet,
         config: ShmConfig,
     ) -> Result<Arc<ShmTeam>> {
         let mut seg = if rank == 0 {
+            // "auto" where a second rank can time staging with this one:
+            // `None`, measured below, unless this context already has.
             let cma_threshold = match config.cma_threshold {
-                CMA_MEASURED => crossover::measured_threshold(),
-                t => t,
+                CMA_MEASURED if size > 1 && !oversubscribed => probed.get().copied(),
+                CMA_MEASURED => Some(crossover::measured_threshold()),
+                t => Some(t),
             };
             Segment::create(&name, Layout::new(size, config.data_size)?, cookie, oversubscribed, cma_threshold)?
         } else {
@@ -169,52 +175,44 @@ impl ShmTeam {
                 Ok(Some(s)) => Poll::Ready(Ok(s)),
                 Ok(None) if tries.due() => {
                     let creator = pids.first().map(|&pid| (0, pid));
-                    dead_among(creator, "creating the team's segment").map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
+                    dead_among(creator, "creating the team's segment")
+                        .map_or(Poll::Pending, |(_, e)| Poll::Ready(Err(e)))
                 }
                 Ok(None) => Poll::Pending,
                 Err(e) => Poll::Ready(Err(e)),
             })
             .await?
         };
-        // Every member starts single copy where the first rank does (its
-        // figure may be its machine's measure, `crossover.rs`).
-        let config = ShmConfig { cma_threshold: seg.cma_threshold(), ..config };
         let me = seg.ctrl(rank)?;
         // Relaxed: read only by liveness checks, which tolerate a late view,
         // and by single copy after a flag this rank publishes later.
         me.pid.store(u64::from(std::process::id()), Ordering::Relaxed);
+        let pid_of = |r: usize| pids.get(r).copied().unwrap_or(0);
+        let cma_threshold = if rank == 0 {
+            let finished = ShmTeam::finish_creating(&mut seg, size, &pids, &probed).await;
+            if let Err((blame, e)) = finished {
+                // Release: the members that wait for the threshold stop,
+                // naming the rank that failed first.
+                let cause = blame.map_or(0, |r| (r as u64 + 1) << CAUSE_SHIFT);
+                seg.ctrl(0)?.left.store(FAILED | cause, Ordering::Release);
+                return Err(e);
+            }
+            seg.cma_threshold().ok_or_else(|| Error::internal("shm team: no single-copy threshold after creation"))?
+        } else {
+            staging_probe::await_threshold(&mut seg, rank, pid_of(0)).await?
+        };
+        // Every member starts single copy where the first rank does (its
+        // figure may be its machine's measure, `crossover.rs`).
+        let config = ShmConfig { cma_threshold, ..config };
         // Single copy runs where the selection may choose it: then this
         // process lets the team's others read it (Yama `ptrace_scope=1`) and
         // says where they find the proof that they read the right process.
+        // Before any flag this rank publishes, which is what a reader waits on.
         let single_copy = config.cma_threshold != usize::MAX;
         if single_copy {
             cma::allow_readers();
             // Relaxed: as the pid.
-            me.cookie_at.store(seg.cookie()?.1, Ordering::Relaxed);
-        }
-        if rank == 0 {
-            let mut polls = LivenessCadence::default();
-            std::future::poll_fn(|_| {
-                match seg.attached() {
-                    Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
-                    Ok(_) if polls.due() => {
-                        // A member that attached and is gone went on without
-                        // this rank, and likely failed because of one that
-                        // never attached (killed at start-up): that one is
-                        // named first, as the cause.
-                        let members = || pids.iter().copied().enumerate().skip(1);
-                        // Relaxed: a late view only names the other kind of member.
-                        let attached = |r: usize| seg.ctrl(r).is_ok_and(|c| c.pid.load(Ordering::Relaxed) != 0);
-                        dead_among(members().filter(|&(r, _)| !attached(r)), "attaching to the team's segment")
-                            .or_else(|| dead_among(members(), "the team's creation completed"))
-                            .map_or(Poll::Pending, |e| Poll::Ready(Err(e)))
-                    }
-                    Ok(_) => Poll::Pending,
-                    Err(e) => Poll::Ready(Err(e)),
-                }
-            })
-            .await?;
-            seg.unlink();
+            seg.ctrl(rank)?.cookie_at.store(seg.cookie()?.1, Ordering::Relaxed);
         }
         Ok(Arc::new(ShmTeam {
             seg,
@@ -240,6 +238,49 @@ impl ShmTeam {
             running: Running::default(),
             reach: Reach::new(size, single_copy),
         }))
+    }
+
+    /// The first rank's part of the creation, once the segment exists:
+    /// wait until every member has mapped it, unlink its name, and time
+    /// staging with rank 1 if the threshold is still to measure. On an
+    /// error, the rank to blame if one is known.
+    async fn finish_creating(
+        seg: &mut Segment,
+        size: usize,
+        pids: &[u32],
+        probed: &OnceLock<usize>,
+    ) -> std::result::Result<(), (Option<usize>, Error)> {
+        let mut polls = LivenessCadence::default();
+        std::future::poll_fn(|_| {
+            match seg.attached() {
+                Ok(n) if n + 1 >= size => Poll::Ready(Ok(())),
+                Ok(_) if polls.due() => {
+                    // A member that attached and is gone went on without
+                    // this rank, and likely failed because of one that
+                    // never attached (killed at start-up): that one is
+                    // named first, as the cause.
+                    let members = || pids.iter().copied().enumerate().skip(1);
+                    // Relaxed: a late view only names the other kind of member.
+                    let attached = |r: usize| seg.ctrl(r).is_ok_and(|c| c.pid.load(Ordering::Relaxed) != 0);
+                    dead_among(members().filter(|&(r, _)| !attached(r)), "attaching to the team's segment")
+                        .or_else(|| dead_among(members(), "the team's creation completed"))
+                        .map_or(Poll::Pending, |(r, e)| Poll::Ready(Err((Some(r), e))))
+                }
+                Ok(_) => Poll::Pending,
+                Err(e) => Poll::Ready(Err((None, e))),
+            }
+        })
+        .await?;
+        seg.unlink();
+        if seg.cma_threshold().is_none() {
+            let taker = pids.get(1).copied().unwrap_or(0);
+            let t = staging_probe::threshold_with_rank_1(seg, taker).await.map_err(|e| (Some(1), e))?;
+            // The first figure stays the context's (a race between two of
+            // its teams keeps either: both are this machine's).
+            let _ = probed.set(t);
+            seg.publish_cma_threshold(t).map_err(|e| (None, e))?;
+        }
+        Ok(())
     }
 
     /// The next epoch of this rank (collectives are serialised, see the module docs).

@@ -28,7 +28,7 @@ fn dead_pid() -> u32 {
 
 fn setup(test: &str, pids: Vec<u32>) -> TeamSetup {
     let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2a, 0xcd, "p1t2n3");
-    TeamSetup { name, cookie: 0xcd, oversubscribed: false, pids }
+    TeamSetup { name, cookie: 0xcd, oversubscribed: false, pids, probed: Default::default() }
 }
 
 fn create(test: &str, pids: Vec<u32>, rank: usize) -> impl Future<Output = Result<Arc<ShmTeam>>> {
@@ -101,4 +101,24 @@ fn a_creator_names_the_member_that_never_attached_before_one_that_left_after() {
     seg.ctrl(1).expect("rank 1's control line").pid.store(u64::from(left), std::sync::atomic::Ordering::Relaxed);
     let e = poll_to_end(creator).err().expect("rank 2 never attaches").to_string();
     assert!(e.contains(&format!("rank 2 (pid {killed}) died before attaching")), "{e}");
+}
+
+#[test]
+fn a_member_that_died_while_timing_staging_is_named_by_the_creator_and_the_others() {
+    // Rank 1 attached and died before it timed staging's copies out with
+    // rank 0 ("auto" single-copy threshold, `staging_probe.rs`): rank 0
+    // names it, and rank 2, waiting for the threshold, learns it from rank 0.
+    let (me, dead) = (std::process::id(), dead_pid());
+    let pids = vec![me, dead, me];
+    let creator = creator_with_segment("probe-dead", pids.clone());
+    let rank_1 = map_as_member("probe-dead", 3);
+    let (e0, e2) = std::thread::scope(|s| {
+        let r0 = s.spawn(|| poll_to_end(creator));
+        let r2 = s.spawn(|| poll_to_end(create("probe-dead", pids.clone(), 2)));
+        (r0.join().unwrap().err().expect("rank 0"), r2.join().unwrap().err().expect("rank 2"))
+    });
+    assert!(e0.to_string().contains(&format!("rank 1 (pid {dead}) died before timing staging")), "{e0}");
+    assert!(e2.to_string().contains("rank 0 stopped taking part because of rank 1"), "{e2}");
+    let left = rank_1.ctrl(0).expect("rank 0's control line").left.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(left, super::segment::FAILED | 2 << super::segment::CAUSE_SHIFT, "rank 0 blames rank 1");
 }

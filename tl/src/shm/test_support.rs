@@ -1,7 +1,7 @@
 //! What the shm TL's unit tests share.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -37,13 +37,25 @@ pub(super) fn threads(test: &str, size: usize) -> Vec<Arc<ShmTeam>> {
 
 /// [`threads`], each rank with its own configuration (`config_of(rank)`).
 pub(super) fn threads_with(test: &str, size: usize, config_of: impl Fn(usize) -> ShmConfig) -> Vec<Arc<ShmTeam>> {
+    threads_in(test, size, &Arc::new(OnceLock::new()), config_of)
+}
+
+/// [`threads_with`], as teams of contexts that share what their first
+/// ranks measured (`TeamSetup::probed`).
+pub(super) fn threads_in(
+    test: &str,
+    size: usize,
+    probed: &Arc<OnceLock<usize>>,
+    config_of: impl Fn(usize) -> ShmConfig,
+) -> Vec<Arc<ShmTeam>> {
     let name = Segment::name(&format!("shmtl-{test}{}", std::process::id()), 0x2c, 0xcf, "p1t2n3");
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..size)
             .map(|rank| {
                 let (name, config) = (name.clone(), config_of(rank));
                 s.spawn(move || {
-                    let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids: vec![0; size] };
+                    let pids = vec![0; size];
+                    let setup = TeamSetup { name, cookie: 0xcf, oversubscribed: false, pids, probed: probed.clone() };
                     poll_to_end(ShmTeam::create_shared(setup, rank, size, crate::heap_mc::heap_mcs(), config))
                 })
             })
