@@ -81,10 +81,13 @@ const WARMUPS: usize = 8;
 /// Reads timed per size; the fastest counts (a preempted one is slower).
 const READS: usize = 32;
 
-/// ... but no more of them than fit this time (at least [`MIN_READS`]):
-/// 32 reads of 1 MiB take ~3 ms, and a machine where staging wins at every
-/// size reads them all.
+/// ... but no more of either than fit these times (at least
+/// [`MIN_WARMUPS`] and [`MIN_READS`]): 40 reads of 1 MiB take ~3.6 ms, and
+/// a machine where staging wins at every size reads them all (the VM's
+/// fast mode: 7 ms of reads, 9.3 ms of timing, before these caps).
+const WARMUPS_TIME: Duration = Duration::from_micros(250);
 const READS_TIME: Duration = Duration::from_micros(500);
+const MIN_WARMUPS: usize = 2;
 const MIN_READS: usize = 4;
 
 /// The measured default of `UCC_TL_SHM_CMA_THRESHOLD` where staging is
@@ -134,13 +137,18 @@ pub(crate) fn threshold_from(
 
 /// The fastest of [`READS`] cross-memory reads of `size` bytes of this
 /// process's own memory (after [`WARMUPS`] untimed ones; fewer where they
-/// outlast [`READS_TIME`]); `None` if the kernel refuses them.
+/// outlast [`WARMUPS_TIME`] and [`READS_TIME`]); `None` if the kernel
+/// refuses them.
 pub(crate) fn measure(size: usize) -> Option<Duration> {
     let src = vec![1u8; size];
     let mut dst = vec![0u8; size];
     let pid = std::process::id();
     let addr = src.as_ptr() as u64;
-    for _ in 0..WARMUPS {
+    let start = Instant::now();
+    for n in 0..WARMUPS {
+        if n >= MIN_WARMUPS && start.elapsed() > WARMUPS_TIME {
+            break;
+        }
         ferrocoll_transport::cma::read(pid, addr, &mut dst).ok()?;
     }
     let (mut best, start) = (Duration::MAX, Instant::now());

@@ -57,7 +57,7 @@ pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Resu
     // scaled from it (staging grows about linearly past the caches).
     let Some(log) = area.len().checked_ilog2() else { return Ok(crossover::measured_threshold()) };
     let largest = 1usize << log;
-    let (mut src, mut turn) = (Vec::new(), 0);
+    let (mut src, mut turn, start) = (Vec::new(), 0, Instant::now());
     // `crossover::threshold_from`'s walk, with staging timed here.
     let (mut t, mut seen) = (crossover::PAST_CACHES, String::new());
     for size in crossover::sizes() {
@@ -76,7 +76,8 @@ pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Resu
     }
     ferrocoll_core::log_debug!(
         "shm: single copy pays from {t} bytes on this machine (UCC_TL_SHM_CMA_THRESHOLD=auto; bytes: read/staged \
-         µs with rank 1:{seen})"
+         µs with rank 1:{seen}; timed in {:.2} ms)",
+        start.elapsed().as_secs_f64() * 1e3
     );
     Ok(t)
 }
