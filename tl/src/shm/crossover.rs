@@ -254,6 +254,51 @@ mod tests {
     }
 
     #[test]
+    fn one_thread_polling_both_ranks_in_turn_times_staging_too() {
+        // As UCC's gtest drives the contexts of one process: one thread
+        // polls every member's creation in turn. Neither rank's poll may
+        // wait for the other's.
+        use crate::shm::segment::Segment;
+        use crate::shm::team::{ShmTeam, TeamSetup};
+        use crate::shm::{CMA_MEASURED, ShmConfig};
+        use ferrocoll_core::config::Config;
+        use std::sync::Arc;
+        use std::task::{Context, Poll, Waker};
+        let config = ShmConfig::from_config(&Config::new()).unwrap();
+        assert_eq!(config.cma_threshold, CMA_MEASURED);
+        let name = Segment::name(&format!("shmtl-onethread{}", std::process::id()), 0x2d, 0xce, "p1t2n3");
+        let probed = Arc::new(OnceLock::new());
+        let mut ranks: Vec<_> = (0..2)
+            .map(|rank| {
+                let setup = TeamSetup {
+                    name: name.clone(),
+                    cookie: 0xce,
+                    oversubscribed: false,
+                    pids: vec![0; 2],
+                    probed: probed.clone(),
+                };
+                let mcs = crate::heap_mc::heap_mcs();
+                Box::pin(ShmTeam::create_shared(setup, rank, 2, mcs, config.clone()))
+            })
+            .collect();
+        let mut done: Vec<Option<Arc<ShmTeam>>> = vec![None, None];
+        let mut cx = Context::from_waker(Waker::noop());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while done.iter().any(Option::is_none) {
+            assert!(Instant::now() < deadline, "team creation still going after 10 s");
+            for (rank, fut) in ranks.iter_mut().enumerate() {
+                if done[rank].is_none()
+                    && let Poll::Ready(team) = fut.as_mut().poll(&mut cx)
+                {
+                    done[rank] = Some(team.expect("team"));
+                }
+            }
+        }
+        let figure = *probed.get().expect("rank 0 timed staging with rank 1");
+        assert!(done.iter().flatten().all(|t| t.config.cma_threshold == figure));
+    }
+
+    #[test]
     fn this_machine_measures_a_threshold_in_range_or_never() {
         let t = measured_threshold();
         assert!(t == usize::MAX || (SMALLEST..=LARGEST).contains(&t) && t.is_power_of_two(), "{t}");
