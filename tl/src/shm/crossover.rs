@@ -67,7 +67,7 @@ const SINGLE_COPY_EXTRA_NS: f64 = 700.0;
 /// one line trip and no data part), which is not what is timed here; on no
 /// machine measured did single copy pay there.
 const SMALLEST: usize = 8 << 10;
-const LARGEST: usize = 1 << 20;
+pub(crate) const LARGEST: usize = 1 << 20;
 
 /// Where single copy starts when staging, timed with a peer, still wins at
 /// [`LARGEST`] (`staging_probe.rs`).

@@ -32,7 +32,7 @@ use ferrocoll_core::{Error, MemRef, Result};
 use super::crossover;
 use super::epoch::gone;
 use super::liveness_cadence::LivenessCadence;
-use super::segment::{ProbeCells, Segment};
+use super::segment::Segment;
 use super::team::dead_among;
 
 /// Untimed rounds per size first (the first touch of the segment's pages,
@@ -51,7 +51,6 @@ const ROUNDS: u64 = 8;
 /// spells in which its cores pass lines fastest, staging won at every
 /// size to 1 MiB: bcast of 64 KiB 2.2 µs staged, 7.2 by single copy.)
 pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Result<usize> {
-    let cells = seg.probe_cells()?;
     let area = seg.data(0, 0)?;
     // The largest power of two the data part holds: larger sizes are
     // scaled from it (staging grows about linearly past the caches).
@@ -66,7 +65,7 @@ pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Resu
             break;
         };
         let timed = size.min(largest);
-        let staged = staged_time(cells, area, timed, &mut src, &mut turn, taker_pid).await?;
+        let staged = staged_time(seg, area, timed, &mut src, &mut turn, taker_pid).await?;
         let staged = staged.mul_f64(size as f64 / timed as f64);
         seen += &format!(" {size}: {:.2}/{:.2}", read.as_secs_f64() * 1e6, staged.as_secs_f64() * 1e6);
         if crossover::single_copy_pays(read, staged) {
@@ -85,13 +84,14 @@ pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Resu
 /// The fastest copy in plus the fastest copy out of `size` bytes through
 /// `area` (rank 0's data part), over [`ROUNDS`] rounds with rank 1.
 async fn staged_time(
-    cells: &ProbeCells,
+    seg: &Segment,
     area: MemRef,
     size: usize,
     src: &mut Vec<u8>,
     turn: &mut u64,
     taker_pid: u32,
 ) -> Result<Duration> {
+    let cells = seg.probe_cells()?;
     src.resize(size, 0x5a);
     // SAFETY: `src` lives, unmoved, until this function returns, and only
     // this MemRef touches it meanwhile.
@@ -114,10 +114,15 @@ async fn staged_time(
             if cells.turn.load(Ordering::Acquire) == *turn {
                 return Poll::Ready(Ok(()));
             }
-            if polls.due()
-                && let Some((_, e)) = dead_among([(1, taker_pid)], "timing staging with rank 0")
-            {
-                return Poll::Ready(Err(e));
+            if polls.due() {
+                // Relaxed: a late view only delays the error.
+                let left = seg.ctrl(1).map(|c| c.left.load(Ordering::Relaxed));
+                if let Some((e, _)) = left.ok().and_then(|w| gone(1, seg.layout().ranks, w)) {
+                    return Poll::Ready(Err(e));
+                }
+                if let Some((_, e)) = dead_among([(1, taker_pid)], "timing staging with rank 0") {
+                    return Poll::Ready(Err(e));
+                }
             }
             Poll::Pending
         })
@@ -150,10 +155,15 @@ pub(crate) async fn await_threshold(seg: &mut Segment, rank: usize, creator_pid:
             if turn % 2 == 1 && turn != served {
                 // Relaxed: published by the turn. Untrusted: a range of rank 0's data part.
                 let bytes = cells.size.load(Ordering::Relaxed);
-                let from = usize::try_from(bytes).ok().and_then(|b| seg.data(0, 0).and_then(|d| d.range(0, b)).ok());
+                let from = usize::try_from(bytes)
+                    .ok()
+                    .filter(|&b| b <= crossover::LARGEST)
+                    .and_then(|b| seg.data(0, 0).and_then(|d| d.range(0, b)).ok());
                 let from = from.ok_or_else(|| {
                     Error::invalid_param(format!(
-                        "shm team rank 0 asked rank 1 to time a copy of {bytes} bytes, past its data part"
+                        "shm team rank 0 asked rank 1 to time a copy of {bytes} bytes, past its data part or \
+                         the {} that the timing uses",
+                        crossover::LARGEST
                     ))
                 })?;
                 dst.resize(from.len(), 0);

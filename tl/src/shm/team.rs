@@ -127,6 +127,31 @@ pub(crate) struct TeamSetup {
     pub probed: Arc<OnceLock<usize>>,
 }
 
+/// A member's segment while its creation may still be given up: dropped
+/// before [`Unfinished::finish`], it marks the rank LEFT (unless it marked
+/// itself FAILED already), so that the members that wait for it stop.
+struct Unfinished {
+    seg: Option<Segment>,
+    rank: usize,
+}
+
+impl Unfinished {
+    /// The segment, the creation done.
+    fn finish(&mut self) -> Result<Segment> {
+        self.seg.take().ok_or_else(|| Error::internal("shm team creation finished twice"))
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(ctrl) = self.seg.as_ref().and_then(|s| s.ctrl(self.rank).ok()) {
+            // Release: as a team's destruction marks it. A FAILED word, which
+            // names a cause, stays.
+            let _ = ctrl.left.compare_exchange(PRESENT, LEFT, Ordering::Release, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The first of `ranks` (with their pids) whose process is gone, and an
 /// error naming it: `what` says what this rank waited for it to do.
 pub(crate) fn dead_among(ranks: impl IntoIterator<Item = (usize, u32)>, what: &str) -> Option<(usize, Error)> {
@@ -160,7 +185,7 @@ impl ShmTeam {
         mcs: McSet,
         config: ShmConfig,
     ) -> Result<Arc<ShmTeam>> {
-        let mut seg = if rank == 0 {
+        let seg = if rank == 0 {
             // "auto" where a second rank can time staging with this one:
             // `None`, measured below, unless this context already has.
             let cma_threshold = match config.cma_threshold {
@@ -187,9 +212,14 @@ impl ShmTeam {
         // Relaxed: read only by liveness checks, which tolerate a late view,
         // and by single copy after a flag this rank publishes later.
         me.pid.store(u64::from(std::process::id()), Ordering::Relaxed);
+        // From here the others may wait for this rank (rank 0's threshold,
+        // rank 1's timed copies): if this creation is given up (dropped, or
+        // an error), they learn it from this rank's `left`.
+        let mut unfinished = Unfinished { seg: Some(seg), rank };
+        let seg = unfinished.seg.as_mut().ok_or_else(|| Error::internal("shm team creation without its segment"))?;
         let pid_of = |r: usize| pids.get(r).copied().unwrap_or(0);
         let cma_threshold = if rank == 0 {
-            let finished = ShmTeam::finish_creating(&mut seg, size, &pids, &probed).await;
+            let finished = ShmTeam::finish_creating(seg, size, &pids, &probed).await;
             if let Err((blame, e)) = finished {
                 // Release: the members that wait for the threshold stop,
                 // naming the rank that failed first.
@@ -199,8 +229,9 @@ impl ShmTeam {
             }
             seg.cma_threshold().ok_or_else(|| Error::internal("shm team: no single-copy threshold after creation"))?
         } else {
-            staging_probe::await_threshold(&mut seg, rank, pid_of(0)).await?
+            staging_probe::await_threshold(seg, rank, pid_of(0)).await?
         };
+        let seg = unfinished.finish()?;
         // Every member starts single copy where the first rank does (its
         // figure may be its machine's measure, `crossover.rs`).
         let config = ShmConfig { cma_threshold, ..config };

@@ -122,3 +122,40 @@ fn a_member_that_died_while_timing_staging_is_named_by_the_creator_and_the_other
     let left = rank_1.ctrl(0).expect("rank 0's control line").left.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(left, super::segment::FAILED | 2 << super::segment::CAUSE_SHIFT, "rank 0 blames rank 1");
 }
+
+/// Poll `creator` until it has handed rank 1 its first round to time (the
+/// probe's turn, seen through `view`).
+fn until_timing(creator: &mut Pin<Box<dyn Future<Output = Result<Arc<ShmTeam>>> + Send + '_>>, view: &Segment) {
+    let turn = &view.probe_cells().expect("the probe's cells").turn;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while turn.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        assert!(std::time::Instant::now() < deadline, "rank 0 never started timing");
+        let polled = creator.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        assert!(matches!(polled, Poll::Pending), "rank 0 finished without rank 1's rounds");
+    }
+}
+
+#[test]
+fn a_creation_given_up_while_timing_staging_stops_the_others() {
+    use std::sync::atomic::Ordering;
+    // Rank 0's creation dropped (its team destroyed, or failed on another
+    // TL) while it times staging: the member waiting for its threshold
+    // stops, instead of waiting for a figure that never comes.
+    let me = std::process::id();
+    let mut creator = creator_with_segment("probe-drop0", vec![me, me]);
+    let mut rank_1 = map_as_member("probe-drop0", 2);
+    until_timing(&mut creator, &rank_1);
+    drop(creator);
+    assert_eq!(rank_1.ctrl(0).unwrap().left.load(Ordering::Relaxed), super::segment::LEFT, "marked as it went");
+    let e = poll_to_end(super::staging_probe::await_threshold(&mut rank_1, 1, me)).expect_err("no threshold comes");
+    assert!(e.to_string().contains("rank 0 left the team"), "{e}");
+
+    // Rank 1's given up (marked LEFT as above) while rank 0 waits for its
+    // copy out: rank 0 stops, naming it.
+    let mut creator = creator_with_segment("probe-drop1", vec![me, me]);
+    let rank_1 = map_as_member("probe-drop1", 2);
+    until_timing(&mut creator, &rank_1);
+    rank_1.ctrl(1).unwrap().left.store(super::segment::LEFT, Ordering::Release);
+    let e = poll_to_end(creator).err().expect("rank 1 never answers").to_string();
+    assert!(e.contains("rank 1 left the team"), "{e}");
+}
