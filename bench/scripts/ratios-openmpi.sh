@@ -42,7 +42,7 @@ for c in $colls; do
   for r in "${ranges[@]}"; do
     read -r b e fac n w <<<"$r"
     for ((i = 0; i < rounds; i++)); do
-      "$perftest" --np "$np" -c "$c" -b "$b" -e "$e" -f "$fac" -n "$n" -w "$w" | awk '/^ *[0-9]/ {print $3, $NF}' >"$tmp/ours.$i"
+      "$perftest" --np "$np" -c "$c" -b "$b" -e "$e" -f "$fac" -n "$n" -w "$w" | awk '/^ *([0-9]|N\/A)/ {print $3, $NF}' >"$tmp/ours.$i"
       bash "$peer" "$c" "$np" -b $((b * 4)) -e $((e * 4)) -f "$fac" -n "$n" -w "$w" | awk '/^ *[0-9]/ {print $1, $2}' >"$tmp/ompi.$i"
     done
     awk '{print $1}' "$tmp/ompi.0" >"$tmp/sizes"
