@@ -57,6 +57,8 @@ pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Resu
     let Some(log) = area.len().checked_ilog2() else { return Ok(crossover::measured_threshold()) };
     let largest = 1usize << log;
     let (mut src, mut turn, start) = (Vec::new(), 0, Instant::now());
+    // The last size timed and its time: sizes past `largest` reuse it.
+    let mut last: Option<(usize, Duration)> = None;
     // `crossover::threshold_from`'s walk, with staging timed here.
     let (mut t, mut seen) = (crossover::PAST_CACHES, String::new());
     for size in crossover::sizes() {
@@ -65,7 +67,11 @@ pub(crate) async fn threshold_with_rank_1(seg: &Segment, taker_pid: u32) -> Resu
             break;
         };
         let timed = size.min(largest);
-        let staged = staged_time(seg, area, timed, &mut src, &mut turn, taker_pid).await?;
+        let staged = match last {
+            Some((at, took)) if at == timed => took,
+            _ => staged_time(seg, area, timed, &mut src, &mut turn, taker_pid).await?,
+        };
+        last = Some((timed, staged));
         let staged = staged.mul_f64(size as f64 / timed as f64);
         seen += &format!(" {size}: {:.2}/{:.2}", read.as_secs_f64() * 1e6, staged.as_secs_f64() * 1e6);
         if crossover::single_copy_pays(read, staged) {
