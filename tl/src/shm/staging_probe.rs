@@ -147,44 +147,14 @@ async fn staged_time(
 /// if rank 0 dies or gives up first, or asks for a copy past its data part.
 pub(crate) async fn await_threshold(seg: &mut Segment, rank: usize, creator_pid: u32) -> Result<usize> {
     let size = seg.layout().ranks;
-    let mut served = 0;
-    let mut dst = Vec::new();
+    let (mut served, mut dst) = (0, Vec::new());
     let mut polls = LivenessCadence::default();
     std::future::poll_fn(|_| {
         if let Some(t) = seg.refresh_cma_threshold()? {
             return Poll::Ready(Ok(t));
         }
-        if rank == 1 {
-            let cells = seg.probe_cells()?;
-            // Acquire: pairs with rank 0's Release of the turn.
-            let turn = cells.turn.load(Ordering::Acquire);
-            if turn % 2 == 1 && turn != served {
-                // Relaxed: published by the turn. Untrusted: a range of rank 0's data part.
-                let bytes = cells.size.load(Ordering::Relaxed);
-                let from = usize::try_from(bytes)
-                    .ok()
-                    .filter(|&b| b <= crossover::LARGEST)
-                    .and_then(|b| seg.data(0, 0).and_then(|d| d.range(0, b)).ok());
-                let from = from.ok_or_else(|| {
-                    Error::invalid_param(format!(
-                        "shm team rank 0 asked rank 1 to time a copy of {bytes} bytes, past its data part or \
-                         the {} that the timing uses",
-                        crossover::LARGEST
-                    ))
-                })?;
-                dst.resize(from.len(), 0);
-                // SAFETY: `dst` lives, unmoved, until the copy below is done,
-                // and only this MemRef touches it meanwhile.
-                let into = unsafe { MemRef::from_mut_slice(&mut dst) };
-                let t = Instant::now();
-                into.copy_host_from(&from)?;
-                let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-                // Relaxed: published by the turn's Release below.
-                cells.out_ns.store(ns, Ordering::Relaxed);
-                served = turn;
-                cells.turn.store(turn + 1, Ordering::Release);
-                return Poll::Pending;
-            }
+        if rank == 1 && serve_round(seg, &mut served, &mut dst)? {
+            return Poll::Pending;
         }
         if polls.due() {
             // Relaxed: a late view only delays the error.
@@ -198,4 +168,71 @@ pub(crate) async fn await_threshold(seg: &mut Segment, rank: usize, creator_pid:
         Poll::Pending
     })
     .await
+}
+
+/// Rank 1's part of a round, if rank 0 has handed it one it has not
+/// served yet (`served`: the last turn it served): copy the round out of
+/// rank 0's data part into `dst`, timed, and hand the time back. Whether
+/// it served one.
+fn serve_round(seg: &Segment, served: &mut u64, dst: &mut Vec<u8>) -> Result<bool> {
+    let cells = seg.probe_cells()?;
+    // Acquire: pairs with rank 0's Release of the turn.
+    let turn = cells.turn.load(Ordering::Acquire);
+    if turn % 2 == 0 || turn == *served {
+        return Ok(false);
+    }
+    // Relaxed: published by the turn. Untrusted: a range of rank 0's data part.
+    let bytes = cells.size.load(Ordering::Relaxed);
+    let from = usize::try_from(bytes)
+        .ok()
+        .filter(|&b| b <= crossover::LARGEST)
+        .and_then(|b| seg.data(0, 0).and_then(|d| d.range(0, b)).ok());
+    let from = from.ok_or_else(|| {
+        Error::invalid_param(format!(
+            "shm team rank 0 asked rank 1 to time a copy of {bytes} bytes, past its data part or the {} that \
+             the timing uses",
+            crossover::LARGEST
+        ))
+    })?;
+    dst.resize(from.len(), 0);
+    // SAFETY: `dst` lives, unmoved, until the copy below is done, and only
+    // this MemRef touches it meanwhile.
+    let into = unsafe { MemRef::from_mut_slice(dst) };
+    let t = Instant::now();
+    into.copy_host_from(&from)?;
+    let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    // Relaxed: published by the turn's Release below.
+    cells.out_ns.store(ns, Ordering::Relaxed);
+    *served = turn;
+    cells.turn.store(turn + 1, Ordering::Release);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::layout::Layout;
+
+    #[test]
+    fn rank_1_serves_each_round_once_and_refuses_sizes_past_the_data_part() {
+        let name = Segment::name(&format!("shmtl-probeserve{}", std::process::id()), 0x3a, 0xcf, "p1t2n3");
+        let seg = Segment::create(&name, Layout::new(2, 4096).unwrap(), 0xcf, false, None).unwrap();
+        let cells = seg.probe_cells().unwrap();
+        let (mut served, mut dst) = (0, Vec::new());
+        assert!(!serve_round(&seg, &mut served, &mut dst).unwrap(), "no round handed yet");
+        cells.size.store(1024, Ordering::Relaxed);
+        cells.turn.store(1, Ordering::Release);
+        assert!(serve_round(&seg, &mut served, &mut dst).unwrap());
+        assert_eq!((cells.turn.load(Ordering::Acquire), dst.len()), (2, 1024), "handed back, copied");
+        assert!(!serve_round(&seg, &mut served, &mut dst).unwrap(), "rank 0's turn now");
+        // A header is input: a size past the data part (4 KiB here), or
+        // one no timing uses, is an error naming it, not a copy.
+        for bytes in [8192, u64::MAX] {
+            cells.size.store(bytes, Ordering::Relaxed);
+            cells.turn.fetch_add(1, Ordering::Release);
+            let e = serve_round(&seg, &mut served, &mut dst).expect_err("past the data part").to_string();
+            assert!(e.contains(&format!("copy of {bytes} bytes")), "{e}");
+            cells.turn.fetch_add(1, Ordering::Release);
+        }
+    }
 }
