@@ -1,5 +1,6 @@
 //! Where single copy starts paying on this machine: the default of
-//! `UCC_TL_SHM_CMA_THRESHOLD` ("auto"), measured once per process.
+//! `UCC_TL_SHM_CMA_THRESHOLD` ("auto"), measured once per context (with
+//! a peer) or once per process (alone).
 //!
 //! A staged message is copied twice (the giver's copy into the segment, the
 //! taker's out of it, across cores); single copy copies it once with
@@ -40,8 +41,9 @@
 //! team has a second rank on a core of its own, its first two ranks time
 //! the two copies through the segment as the team is created
 //! (`staging_probe.rs`: the giver times its copy in, the taker its copy
-//! out), once per process; elsewhere (a team of one, ranks that outnumber
-//! their cores) staging is taken to cost [`STAGED_NS_PER_BYTE`].
+//! out), once per context (`TeamSetup::probed`); elsewhere (a team of
+//! one, ranks that outnumber their cores) staging is taken to cost
+//! [`STAGED_NS_PER_BYTE`].
 //!
 //! Ranks measuring at once slow each other's reads (25–35 % on the
 //! family-25 VM), so the figure there is 64 KiB or, now and then, 128 KiB:
