@@ -41,11 +41,22 @@ const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
 /// given; ferrocoll reads those of its own TLs and UCC's `TL_UCP_TUNE`.
 const COMPONENT_PREFIXES: &[&str] = &["TL_", "CL_", "MC_", "EC_"];
 
-/// Every documented variable: the core's, the execution engines' and those of every TL of this build.
+/// UCC's `CLS`, which every print of a UCC library configuration lists
+/// (UCC's gtest `test_lib_config.print` looks for it): accepted, and
+/// without effect.
+const CLS: ConfigField = ConfigField {
+    name: "UCC_CLS",
+    default: "basic",
+    doc: "UCC's list of collective layers (basic, hier, all): accepted without effect; ferrocoll chooses flat or hierarchical algorithms itself, by the team's topology.",
+};
+
+/// Every documented variable: the core's, UCC's `CLS`, the execution
+/// engines' and those of every TL of this build.
 pub(crate) fn fields() -> &'static [ConfigField] {
     static FIELDS: OnceLock<Vec<ConfigField>> = OnceLock::new();
     FIELDS.get_or_init(|| {
         let mut f = CORE_FIELDS.to_vec();
+        f.push(CLS);
         f.extend_from_slice(ferrocoll::ee::cuda::CONFIG_FIELDS);
         for tl in ferrocoll::default_components().tls {
             f.extend(tl.config_fields());
@@ -264,6 +275,7 @@ mod tests {
         assert!(text.starts_with("#\n# lib\n#\n"), "{text}");
         assert!(text.contains("UCC_COLL_TIMEOUT=9s\n"), "{text}");
         assert!(text.contains("UCC_LOG_LEVEL=warn  (default)"), "{text}");
+        assert!(text.contains("UCC_CLS=basic  (default)"), "UCC lists it, and UCC's tests look for it: {text}");
         assert!(text.contains("UCC_TL_UCP_TUNE=x  (set;"), "{text}");
         assert!(text.contains("# Log level"), "{text}");
         assert!(!describe(&c, None, false, true, false).contains("# Log level"));
