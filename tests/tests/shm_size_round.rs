@@ -19,9 +19,9 @@ use ferrocoll_tests::world;
 const T: Duration = Duration::from_secs(60);
 
 /// Elements (u32) of a block: empty, inline for any team here (4–400 B),
-/// past an inline region (6 KiB, 40 KiB: in the half), past the carry
+/// past an inline region (10 KiB, 40 KiB: in the half), past the carry
 /// (a half's slot) and in single copy's range (80 KiB, 400 KiB).
-const COUNTS: [usize; 8] = [0, 1, 2, 100, 1500, 10_000, 20_000, 100_000];
+const COUNTS: [usize; 8] = [0, 1, 2, 100, 2500, 10_000, 20_000, 100_000];
 
 fn on_shm<R: Send + 'static>(ranks: usize, f: impl Fn(&Team) -> R + Send + Sync + 'static) -> Vec<R> {
     let mut c = Config::new();
@@ -152,8 +152,9 @@ fn repeated_calls_give_right_values() {
     check(out, "3 ranks, repeated");
 }
 
-/// A team whose tables do not fit an inline region (175 ranks: 3 × 8 × 175
-/// bytes, past its 4 192) keeps them, and the blocks, in the data halves:
+/// A team whose tables are too long for an inline region (175 ranks: 3 ×
+/// 8 × 175 bytes, past the 4 192 that tables may take of one, `meta.rs`)
+/// keeps them, and the blocks, in the data halves:
 /// short blocks carried there, then longer ones. Two short rounds and one
 /// long, with blocks of at most 80 KiB (single copy's range still): 175
 /// threads on a 2-core machine take seconds per round, and an alltoallv's

@@ -6,7 +6,7 @@
 //! peer has just written, fetched one after the other from the peer's
 //! cache — on a 2-core AMD EPYC VM ~250 ns each, most of a small
 //! collective's time. An epoch's inline region (`layout.rs`: per rank and
-//! parity, a head and at least 4 KiB) holds the payload right after a
+//! parity, a head and at least 8 KiB) holds the payload right after a
 //! tag and the epoch's signature: the line that tells a reader the payload
 //! is there brings its first 32 bytes along; a longer payload's other
 //! lines are fetched together after it, one more trip for all of them

@@ -46,13 +46,19 @@ const BOARD: usize = BOARD_DEPTH * ENTRY;
 /// Bytes of the head of an inline region (tag, signature), before its payload.
 pub(crate) const INLINE_HEAD: usize = 32;
 
-/// Bytes of one inline region: a head and at least 4 KiB of payload, in
-/// whole control lines (so that every region starts a line pair). 4 KiB,
-/// not 1 KiB as before: payloads of 1–4 KiB went through the data halves,
-/// whose second line trip and `done` made 2 KiB collectives on 2 ranks
-/// 1.1–1.5 times as long as inline (BENCHMARKS.md, eighteenth round);
-/// Open MPI's shared-memory fast boxes reach 4 KiB too.
-pub(crate) const INLINE: usize = (INLINE_HEAD + 4096).div_ceil(LINE) * LINE;
+/// Bytes of payload an inline region holds at least (`INLINE` holds a
+/// few more, its last line's): 8 KiB. Payloads past the regions go through
+/// the data halves, whose second line trip (the control line, then the
+/// data) and `done` cost more than the bytes: 4 KiB, not 1 KiB, made 2 KiB
+/// collectives on 2 ranks 0.66–0.89 of the time (BENCHMARKS.md, eighteenth
+/// round); 8 KiB, not 4 KiB, made bcast, reduce, gather and scatter of 8
+/// KiB on 2 and 4 ranks 0.5–0.7 of it (thirty-ninth round, a 2-core Intel
+/// Xeon VM), and smaller sizes alike.
+pub(crate) const INLINE_PAYLOAD: usize = 8192;
+
+/// Bytes of one inline region: a head and [`INLINE_PAYLOAD`], in whole
+/// control lines (so that every region starts a line pair).
+pub(crate) const INLINE: usize = (INLINE_HEAD + INLINE_PAYLOAD).div_ceil(LINE) * LINE;
 
 /// Inline regions per rank, used in turn by the epochs that publish
 /// inline: a rank may publish epoch `e` while slower ranks still read

@@ -21,9 +21,9 @@
 /// CPUs this runs on (a CPU with 128-byte lines gets each line twice).
 const STRIDE: usize = 64;
 
-/// The most bytes one call asks for: an inline region's payload. Past a
-/// few KiB the copy's own stream of misses trains the hardware's prefetchers.
-const MOST: usize = 4096;
+/// The most bytes one call asks for: an inline region's payload. Past
+/// that the copy's own stream of misses trains the hardware's prefetchers.
+const MOST: usize = super::layout::INLINE_PAYLOAD;
 
 /// Ask for the cache line holding `p`, to be read soon.
 #[inline(always)]

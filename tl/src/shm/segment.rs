@@ -19,10 +19,11 @@ use super::layout::{CTRL, ENTRY, INLINE, INLINE_DEPTH, INLINE_HEAD, LINE, Layout
 const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
 /// The segment layout's version: raised with every change of `layout.rs`'s
 /// geometry or header (8: inline regions of 4 KiB; 9: the single-copy
-/// threshold in the header; 10: the staging probe's cells), so that ranks
+/// threshold in the header; 10: the staging probe's cells; 11: inline
+/// regions of 8 KiB), so that ranks
 /// of builds that disagree fail naming both versions instead of reading
 /// each other wrong.
-const VERSION: u32 = 10;
+const VERSION: u32 = 11;
 
 /// The first line of a segment.
 #[repr(C)]

@@ -26,7 +26,7 @@
 //! will move are not carried.
 //!
 //! Where it lies: a team's tables (3 × 8 bytes a rank) go in the ranks'
-//! inline regions when they fit one (teams of up to 174 ranks), and a
+//! inline regions on teams of up to 174 ranks ([`INLINE_TABLE_MOST`]), and a
 //! rank's carried blocks after its table when they fit too: the round is
 //! then one line's trip, as an inline collective's (`inline.rs`), and the
 //! epoch writes no half (`Depth::Inline`). Blocks too long for that go in
@@ -62,6 +62,15 @@ const ENTRY: usize = 8;
 /// Entries of a table per rank: what this rank gives it, what it takes
 /// from it, and where its block for it lies in this rank's memory.
 const COLUMNS: usize = 3;
+
+/// The longest table that lies in the inline regions: 4 192 bytes, teams
+/// of up to 174 ranks, the regions' whole payload while they held 4 KiB.
+/// Kept when they grew to 8 KiB (`layout.rs`): what that gained was
+/// measured on the payloads of 2–4 ranks, and a larger team's tables stay
+/// where the test of a 175-rank team (`tests/tests/shm_size_round.rs`)
+/// reaches them; a team past 8 KiB of tables (346 ranks) would take that
+/// test minutes on two cores.
+const INLINE_TABLE_MOST: usize = 4192;
 
 /// Carried blocks in an inline region start on this many bytes.
 const INLINE_ALIGN: usize = 8;
@@ -184,7 +193,7 @@ impl Layout {
         let p = team.size;
         let table =
             p.checked_mul(COLUMNS * ENTRY).ok_or_else(|| Error::internal(format!("a size table for {p} ranks")))?;
-        let table_inline = team.fits_inline(table);
+        let table_inline = table <= INLINE_TABLE_MOST && team.fits_inline(table);
         let half_start = if table_inline { 0 } else { table.next_multiple_of(LINE) };
         // A gather carries one block; a scatter one per rank, a P-th of
         // the area each (whole lines in a half).
