@@ -357,7 +357,7 @@ impl ShmTeam {
         if !self.reach.on() {
             return (u64::MAX, u64::MAX);
         }
-        alg::single_copy_range(&self.config, coll, self.size, self.seg.oversubscribed())
+        alg::single_copy_range(&self.config, coll, self.seg.oversubscribed())
     }
 
     /// Copy host memory (other memory through the host memory component,

@@ -129,21 +129,6 @@ const OVERSUBSCRIBED_SINGLE_COPY_BY: u64 = 256 << 10;
 /// 77.3–79.5 ms (Open MPI 4 MiB 611–668 µs, 64 MiB 20.3–22.1 ms).
 const REDUCE_SINGLE_COPY_END: u64 = 512 << 10;
 
-/// Where gather(v)'s single copy starts in its message size (`size`
-/// blocks, UCC's): from a block of `threshold` bytes. Its root reads each
-/// other rank's block by itself, one transfer between two ranks per block,
-/// which is what the threshold weighs (`crossover.rs`); staged, each giver
-/// copies its block in at the same time, in its own region (inline up to
-/// 8 KiB). On 2 ranks of a 2-core Intel Xeon VM, the threshold 16 KiB
-/// (BENCHMARKS.md, thirty-ninth round), single copy / staged, µs: blocks of
-/// 8 KiB 1.24 / 0.64 (gatherv 1.46 / 0.71), 10 KiB 1.46 / 1.19, 12 KiB
-/// 1.65 / 1.36, 16 KiB 1.62 / 1.60, 24 KiB 1.95 / 2.22, 32 KiB 2.29 /
-/// 2.91: the crossover at a block of the threshold, not at a whole gather
-/// of it, where it was.
-fn per_block(threshold: u64, size: usize) -> u64 {
-    threshold.saturating_mul(size.max(1) as u64)
-}
-
 /// `[from, to)` ranges covering every message size, cut at `cuts` (in any
 /// order; `u64::MAX` and repeats ignored), each with `alg_at(from)`;
 /// neighbours with the same algorithm merged.
@@ -173,10 +158,8 @@ fn piecewise(
 /// [`OVERSUBSCRIBED_SINGLE_COPY_BY`]. Reduce's is for two ranks (the
 /// caller says `oversubscribed` otherwise: its root reads every input).
 /// For the v-variants (0 to the selection), their size round decides with
-/// the same range (`meta.rs`), against the longest block times the team's
-/// `size`; gather(v)'s starts at `size` times the threshold (see
-/// [`per_block`]).
-pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, size: usize, oversubscribed: bool) -> (u64, u64) {
+/// the same range (`meta.rs`).
+pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, oversubscribed: bool) -> (u64, u64) {
     const NEVER: (u64, u64) = (u64::MAX, u64::MAX);
     let from = config.cma_threshold as u64;
     if from == u64::MAX {
@@ -185,7 +168,6 @@ pub(crate) fn single_copy_range(config: &ShmConfig, coll: CollType, size: usize,
     match (coll, oversubscribed) {
         (Bcast, false) => (from, BCAST_SINGLE_COPY_END.max(from)),
         (Reduce, false) => (from, REDUCE_SINGLE_COPY_END.max(from)),
-        (Gather | Gatherv, false) => (per_block(from, size), u64::MAX),
         (Alltoall | Alltoallv | Allgather | Allgatherv | Scatter | Scatterv, true) => {
             let later = from.saturating_mul(OVERSUBSCRIBED_SINGLE_COPY_LATER).min(OVERSUBSCRIBED_SINGLE_COPY_BY);
             (later.max(from), u64::MAX)
@@ -236,7 +218,7 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     // on 3 ranks 256 KiB 21–23 / 37–38 µs, 4 MiB 0.77–0.81 / 1.05–1.26 ms.
     let pair = size == 2 && !oversubscribed;
     let onestep_always = pair || oversubscribed;
-    let (lo, hi) = single_copy_range(config, Reduce, size, !pair);
+    let (lo, hi) = single_copy_range(config, Reduce, !pair);
     let (lo, hi) = (lo.max(t), hi.max(t));
     let reduce_alg = |m: u64| match m {
         m if (lo..hi).contains(&m) => 2,
@@ -252,7 +234,7 @@ pub(crate) fn defaults(config: &ShmConfig, size: usize, oversubscribed: bool) ->
     // way (`reduction::single_copy_window`).
     for coll in [Bcast, Allgather, Allgatherv, Gather, Scatter, Alltoall, ReduceScatter, ReduceScatterv] {
         let end = if coll == Alltoall && size > 2 { 2 * M } else { INF };
-        let (lo, hi) = single_copy_range(config, coll, size, oversubscribed);
+        let (lo, hi) = single_copy_range(config, coll, oversubscribed);
         let (lo, hi) = (lo.min(end), hi.min(end));
         for (from, to, alg) in [(0, lo, 0), (lo, hi, 1), (hi.max(lo), end, 0)] {
             if from < to {
@@ -344,19 +326,8 @@ mod tests {
         // outnumber cores, as alltoall, but not never, as gather.
         assert_eq!(alg_at(Scatter, 64 << 10, true), Some("staged"));
         assert_eq!(alg_at(Scatter, 256 << 10, true), Some("cma"));
-        assert_eq!(single_copy_range(&config, Scatterv, 4, true), single_copy_range(&config, Alltoallv, 4, true));
-        assert_eq!(single_copy_range(&config, Gatherv, 4, true), (u64::MAX, u64::MAX));
-        // Gather(v) from a block of the threshold: P of them in its message size.
-        let gather_at = |size, msg: u64| {
-            let d = defaults(&config, size, false);
-            let e = d.iter().find(|d| d.coll == Gather && d.range.contains(msg)).expect("an entry for every size");
-            registry().find(Gather, e.alg).map(|a| a.info.name)
-        };
-        assert_eq!(gather_at(2, (32 << 10) - 1), Some("staged"));
-        assert_eq!(gather_at(2, 32 << 10), Some("cma"));
-        assert_eq!(gather_at(8, (128 << 10) - 1), Some("staged"));
-        assert_eq!(single_copy_range(&config, Gatherv, 2, false), (32 << 10, u64::MAX));
-        assert_eq!(single_copy_range(&config, Gatherv, 3, false).0, 48 << 10);
+        assert_eq!(single_copy_range(&config, Scatterv, true), single_copy_range(&config, Alltoallv, true));
+        assert_eq!(single_copy_range(&config, Gatherv, true), (u64::MAX, u64::MAX));
         // Reduce: single copy on two ranks only, from the threshold to 512 KiB.
         let reduce_at = |size, msg: u64| {
             let d = defaults(&config, size, false);
@@ -382,13 +353,13 @@ mod tests {
         // machine's measured threshold follows its system call, not its
         // scheduler), unless the threshold itself is later.
         let from = |threshold: usize| {
-            single_copy_range(&ShmConfig { cma_threshold: threshold, ..config.clone() }, Alltoall, 4, true).0
+            single_copy_range(&ShmConfig { cma_threshold: threshold, ..config.clone() }, Alltoall, true).0
         };
         assert_eq!([from(0), from(4 << 10), from(16 << 10), from(64 << 10)], [0, 64 << 10, 256 << 10, 256 << 10]);
         assert_eq!(from(1 << 20), 1 << 20);
         let off = ShmConfig { cma_threshold: usize::MAX, ..config.clone() };
         assert!(defaults(&off, 2, false).iter().all(|d| registry().find(d.coll, d.alg).unwrap().info.name != "cma"));
-        assert_eq!(single_copy_range(&off, Alltoallv, 2, false), (u64::MAX, u64::MAX));
+        assert_eq!(single_copy_range(&off, Alltoallv, false), (u64::MAX, u64::MAX));
         assert_eq!(barrier(false), Some("flags"));
         assert_eq!(barrier(true), Some("fanin_fanout"), "rank 0 leaves first where ranks outnumber cores");
     }
