@@ -80,8 +80,9 @@ pub(crate) async fn onestep(
             let dst = piece_of(out, cap, k)?;
             // Its own input where it lies even when published: the peers
             // read the copy meanwhile (`one_epoch.rs`, `own_input`).
-            let part =
-                |r: usize| if r == team.rank && own_where_it_lies { Ok(chunk) } else { team.seg.data(r, e)?.range(0, n) };
+            let part = |r: usize| {
+                if r == team.rank && own_where_it_lies { Ok(chunk) } else { team.seg.data(r, e)?.range(0, n) }
+            };
             team.with_parts(part, |srcs| team.reduce(dst, srcs, reducer.last(n / es)))?;
         }
         team.publish(Flag::Done, e)?;
