@@ -9,7 +9,7 @@
 //! plain polls (the engine's spin-then-yield lets more ranks than cores progress).
 //!
 //! Small messages are one-step exchanges (each rank publishes, then reads what
-//! it needs), up to 4 KiB beside the flag that announces them (`inline.rs`),
+//! it needs), up to 8 KiB beside the flag that announces them (`inline.rs`),
 //! each post of one a single hand-written state machine (`one_epoch.rs`);
 //! large ones go in rounds of half a rank's area, and reductions
 //! split each round's work by slices (reduce-scatter + allgather), with the
