@@ -530,6 +530,34 @@ mod tests {
     use super::super::test_support::{poll_to_end, threads};
     use super::*;
 
+    /// A reduction reads its own input where it lies only when that is
+    /// host memory apart from the result; in place, overlapping, or in
+    /// another memory type it reads its published copy.
+    #[test]
+    fn a_reduction_reads_its_own_input_where_it_lies_when_that_is_apart() {
+        let mut buf = [0u8; 64];
+        // SAFETY: MemRefs over `buf`, which outlives them; `own_input`
+        // compares addresses and types and reads nothing.
+        let (src, out, whole, device) = unsafe {
+            let whole = MemRef::from_mut_slice(&mut buf);
+            (
+                whole.range(0, 16).unwrap(),
+                whole.range(32, 16).unwrap(),
+                whole,
+                MemRef::new(whole.addr(), 16, MemType::Cuda),
+            )
+        };
+        assert_eq!(own_input(src, out), Some(src), "apart: the input itself");
+        assert_eq!(own_input(src, src), None, "in place: the copy");
+        assert_eq!(own_input(whole.range(8, 16).unwrap(), src), None, "overlapping: the copy");
+        assert_eq!(own_input(device, out), None, "device memory: the copy");
+        assert_eq!(
+            own_input(whole.range(16, 16).unwrap(), src),
+            Some(whole.range(16, 16).unwrap()),
+            "adjacent is apart"
+        );
+    }
+
     /// A one-epoch collective waits for the other ranks, not for itself
     /// (see `Epoch::waits_for`), and still runs to its end on every rank.
     #[test]
