@@ -51,9 +51,11 @@ pub(crate) const INLINE_HEAD: usize = 32;
 /// the data halves, whose second line trip (the control line, then the
 /// data) and `done` cost more than the bytes: 4 KiB, not 1 KiB, made 2 KiB
 /// collectives on 2 ranks 0.66–0.89 of the time (BENCHMARKS.md, eighteenth
-/// round); 8 KiB, not 4 KiB, made bcast, reduce, gather and scatter of 8
-/// KiB on 2 and 4 ranks 0.5–0.7 of it (thirty-ninth round, a 2-core Intel
-/// Xeon VM), and smaller sizes alike.
+/// round); 8 KiB, not 4 KiB, made bcast and reduce of 8 KiB 0.84–0.88 of
+/// it on 2 ranks, averaged over the ranks (the giving rank's own time
+/// 0.67: its copy in, no flag round), and bcast, reduce and gather
+/// 0.85–0.90 on 4 ranks over 2 cores (thirty-ninth round, a 2-core Intel
+/// Xeon VM); smaller sizes alike.
 pub(crate) const INLINE_PAYLOAD: usize = 8192;
 
 /// Bytes of one inline region: a head and [`INLINE_PAYLOAD`], in whole
