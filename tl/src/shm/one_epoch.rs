@@ -298,7 +298,7 @@ impl Reduction {
 /// ranks 0.28–0.29 µs against allgather's 0.24, with the same
 /// instructions, the samples on the reduction's loads (BENCHMARKS.md,
 /// thirty-ninth round). In place, or in other memory, the copy it is.
-fn own_input(src: MemRef, out: MemRef) -> Option<MemRef> {
+pub(crate) fn own_input(src: MemRef, out: MemRef) -> Option<MemRef> {
     (src.mem_type() == MemType::Host && !src.overlaps(&out)).then_some(src)
 }
 

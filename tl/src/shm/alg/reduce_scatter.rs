@@ -18,7 +18,7 @@ use super::single_copy::Outcome;
 use super::{Exec, STAGED, ShmPost, reduction};
 use crate::base::{Alg, AlgFuture, Run};
 use crate::shm::epoch::Flag;
-use crate::shm::one_epoch::{OneEpoch, Reduction};
+use crate::shm::one_epoch::{OneEpoch, Reduction, own_input};
 
 pub(crate) const ALGS: &[Alg<ShmPost>] = &[
     Alg::new(ReduceScatter, 0, "staged", STAGED, Run::ReduceScatter(staged_or_inline)),
@@ -62,10 +62,15 @@ async fn staged(team: Exec, o: args::ReduceScatter) -> Result<()> {
     let (input, blocks) = (o.src.mem, &o.src.blocks);
     let slot = whole(team.pipeline_round() / p, es);
     let longest = (0..p).map(|r| blocks.bytes(r)).max().unwrap_or(0);
+    // This rank's own block is read where it lies, not copied into the
+    // segment and read back (`one_epoch.rs`, `own_input`); in place, where
+    // it is the result, through the segment.
+    let (own_at, _) = blocks.get(me)?;
+    let own_apart = own_input(input, o.dst).is_some();
     for k in 0..rounds(longest, slot) {
         let e = team.begin().await?;
         let mine = team.seg.data(me, e)?;
-        for j in 0..p {
+        for j in (0..p).filter(|&j| j != me || !own_apart) {
             let (off, len) = blocks.get(j)?;
             let (s, l) = piece(len, slot, k);
             team.copy(mine.range(j * slot, l)?, input.range(off + s, l)?)?;
@@ -73,7 +78,10 @@ async fn staged(team: Exec, o: args::ReduceScatter) -> Result<()> {
         team.publish(Flag::Arrive, e)?;
         team.wait(Flag::Arrive, &team.all, e).await?;
         let (s, l) = piece(o.dst.len(), slot, k);
-        let srcs = team.all.iter().map(|&r| team.seg.data(r, e)?.range(me * slot, l)).collect::<Result<Vec<_>>>()?;
+        let part = |r: usize| {
+            if r == me && own_apart { input.range(own_at + s, l) } else { team.seg.data(r, e)?.range(me * slot, l) }
+        };
+        let srcs = team.all.iter().map(|&r| part(r)).collect::<Result<Vec<_>>>()?;
         team.reduce(o.dst.range(s, l)?, &srcs, o.reducer.last(l / es))?;
         team.publish(Flag::Done, e)?;
     }
