@@ -120,15 +120,10 @@ async fn staged_time(
             if cells.turn.load(Ordering::Acquire) == *turn {
                 return Poll::Ready(Ok(()));
             }
-            if polls.due() {
-                // Relaxed: a late view only delays the error.
-                let left = seg.ctrl(1).map(|c| c.left.load(Ordering::Relaxed));
-                if let Some((e, _)) = left.ok().and_then(|w| gone(1, seg.layout().ranks, w)) {
-                    return Poll::Ready(Err(e));
-                }
-                if let Some((_, e)) = dead_among([(1, taker_pid)], "timing staging with rank 0") {
-                    return Poll::Ready(Err(e));
-                }
+            if polls.due()
+                && let Some(e) = stopped(seg, 1, taker_pid, "timing staging with rank 0")?
+            {
+                return Poll::Ready(Err(e));
             }
             Poll::Pending
         })
@@ -146,7 +141,6 @@ async fn staged_time(
 /// published it; rank 1 (`rank`) times the copies out meanwhile. An error
 /// if rank 0 dies or gives up first, or asks for a copy past its data part.
 pub(crate) async fn await_threshold(seg: &mut Segment, rank: usize, creator_pid: u32) -> Result<usize> {
-    let size = seg.layout().ranks;
     let (mut served, mut dst) = (0, Vec::new());
     let mut polls = LivenessCadence::default();
     std::future::poll_fn(|_| {
@@ -156,18 +150,24 @@ pub(crate) async fn await_threshold(seg: &mut Segment, rank: usize, creator_pid:
         if rank == 1 && serve_round(seg, &mut served, &mut dst)? {
             return Poll::Pending;
         }
-        if polls.due() {
-            // Relaxed: a late view only delays the error.
-            if let Some((e, _)) = gone(0, size, seg.ctrl(0)?.left.load(Ordering::Relaxed)) {
-                return Poll::Ready(Err(e));
-            }
-            if let Some((_, e)) = dead_among([(0, creator_pid)], "finishing the team's creation") {
-                return Poll::Ready(Err(e));
-            }
+        if polls.due()
+            && let Some(e) = stopped(seg, 0, creator_pid, "finishing the team's creation")?
+        {
+            return Poll::Ready(Err(e));
         }
         Poll::Pending
     })
     .await
+}
+
+/// The error that ends a wait for rank `r` (pid `pid`, 0: unknown) of
+/// `seg`'s team, if it has stopped: it left or failed (its `left` word, a
+/// failure naming its cause), or its process is gone (`what`: what this
+/// rank waited for it to do).
+fn stopped(seg: &Segment, r: usize, pid: u32, what: &str) -> Result<Option<Error>> {
+    // Relaxed: a late view only delays the error.
+    let left = seg.ctrl(r)?.left.load(Ordering::Relaxed);
+    Ok(gone(r, seg.layout().ranks, left).map(|(e, _)| e).or_else(|| dead_among([(r, pid)], what).map(|(_, e)| e)))
 }
 
 /// Rank 1's part of a round, if rank 0 has handed it one it has not
