@@ -20,9 +20,8 @@ const MAGIC: u64 = 0x6665_7272_6f73_686d; // "ferroshm"
 /// The segment layout's version: raised with every change of `layout.rs`'s
 /// geometry or header (8: inline regions of 4 KiB; 9: the single-copy
 /// threshold in the header; 10: the staging probe's cells; 11: inline
-/// regions of 8 KiB), so that ranks
-/// of builds that disagree fail naming both versions instead of reading
-/// each other wrong.
+/// regions of 8 KiB), so that ranks of builds that disagree fail naming
+/// both versions instead of reading each other wrong.
 const VERSION: u32 = 11;
 
 /// The first line of a segment.
