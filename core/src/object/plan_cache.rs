@@ -35,6 +35,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
+use super::request::Live;
 use crate::args::{ArraysRead, CollArgs, CollBuffer, CollFlags, CollInit};
 use crate::backend::CollTask;
 use crate::engine::{Posted, TaskDiag, TaskSlot};
@@ -66,6 +67,9 @@ pub(crate) struct Plan {
     /// The cache entry this plan was taken from, held for it until it is
     /// parked back there or released ([`PlanCache::release`]).
     pub(crate) held: Option<usize>,
+    /// The state of the request that runs it now (`request.rs`); a
+    /// default one while parked.
+    pub(crate) live: Live,
 }
 
 impl Drop for Plan {
@@ -489,6 +493,7 @@ mod tests {
             raw: None,
             parked: None,
             held: None,
+            live: Live::default(),
         })
     }
 

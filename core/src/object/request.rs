@@ -43,8 +43,22 @@ pub struct Request<'a> {
     /// What the request runs: made at init, or taken back from the team's
     /// plan cache, and parked there again when the request is dropped
     /// (one box, so that taking and parking it moves a pointer and counts
-    /// no references). Always present: only `Drop` takes it out.
+    /// no references). Always present: only `Drop` takes it out. The
+    /// request's own state lies in it too ([`Plan::live`]): a request is
+    /// two pointers, which a call returns and a caller moves in registers.
     plan: ManuallyDrop<Box<Plan>>,
+    _buffers: PhantomData<&'a mut [u8]>,
+}
+
+/// What a request holds from its init to its drop, besides its team and
+/// what it runs: kept in its plan's box ([`Plan::live`]), not in the
+/// `Request`, which was 64 bytes and went through the stack at every
+/// return and move (on a 2-core AMD EPYC VM, family 26, loads of 16 bytes
+/// that read stores of 1 and 8 bytes did not forward and waited: 13 % of
+/// a team of one's bcast in the caller's moves alone; BENCHMARKS.md,
+/// fortieth round). A plan taken from the cache starts with a fresh one.
+#[derive(Default)]
+pub(crate) struct Live {
     /// Process-wide unique id, carried by the events of its triggered
     /// posts; 0 until [`Request::id`] is first asked.
     id: AtomicU64,
@@ -59,7 +73,6 @@ pub struct Request<'a> {
     /// Set by [`Request::allow_repost`].
     repost_allowed: bool,
     finalized: bool,
-    _buffers: PhantomData<&'a mut [u8]>,
 }
 
 impl Team {
@@ -182,25 +195,16 @@ impl<'a> Request<'a> {
             raw,
             parked: None,
             held: None,
+            live: Live::default(),
         };
         Request::with_plan(team, Box::new(plan), None)
     }
 
     /// A request that runs `plan`; `spare` is a finished slot of an earlier
     /// request with the same plan (see `plan_cache.rs`).
-    fn with_plan(team: Arc<TeamInner>, plan: Box<Plan>, spare: Option<Arc<TaskSlot>>) -> Self {
-        Request {
-            team: ManuallyDrop::new(team),
-            plan: ManuallyDrop::new(plan),
-            id: AtomicU64::new(0),
-            slot: None,
-            spare,
-            triggered: false,
-            on_complete: None,
-            repost_allowed: false,
-            finalized: false,
-            _buffers: PhantomData,
-        }
+    fn with_plan(team: Arc<TeamInner>, mut plan: Box<Plan>, spare: Option<Arc<TaskSlot>>) -> Self {
+        plan.live = Live { spare, ..Live::default() };
+        Request { team: ManuallyDrop::new(team), plan: ManuallyDrop::new(plan), _buffers: PhantomData }
     }
 
     /// A request made of a finished one's parked plan (see `plan_cache.rs`).
@@ -210,16 +214,17 @@ impl<'a> Request<'a> {
     }
 
     /// Park `plan` (this request's, taken out by `Drop`) on its team for the
-    /// next request with the same call, if its last post succeeded and it
-    /// was never posted on an engine (see `plan_cache.rs`).
+    /// next request with the same call, if its last post (`slot`, or the
+    /// spare slot of a request never posted) succeeded and it was never
+    /// posted on an engine (`triggered`; see `plan_cache.rs`).
     /// A slot that is not parked forgets the future it kept for a next
     /// post (the progress queue or the flight recorder may hold it on; see
     /// `TaskSlot::forget_spent`); a parked plan does when it is dropped.
-    fn park(&mut self, mut plan: Box<Plan>) {
-        let Some(slot) = self.slot.take().or_else(|| self.spare.take()) else {
+    fn park(&self, mut plan: Box<Plan>, slot: Option<Arc<TaskSlot>>, triggered: bool) {
+        let Some(slot) = slot else {
             return self.team.plans.release(plan);
         };
-        if self.triggered || plan.task.is_none() || !matches!(slot.status(), Ok(Status::Ok)) {
+        if triggered || plan.task.is_none() || !matches!(slot.status(), Ok(Status::Ok)) {
             slot.forget_spent();
             return self.team.plans.release(plan);
         }
@@ -244,6 +249,10 @@ impl<'a> Request<'a> {
         self.team.check_usable()?;
         let seq = self.next_seq();
         self.team.posted_via.note(seq, self.plan.via_tag);
+        // Taken out before the task is borrowed (`live` lies in the plan).
+        let live = &mut self.plan.live;
+        let from_spare = live.slot.is_none();
+        let finished_slot = live.slot.take().or_else(|| live.spare.take());
         let Some(task) = &self.plan.task else {
             // Nothing to do, but shown: a rank that waits for this one in a
             // call that differs learns from the board what it posted, or,
@@ -253,7 +262,7 @@ impl<'a> Request<'a> {
             if let Some(cb) = self.callback() {
                 cb(Status::Ok);
             }
-            self.slot = Some(TaskSlot::finished(Ok(()), self.desc(seq)));
+            self.plan.live.slot = Some(TaskSlot::finished(Ok(()), self.desc(seq)));
             return Ok(());
         };
         self.plan.diag.clear();
@@ -267,8 +276,6 @@ impl<'a> Request<'a> {
         // One poll now sends the first messages without waiting for
         // progress (under the lock that re-arms the slot, where it is
         // re-armed).
-        let from_spare = self.slot.is_none();
-        let finished_slot = self.slot.take().or_else(|| self.spare.take());
         let fresh = |this: &Self| -> Result<(Arc<TaskSlot>, Polled)> {
             let fut = task.start(&post).map_err(|e| e.prefixed(this.desc(seq)))?;
             let slot = this.new_slot(fut, seq, this.plan.diag.clone(), task.recycles_futures());
@@ -284,9 +291,9 @@ impl<'a> Request<'a> {
                         // Still finished: the next post may take it.
                         let e = e.prefixed(self.desc(seq));
                         if from_spare {
-                            self.spare = Some(slot)
+                            self.plan.live.spare = Some(slot)
                         } else {
-                            self.slot = Some(slot)
+                            self.plan.live.slot = Some(slot)
                         }
                         return Err(e);
                     }
@@ -301,7 +308,7 @@ impl<'a> Request<'a> {
         if polled == (Polled::Pending { push: true }) {
             self.team.ctx.queue.push_polled(slot.clone());
         }
-        self.slot = Some(slot);
+        self.plan.live.slot = Some(slot);
         Ok(())
     }
 
@@ -329,7 +336,7 @@ impl<'a> Request<'a> {
     /// What each post calls with its final status: the one set by
     /// [`Request::set_completion`], else the arguments' callback.
     fn callback(&self) -> Option<CompletionCallback> {
-        self.on_complete.clone().or_else(|| self.plan.init.cb.clone())
+        self.plan.live.on_complete.clone().or_else(|| self.plan.init.cb.clone())
     }
 
     /// Call `cb` once per post with its final status, as `CollArgs::cb`
@@ -338,7 +345,7 @@ impl<'a> Request<'a> {
     /// this way shares the plan of an earlier one with the same call (see
     /// `plan_cache.rs`). The C interface reports every request this way.
     pub fn set_completion(&mut self, cb: CompletionCallback) {
-        self.on_complete = Some(cb);
+        self.plan.live.on_complete = Some(cb);
     }
 
     /// Take the next sequence number of the team (or the active-set one).
@@ -372,11 +379,11 @@ impl<'a> Request<'a> {
     /// memory, no active set, no callback in the arguments, a task that may
     /// run again). Returns whether it did; if not, nothing changed.
     pub fn renew(&mut self) -> bool {
-        let finished = self.slot.as_ref().is_some_and(|s| matches!(s.status(), Ok(Status::Ok)));
-        if self.finalized || self.triggered || !finished || !self.plan.reusable() {
+        let finished = self.plan.live.slot.as_ref().is_some_and(|s| matches!(s.status(), Ok(Status::Ok)));
+        if self.plan.live.finalized || self.plan.live.triggered || !finished || !self.plan.reusable() {
             return false;
         }
-        self.spare = self.slot.take();
+        self.plan.live.spare = self.plan.live.slot.take();
         // The cache entry its plan came from, if any, is not held for as
         // long as the caller keeps the request.
         self.team.plans.unhold(&mut self.plan);
@@ -391,13 +398,13 @@ impl<'a> Request<'a> {
     /// non-persistent request may hand its copies to the engine for one
     /// post). The Rust API keeps refusing such a post.
     pub fn allow_repost(&mut self) {
-        self.repost_allowed = true;
+        self.plan.live.repost_allowed = true;
     }
 
     /// Whether a post (`plain`: not triggered) of this request, not
     /// persistent, may follow one that succeeded ([`Request::allow_repost`]).
     fn reposts(&self, plain: bool) -> bool {
-        plain && self.repost_allowed && !self.triggered
+        plain && self.plan.live.repost_allowed && !self.plan.live.triggered
     }
 
     /// Refuse a post of a finalized request, of one in progress, of a
@@ -405,10 +412,10 @@ impl<'a> Request<'a> {
     /// whose repost is allowed, never posted on an engine), and of one
     /// that failed.
     fn check_postable(&self, plain: bool) -> Result<()> {
-        if self.finalized {
+        if self.plan.live.finalized {
             return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
-        if let Some(slot) = &self.slot {
+        if let Some(slot) = &self.plan.live.slot {
             match slot.status() {
                 Ok(Status::InProgress) => {
                     return Err(Error::invalid_param(format!(
@@ -436,10 +443,10 @@ impl<'a> Request<'a> {
     /// does not progress anything: call [`Context::progress`](crate::Context::progress)
     /// (or use [`Request::wait`]).
     pub fn test(&self) -> Result<Status> {
-        if self.finalized {
+        if self.plan.live.finalized {
             return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
-        match &self.slot {
+        match &self.plan.live.slot {
             None => Ok(Status::OperationInitialized),
             Some(slot) => slot.status(),
         }
@@ -464,13 +471,13 @@ impl<'a> Request<'a> {
     /// slot's poll is the one the queue makes, so timeouts, the watchdog and
     /// the call board act as they do there.
     pub fn wait(&mut self) -> Result<()> {
-        let Some(slot) = self.slot.as_ref() else {
+        let Some(slot) = self.plan.live.slot.as_ref() else {
             return Err(Error::invalid_param(format!(
                 "{}: wait on a request that was never posted",
                 self.plan.init.coll
             )));
         };
-        if self.finalized {
+        if self.plan.live.finalized {
             return Err(Error::invalid_param(format!("{}: the request was finalized", self.plan.init.coll)));
         }
         // A task that finished at post (a team of one, peers already there):
@@ -513,7 +520,7 @@ impl<'a> Request<'a> {
     /// progress cannot be finalized (`InvalidParam`): wait for it, or drop
     /// it to cancel it.
     pub fn finalize(&mut self) -> Result<()> {
-        if self.finalized {
+        if self.plan.live.finalized {
             return Err(Error::invalid_param(format!("{}: the request was already finalized", self.plan.init.coll)));
         }
         if self.test()? == Status::InProgress {
@@ -522,7 +529,7 @@ impl<'a> Request<'a> {
                 self.plan.init.coll
             )));
         }
-        self.finalized = true;
+        self.plan.live.finalized = true;
         Ok(())
     }
 
@@ -540,16 +547,37 @@ impl<'a> Request<'a> {
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         // SAFETY: `drop` runs once, and nothing reads `self.plan` after this line.
-        let plan = unsafe { ManuallyDrop::take(&mut self.plan) };
-        match &self.slot {
+        let mut plan = unsafe { ManuallyDrop::take(&mut self.plan) };
+        // Out of the plan, which is parked or released without them (the
+        // callback may hold this request's handle); field by field, not
+        // `Live` whole, whose wide loads would wait on the post's narrow
+        // stores. The rest is reset when a request takes the plan.
+        let live = &mut plan.live;
+        let (slot, spare, triggered) = (live.slot.take(), live.spare.take(), live.triggered);
+        live.on_complete = None;
+        match slot {
             Some(slot) if slot.status().is_ok_and(|s| s == Status::InProgress) => {
                 // Drops the task's future now, so nothing touches the buffers after we return.
                 slot.cancel(|desc| Error::invalid_param(format!("{desc} was cancelled: its request was dropped")));
                 self.team.plans.release(plan);
             }
-            _ => self.park(plan),
+            slot => self.park(plan, slot.or(spare), triggered),
         }
         // SAFETY: `drop` runs once, and nothing reads `self.team` after this line.
         spare_team::keep(unsafe { ManuallyDrop::take(&mut self.team) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Request;
+    use crate::error::Result;
+
+    /// A request is its team and its plan's box, and a result of one is no
+    /// wider: returned and moved in two registers (see [`super::Live`]).
+    #[test]
+    fn a_request_is_two_pointers() {
+        assert_eq!(size_of::<Request<'static>>(), 2 * size_of::<usize>());
+        assert_eq!(size_of::<Result<Request<'static>>>(), 2 * size_of::<usize>());
     }
 }

@@ -43,7 +43,7 @@ impl Request<'_> {
             ))
         })?;
         let armed = Armed::new(trigger, self.id());
-        self.triggered = true;
+        self.plan.live.triggered = true;
         let desc = self.desc(self.next_seq());
         let watch = self.show(desc.seq);
         let diag = Arc::new(TaskDiag::default());
@@ -76,7 +76,7 @@ impl Request<'_> {
         if !slot.poll(&self.team.ctx.settings.watchdog) {
             self.team.ctx.queue.push(slot.clone());
         }
-        self.slot = Some(slot);
+        self.plan.live.slot = Some(slot);
         Ok(())
     }
 
@@ -117,12 +117,12 @@ impl Request<'_> {
         // Taken at the first ask: most requests are never asked (only the
         // events of triggered posts carry it), and a post should not pay
         // for a shared counter's cache line. Relaxed: ids only need to be unique.
-        let id = self.id.load(Ordering::Relaxed);
+        let id = self.plan.live.id.load(Ordering::Relaxed);
         if id != 0 {
             return id;
         }
         let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        match self.id.compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed) {
+        match self.plan.live.id.compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => new,
             Err(set) => set,
         }
