@@ -1,17 +1,17 @@
 //! A host memory component for unit tests that build teams without a
-//! library: heap scratch and plain copies, no reductions.
+//! library: heap scratch, plain copies, and float32 sums only.
 
 use std::sync::Arc;
 
 use ferrocoll_core::backend::{Mc, McSet, ReduceSpec, Scratch, ScratchOwner};
-use ferrocoll_core::{Error, MemRef, MemType, Result};
+use ferrocoll_core::{DataType, Error, MemRef, MemType, ReduceOp, Result};
 
 /// A set holding [`HeapMc`] alone.
 pub(crate) fn heap_mcs() -> McSet {
     McSet::new(vec![Arc::new(HeapMc)])
 }
 
-/// Host memory on the heap; copies only.
+/// Host memory on the heap; copies, and sums of float32.
 pub(crate) struct HeapMc;
 
 /// Frees what [`HeapMc::alloc`] handed out.
@@ -48,7 +48,29 @@ impl Mc for HeapMc {
         dst.copy_host_from(&src)
     }
 
-    fn reduce(&self, _dst: MemRef, _srcs: &[MemRef], _spec: &ReduceSpec) -> Result<()> {
-        Err(Error::not_supported("the test memory component does not reduce"))
+    fn reduce(&self, dst: MemRef, srcs: &[MemRef], spec: &ReduceSpec) -> Result<()> {
+        if spec.dtype != DataType::Float32 || spec.op != ReduceOp::Sum || spec.avg_divisor.is_some() {
+            return Err(Error::not_supported("the test memory component only sums float32"));
+        }
+        let bytes = spec.count.checked_mul(4).ok_or_else(|| Error::invalid_param("count"))?;
+        if dst.len() < bytes || srcs.iter().any(|s| s.len() < bytes) {
+            return Err(Error::invalid_param("a sum longer than its buffers"));
+        }
+        // Element by element through raw reads, since the destination may be
+        // the first source (in place).
+        for i in 0..spec.count {
+            let sum: f32 = srcs
+                .iter()
+                .map(|s| {
+                    // SAFETY: every source is live host memory of at least
+                    // `bytes` bytes (checked above; the MemRef contract), and
+                    // `i * 4 + 4 <= bytes`; unaligned reads need no alignment.
+                    unsafe { s.addr().add(i * 4).cast::<f32>().read_unaligned() }
+                })
+                .sum();
+            // SAFETY: as above for the writable destination.
+            unsafe { dst.addr().add(i * 4).cast::<f32>().write_unaligned(sum) };
+        }
+        Ok(())
     }
 }

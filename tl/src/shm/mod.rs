@@ -25,6 +25,9 @@
 mod alg;
 mod cache;
 mod context;
+mod copy_in;
+#[cfg(test)]
+mod copy_in_tests;
 mod crossover;
 mod demote;
 mod epoch;

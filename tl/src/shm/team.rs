@@ -11,6 +11,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
+use std::time::Instant;
 
 use ferrocoll_core::args::{CollInit, Signature};
 use ferrocoll_core::backend::{CollTask, Mc, McSet, PostInfo, ReduceSpec, TlTeam};
@@ -23,6 +24,7 @@ use ferrocoll_transport::liveness::Proc;
 
 use super::alg::single_copy::Reach;
 use super::alg::{self, ShmPost as Post};
+use super::copy_in::{self, CopyIn, Stores};
 use super::layout::{LINE, Layout};
 use super::liveness_cadence::LivenessCadence;
 use super::one_epoch;
@@ -89,6 +91,8 @@ pub(crate) struct ShmTeam {
     pub(crate) running: Running,
     /// Whether single copy may run, and which peers this rank can read (`alg/single_copy.rs`).
     pub(crate) reach: Reach,
+    /// Which stores this rank's large copies into the segment use (`copy_in.rs`).
+    copy_in: CopyIn,
 }
 
 /// The collective this rank runs on the team now (one at a time: see the module docs).
@@ -268,6 +272,7 @@ impl ShmTeam {
             waiting: AtomicU64::new(u64::MAX),
             running: Running::default(),
             reach: Reach::new(size, single_copy),
+            copy_in: CopyIn::default(),
         }))
     }
 
@@ -376,6 +381,37 @@ impl ShmTeam {
             return dst.copy_host_from(&src);
         }
         self.host()?.copy(dst, src)
+    }
+
+    /// Copy host `src` into `dst`, a part of the segment another rank reads
+    /// next: from [`copy_in::TIMED_FROM`] bytes up with the stores this
+    /// rank measured faster lately (`copy_in.rs`), else as [`Self::copy`].
+    pub(crate) fn copy_in(&self, dst: MemRef, src: MemRef) -> Result<()> {
+        if dst.len() < copy_in::TIMED_FROM || src.mem_type() != MemType::Host {
+            return self.copy(dst, src);
+        }
+        let stores = self.copy_in.pick();
+        let start = Instant::now();
+        match stores {
+            Stores::Plain => self.copy(dst, src)?,
+            Stores::Streaming => self.host()?.copy_streaming(dst, src)?,
+        }
+        self.copy_in.record(stores, dst.len(), start.elapsed());
+        Ok(())
+    }
+
+    /// Whether this rank's large copies into the segment stream now (its
+    /// plain ones measured several times slower, `copy_in.rs`): then what
+    /// it would compute straight into the segment is better computed
+    /// elsewhere and copied in.
+    pub(crate) fn copy_in_streams(&self) -> bool {
+        self.copy_in.favoured() == Stores::Streaming
+    }
+
+    /// Make `stores` the kind this rank's copies into the segment favour.
+    #[cfg(test)]
+    pub(crate) fn favour_copy_in(&self, stores: Stores) {
+        self.copy_in.favour(stores);
     }
 
     /// The host memory component.

@@ -46,7 +46,7 @@ async fn staged(team: Exec, o: args::Bcast) -> Result<()> {
         let e = team.begin().await?;
         let part = piece_of(o.buf, cap, k)?;
         if team.rank == o.root {
-            team.copy(team.seg.data(team.rank, e)?.range(0, part.len())?, part)?;
+            team.copy_in(team.seg.data(team.rank, e)?.range(0, part.len())?, part)?;
             team.publish(Flag::Arrive, e)?;
         } else {
             team.wait(Flag::Arrive, &[o.root], e).await?;

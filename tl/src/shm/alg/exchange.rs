@@ -48,7 +48,7 @@ pub(crate) async fn gather_rounds(
         let e = team.begin().await?;
         if read {
             let part = piece_of(mine, cap, k)?;
-            team.copy(team.seg.data(me, e)?.range(0, part.len())?, part)?;
+            team.copy_in(team.seg.data(me, e)?.range(0, part.len())?, part)?;
         }
         team.publish(Flag::Arrive, e)?;
         if let Some(d) = dst {
@@ -91,7 +91,7 @@ pub(crate) async fn scatter_rounds(
             for j in (0..p).filter(|&j| j != me) {
                 let block = blocks.of(from, j)?;
                 let (s, l) = piece(block.len(), slot, k);
-                team.copy(half.range(j * slot, l)?, block.range(s, l)?)?;
+                team.copy_in(half.range(j * slot, l)?, block.range(s, l)?)?;
             }
             team.publish(Flag::Arrive, e)?;
         }

@@ -440,7 +440,7 @@ impl SizeRound {
             let (area, slot) = self.layout.area(team, me, e, place, self.longest)?;
             for &(at, block) in &self.moves.carried {
                 let at = at.checked_mul(slot).ok_or_else(|| Error::internal("a slot past the area"))?;
-                team.copy(area.range(at, block.len())?, block)?;
+                team.copy_in(area.range(at, block.len())?, block)?;
             }
         }
         Ok(())

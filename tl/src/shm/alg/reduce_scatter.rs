@@ -73,7 +73,7 @@ async fn staged(team: Exec, o: args::ReduceScatter) -> Result<()> {
         for j in (0..p).filter(|&j| j != me || !own_apart) {
             let (off, len) = blocks.get(j)?;
             let (s, l) = piece(len, slot, k);
-            team.copy(mine.range(j * slot, l)?, input.range(off + s, l)?)?;
+            team.copy_in(mine.range(j * slot, l)?, input.range(off + s, l)?)?;
         }
         team.publish(Flag::Arrive, e)?;
         team.wait(Flag::Arrive, &team.all, e).await?;

@@ -72,7 +72,7 @@ pub(crate) async fn onestep(
         let chunk = piece_of(input, cap, k)?;
         let n = chunk.len();
         if publish {
-            team.copy(team.seg.data(team.rank, e)?.range(0, n)?, chunk)?;
+            team.copy_in(team.seg.data(team.rank, e)?.range(0, n)?, chunk)?;
         }
         team.publish(Flag::Arrive, e)?;
         if let Some(out) = out {
@@ -105,7 +105,7 @@ pub(crate) async fn rsag(team: &ShmTeam, input: MemRef, out: Option<MemRef>, red
         let half = team.seg.data(me, e)?;
         for r in (0..p).filter(|&r| r != me) {
             let (o, l) = slice(r);
-            team.copy(half.range(o, l)?, chunk.range(o, l)?)?;
+            team.copy_in(half.range(o, l)?, chunk.range(o, l)?)?;
         }
         team.publish(Flag::Arrive, e)?;
         team.wait(Flag::Arrive, &team.all, e).await?;
@@ -116,7 +116,21 @@ pub(crate) async fn rsag(team: &ShmTeam, input: MemRef, out: Option<MemRef>, red
             .iter()
             .map(|&r| if r == me { chunk.range(off, n) } else { team.seg.data(r, e)?.range(off, n) })
             .collect::<Result<Vec<_>>>()?;
-        team.reduce(team.seg.results(me, e)?.range(0, n)?, &srcs, reducer.last(n / es))?;
+        let results = team.seg.results(me, e)?.range(0, n)?;
+        // Where this rank's plain stores into the segment run slow
+        // (`copy_in.rs`), its slice is reduced into its own part of the
+        // output, which no one else reads, and copied in from there.
+        let mine_in_out = match out {
+            Some(o) if team.copy_in_streams() && !o.overlaps(&input) => Some(piece_of(o, cap, k)?.range(off, n)?),
+            _ => None,
+        };
+        match mine_in_out {
+            Some(mine) => {
+                team.reduce(mine, &srcs, reducer.last(n / es))?;
+                team.copy_in(results, mine)?;
+            }
+            None => team.reduce(results, &srcs, reducer.last(n / es))?,
+        }
         team.publish(Flag::Reduced, e)?;
         if let Some(out) = out {
             let dst = piece_of(out, cap, k)?;
@@ -127,7 +141,9 @@ pub(crate) async fn rsag(team: &ShmTeam, input: MemRef, out: Option<MemRef>, red
                 let (o, l) = slice(r);
                 team.copy(dst.range(o, l)?, team.seg.results(r, e)?.range(0, l)?)
             };
-            copy(me)?;
+            if mine_in_out.is_none() {
+                copy(me)?;
+            }
             team.wait(Flag::Reduced, &team.all, e).await?;
             for r in (0..p).filter(|&r| r != me) {
                 copy(r)?;
