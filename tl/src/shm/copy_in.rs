@@ -66,7 +66,10 @@ pub(crate) struct CopyIn {
     /// Per kind (`Stores as usize`): picoseconds per byte (0: not yet
     /// timed). A faster sample replaces the estimate (a preempted or
     /// page-faulting copy must not keep a kind out of favour for long); a
-    /// slower one moves it half-way (one slow copy should not flip it).
+    /// slower one moves it half-way, but up by half at most (a preempted
+    /// copy, which may take a thousand times longer, moves it no further
+    /// than any other slow one: a kind that turned slow needs four copies
+    /// to climb from par to [`PLAIN_UNLESS_SLOWER_BY`]).
     cost: [AtomicU64; 2],
     /// Timed copies chosen so far.
     chosen: AtomicU64,
@@ -114,7 +117,7 @@ impl CopyIn {
         let ps = (took.as_nanos().saturating_mul(1000) / bytes as u128).clamp(1, u64::MAX as u128) as u64;
         let slot = &self.cost[stores as usize];
         let old = slot.load(Ordering::Relaxed);
-        let new = if old == 0 || ps < old { ps } else { old / 2 + ps / 2 };
+        let new = if old == 0 || ps < old { ps } else { old + (ps - old).min(old) / 2 };
         slot.store(new.max(1), Ordering::Relaxed);
     }
 }
@@ -162,7 +165,7 @@ mod tests {
         while c.pick() == Stores::Plain {
             c.record(Stores::Plain, 1 << 20, us(300));
             copies += 1;
-            assert!(copies < 5, "still plain after {copies} slow copies");
+            assert!(copies < 8, "still plain after {copies} slow copies");
         }
     }
 
@@ -185,6 +188,17 @@ mod tests {
             }
             assert!(copies <= EXPLORE_EVERY, "plain not back after {copies} copies");
         }
+    }
+
+    #[test]
+    fn one_preempted_copy_does_not_flip_the_favour() {
+        let c = CopyIn::default();
+        c.record(Stores::Plain, 1 << 20, us(40));
+        c.record(Stores::Streaming, 1 << 20, us(25));
+        c.record(Stores::Plain, 1 << 20, us(40_000));
+        assert_eq!(c.favoured(), Stores::Plain, "one copy that lost the CPU for 40 ms");
+        c.record(Stores::Plain, 1 << 20, us(40));
+        assert_eq!(c.favoured(), Stores::Plain);
     }
 
     #[test]
