@@ -130,9 +130,9 @@ impl MemRef {
         if self.len > 0 {
             // SAFETY: by the MemRef contract both ranges are live host
             // allocations (host checked above) of len bytes, self writable,
-            // and no one outside ferrocoll touches them meanwhile;
-            // `ptr::copy` is memmove, so overlap is fine.
-            unsafe { std::ptr::copy(src.addr, self.addr, self.len) };
+            // and no one outside ferrocoll touches them meanwhile; overlap
+            // is fine for a memmove.
+            unsafe { crate::host_copy::memmove(self.addr, src.addr, self.len) };
         }
         Ok(())
     }

@@ -25,6 +25,7 @@ mod element;
 pub mod engine;
 pub mod error;
 pub mod hash;
+pub mod host_copy;
 pub mod json;
 pub mod log;
 pub mod object;

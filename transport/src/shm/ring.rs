@@ -73,7 +73,8 @@ impl Ring {
             // SAFETY: at + n <= size, so the destination lies in the data
             // area; the producer owns bytes between tail and head + size (the
             // consumer reads them only after our Release store of tail).
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(done), self.data.as_ptr().add(at), n) };
+            // Not overlapping: the source is the caller's slice.
+            unsafe { ferrocoll_core::host_copy::memmove(self.data.as_ptr().add(at), src.as_ptr().add(done), n) };
             done += n;
         }
     }
@@ -87,7 +88,9 @@ impl Ring {
             // SAFETY: at + n <= size, so the source lies in the data area; the
             // bytes between head and tail are the consumer's until it
             // Release-stores head past them. The destination is `out[done..done + n]`.
-            unsafe { std::ptr::copy_nonoverlapping(self.data.as_ptr().add(at), out.as_mut_ptr().add(done).cast(), n) };
+            unsafe {
+                ferrocoll_core::host_copy::memmove(out.as_mut_ptr().add(done).cast(), self.data.as_ptr().add(at), n)
+            };
             done += n;
         }
     }
