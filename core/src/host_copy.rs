@@ -13,9 +13,9 @@
 //! vector loop instead (39 GB/s there). glibc itself keeps Intel's CPUs off
 //! `rep movsb` at short distances, and the loop costs them nothing either.
 
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 /// Copies shorter than this never use `rep movsb` (glibc's lowest threshold,
 /// for 16-byte vectors, is 2 KiB), so they always go to the C library.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const SLOW_FROM: usize = 2048;
 
 /// Whether a copy from `src` to `dst` of `len` bytes is one that glibc's
