@@ -10,8 +10,9 @@
 //! (BENCHMARKS.md, forty-first round; glibc bug 30994). A user's buffer
 //! can sit at any offset from the segment or from another buffer, so a
 //! copy whose source and destination meet that way goes through a plain
-//! vector loop instead (39 GB/s there). glibc itself keeps Intel's CPUs off
-//! `rep movsb` at short distances, and the loop costs them nothing either.
+//! vector loop instead (34–45 GB/s there). glibc itself keeps Intel's CPUs
+//! off `rep movsb` at these distances, so there the loop stands in for
+//! glibc's own vector loop (not measured on an Intel CPU).
 
 /// Copies shorter than this never use `rep movsb` (glibc's lowest threshold,
 /// for 16-byte vectors, is 2 KiB), so they always go to the C library.
