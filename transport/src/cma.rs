@@ -34,7 +34,7 @@ const BOUNCE: usize = 256 << 10;
 /// Zen (`ferrocoll_core::host_copy`: a 2-rank allgather of 1 MiB + 4 bytes
 /// a rank took 535 µs against 120 for 1 MiB on a family-25 AMD EPYC VM),
 /// so such a read goes through a bounce buffer at the remote address's page
-/// offset, in rounds of [`BOUNCE`] bytes, and a vector copy out of it.
+/// offset, 256 KiB a call, and a vector copy out of it.
 pub fn read(pid: u32, remote: u64, dst: &mut [u8]) -> io::Result<()> {
     if ferrocoll_core::host_copy::page_aliased(dst.as_ptr() as usize, remote as usize, dst.len()) {
         return read_bounced(pid, remote, dst);

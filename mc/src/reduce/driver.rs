@@ -208,6 +208,18 @@ fn tiny<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
     Ok(())
 }
 
+/// `dst = src` (same length), through `host_copy::memmove`: a chunk's
+/// copies run at any distance from the user's buffers, including those at
+/// which glibc's `rep movsb` is slow on AMD Zen (`ferrocoll_core::host_copy`).
+#[inline(always)]
+pub(crate) fn copy_pod<T: Pod>(dst: &mut [T], src: &[T]) {
+    let (d, s) = (bytemuck::cast_slice_mut::<T, u8>(dst), bytemuck::cast_slice::<T, u8>(src));
+    let n = d.len().min(s.len());
+    // SAFETY: `d` and `s` are live slices of at least `n` bytes, `d` borrowed
+    // mutably, so they do not overlap.
+    unsafe { ferrocoll_core::host_copy::memmove(d.as_mut_ptr(), s.as_ptr(), n) };
+}
+
 /// The chunk loop, with `acc_bytes` (aligned for every type) as accumulator.
 #[inline(always)]
 fn chunks<K: Kernel>(kernel: &K, ops: Operands<'_>, acc_bytes: &mut [u8]) -> Result<()> {
@@ -240,7 +252,7 @@ fn chunks<K: Kernel>(kernel: &K, ops: Operands<'_>, acc_bytes: &mut [u8]) -> Res
             Err(_) => {
                 let t = stage_a.buffer::<K::Elem>(len)?;
                 kernel.store(t, acc);
-                dchunk.copy_from_slice(bytemuck::cast_slice(t));
+                copy_pod(dchunk, bytemuck::cast_slice(t));
             }
         }
     }
@@ -303,7 +315,7 @@ impl Staging {
             return Ok(typed);
         }
         let t = self.buffer::<T>(bytes.len())?;
-        bytemuck::cast_slice_mut::<T, u8>(t).copy_from_slice(bytes);
+        copy_pod(bytemuck::cast_slice_mut::<T, u8>(t), bytes);
         Ok(t)
     }
 }

@@ -8,7 +8,7 @@ use ferrocoll_core::backend::{PairKernel, ReduceKernel, ReduceSpec};
 use ferrocoll_core::{Error, ReduceOp, Result};
 
 use super::Kernels;
-use super::driver::{Kernel, Operands, run, sub};
+use super::driver::{Kernel, Operands, copy_pod, run, sub};
 use super::num::{Add, And, Int, Max, Min, Mul, Num, Op, Or, Xor};
 
 /// `acc = op(acc, src)` over the elements; avg divides when storing.
@@ -29,7 +29,7 @@ impl<T: Num, O: Op<T>> Kernel for Fold<T, O> {
 
     #[inline(always)]
     fn load(&self, acc: &mut [T], src: &[T]) {
-        acc.copy_from_slice(src);
+        copy_pod(acc, src);
     }
 
     #[inline(always)]
@@ -53,7 +53,7 @@ impl<T: Num, O: Op<T>> Kernel for Fold<T, O> {
                 *d = a.div_count(n);
             }
         } else {
-            dst.copy_from_slice(acc);
+            copy_pod(dst, acc);
         }
     }
 
@@ -128,7 +128,7 @@ impl<T: Int, O: Op<T>> Kernel for Logical<T, O> {
 
     #[inline(always)]
     fn store(&self, dst: &mut [T], acc: &mut [T]) {
-        dst.copy_from_slice(acc);
+        copy_pod(dst, acc);
     }
 }
 
@@ -237,7 +237,7 @@ impl<T: Num> Kernel for ComplexProd<T> {
 
     #[inline(always)]
     fn load(&self, acc: &mut [[T; 2]], src: &[[T; 2]]) {
-        acc.copy_from_slice(src);
+        copy_pod(acc, src);
     }
 
     #[inline(always)]
@@ -250,7 +250,7 @@ impl<T: Num> Kernel for ComplexProd<T> {
 
     #[inline(always)]
     fn store(&self, dst: &mut [[T; 2]], acc: &mut [[T; 2]]) {
-        dst.copy_from_slice(acc);
+        copy_pod(dst, acc);
     }
 }
 

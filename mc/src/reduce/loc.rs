@@ -16,7 +16,7 @@ use ferrocoll_core::backend::ReduceSpec;
 use ferrocoll_core::{DataType, Error, Float8E4M3, Float8E5M2, ReduceOp, Result};
 use half::{bf16, f16};
 
-use super::driver::{Kernel, Operands, run};
+use super::driver::{Kernel, Operands, copy_pod, run};
 use crate::fp8;
 
 /// The value half of a pair.
@@ -115,7 +115,7 @@ where
 
     #[inline(always)]
     fn load(&self, acc: &mut [[u8; P]], src: &[[u8; P]]) {
-        acc.copy_from_slice(src);
+        copy_pod(acc, src);
     }
 
     #[inline(always)]
