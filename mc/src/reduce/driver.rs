@@ -213,6 +213,7 @@ fn tiny<K: Kernel>(kernel: &K, ops: Operands<'_>) -> Result<()> {
 /// which glibc's `rep movsb` is slow on AMD Zen (`ferrocoll_core::host_copy`).
 #[inline(always)]
 pub(crate) fn copy_pod<T: Pod>(dst: &mut [T], src: &[T]) {
+    debug_assert_eq!(dst.len(), src.len());
     let (d, s) = (bytemuck::cast_slice_mut::<T, u8>(dst), bytemuck::cast_slice::<T, u8>(src));
     let n = d.len().min(s.len());
     // SAFETY: `d` and `s` are live slices of at least `n` bytes, `d` borrowed

@@ -15,8 +15,9 @@
 //! plain copy is fast, streaming is slower: the reader then finds the data
 //! in memory rather than in a shared cache (15–25 % on that VM's fast
 //! runs). Neither choice is right everywhere, so each rank times its large
-//! copies in, with the kind it finds faster, and now and then with the
-//! other, to notice when that one turns faster.
+//! copies in and keeps plain stores unless they measure several times
+//! slower than streaming ones, timing the kind out of favour now and then
+//! to notice when the machine changes.
 //!
 //! The choice is the writer's alone: readers see the same bytes either
 //! way, since streaming stores are fenced before the flag that publishes
@@ -81,24 +82,24 @@ impl CopyIn {
     /// streaming's, but every [`EXPLORE_EVERY`]-th copy the other.
     pub(crate) fn pick(&self) -> Stores {
         let n = self.chosen.fetch_add(1, Ordering::Relaxed);
-        let [plain, streaming] =
-            [Stores::Plain, Stores::Streaming].map(|s| self.cost[s as usize].load(Ordering::Relaxed));
-        if plain == 0 {
-            return Stores::Plain;
+        match self.costs() {
+            [0, _] => Stores::Plain,
+            [_, 0] => Stores::Streaming,
+            _ if n % EXPLORE_EVERY == EXPLORE_EVERY - 1 => self.favoured().other(),
+            _ => self.favoured(),
         }
-        if streaming == 0 {
-            return Stores::Streaming;
-        }
-        let favoured = self.favoured();
-        if n % EXPLORE_EVERY == EXPLORE_EVERY - 1 { favoured.other() } else { favoured }
     }
 
     /// The kind in favour now, as [`Self::pick`] would choose outside its
     /// exploring copies (plain until both kinds are timed).
     pub(crate) fn favoured(&self) -> Stores {
-        let [plain, streaming] =
-            [Stores::Plain, Stores::Streaming].map(|s| self.cost[s as usize].load(Ordering::Relaxed));
+        let [plain, streaming] = self.costs();
         if streaming != 0 && plain / PLAIN_UNLESS_SLOWER_BY > streaming { Stores::Streaming } else { Stores::Plain }
+    }
+
+    /// The cost estimates, plain's then streaming's.
+    fn costs(&self) -> [u64; 2] {
+        [Stores::Plain, Stores::Streaming].map(|s| self.cost[s as usize].load(Ordering::Relaxed))
     }
 
     /// Make `stores` the kind in favour (its other kind measured 1000
